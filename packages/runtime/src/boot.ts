@@ -1,0 +1,81 @@
+import { migrate, openDb, type Db } from '@herald/store';
+import type { Redis } from 'ioredis';
+import type { HttpSettings } from './http/create-api-app.js';
+import type { Logger } from './logger.js';
+import { createRedis } from './redis.js';
+import type { Lifecycle } from './shutdown.js';
+
+/** The parsed common variables (see commonEnv). */
+export interface CommonConfig {
+  DATABASE_URL?: string | undefined;
+  HERALD_DATA_DIR: string;
+  DB_POOL_SIZE: number;
+  MIGRATE_ON_START: boolean;
+}
+
+/** The parsed HTTP variables (see httpEnv). */
+export interface HttpConfig {
+  DOCS_URL: string;
+  HTTP_BODY_LIMIT_BYTES: number;
+  RATE_LIMIT_WINDOW_MS: number;
+  RATE_LIMIT_ADMIN: number;
+  RATE_LIMIT_READ_ONLY: number;
+  RATE_LIMIT_PRODUCER: number;
+  RATE_LIMIT_ANONYMOUS: number;
+  HERALD_ADMIN_TOKEN?: string | undefined;
+  AUTH_CACHE_TTL_MS: number;
+}
+
+export function httpSettings(config: HttpConfig): HttpSettings {
+  return {
+    docsUrl: config.DOCS_URL,
+    bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
+    rateLimits: {
+      windowMs: config.RATE_LIMIT_WINDOW_MS,
+      perRole: {
+        admin: config.RATE_LIMIT_ADMIN,
+        read_only: config.RATE_LIMIT_READ_ONLY,
+        producer: config.RATE_LIMIT_PRODUCER,
+      },
+      anonymous: config.RATE_LIMIT_ANONYMOUS,
+    },
+    bootstrapAdminToken: config.HERALD_ADMIN_TOKEN,
+    authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+  };
+}
+
+/** Opens the database (Postgres or the embedded PGlite), migrates it, and registers its close. */
+export async function openDatabase(
+  config: CommonConfig,
+  name: string,
+  logger: Logger,
+  lifecycle: Lifecycle,
+): Promise<Db> {
+  const db = await openDb({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: `${config.HERALD_DATA_DIR}/pgdata`,
+    maxConnections: config.DB_POOL_SIZE,
+    applicationName: `herald-${name}`,
+  });
+  lifecycle.onShutdown('database', () => db.close());
+  logger.info({ kind: db.kind }, 'database opened');
+  if (config.MIGRATE_ON_START) {
+    const applied = await migrate(db);
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+  }
+  return db;
+}
+
+/** Opens a Redis connection of the given role and registers its close. */
+export function openRedis(
+  url: string,
+  role: 'producer' | 'worker',
+  logger: Logger,
+  lifecycle: Lifecycle,
+): Redis {
+  const redis = createRedis(url, role, logger);
+  lifecycle.onShutdown(`redis-${role}`, async () => {
+    await redis.quit().catch(() => redis.disconnect());
+  });
+  return redis;
+}

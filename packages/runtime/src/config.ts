@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+/** A configuration value is wrong; the message names every offending variable. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses environment variables with a zod schema. Empty strings count as unset, so that
+ * `FOO=` in a .env file falls back to the default. Throws ConfigError naming each variable.
+ */
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+): z.infer<S> {
+  const cleaned: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value !== undefined && value !== '') cleaned[key] = value;
+  }
+  const result = schema.safeParse(cleaned);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => {
+      const name = issue.path.join('.') || '(environment)';
+      const got = issue.path.length ? cleaned[String(issue.path[0])] : undefined;
+      return `${name}: ${issue.message}${got !== undefined ? ` (got ${JSON.stringify(got)})` : ''}`;
+    }),
+  );
+}
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((value) => value === 'true' || value === '1');
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL (${protocols.join(' or ')})` },
+  );
+
+/** Variables every service reads. */
+export const commonEnv = {
+  /** pino level. */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** PostgreSQL URL; unset → the embedded PGlite under HERALD_DATA_DIR. */
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  /** Folder for embedded data (PGlite, the child redis-server, the generated admin token). */
+  HERALD_DATA_DIR: z.string().default('.herald'),
+  /** Connections per process in the Postgres pool. */
+  DB_POOL_SIZE: int(1, 500).default(10),
+  /** Redis URL (the queues, rate limits, pub/sub). */
+  REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  /** Prefix of every Redis key Herald writes (queues use it as a {hash tag} for Redis Cluster). */
+  REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_:-]{1,64}$/, 'letters, digits, _ : - only')
+    .default('herald'),
+  /** Time given to in-flight work on SIGTERM before connections are cut. */
+  SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  /** Apply pending migrations at startup. */
+  MIGRATE_ON_START: bool.default(true),
+};
+
+/** Variables of the HTTP services (ingest, read, and the single-process mode). */
+export const httpEnv = {
+  /** Port to listen on (0 = any free port). */
+  PORT: int(0, 65_535).default(3000),
+  /** Address to bind. */
+  HOST: z.string().default('0.0.0.0'),
+  /** Admin bootstrap token (≥ 24 characters); works beside tokens created with the CLI. */
+  HERALD_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
+  /** Largest accepted JSON body. */
+  HTTP_BODY_LIMIT_BYTES: int(1024, 100 * 1024 * 1024).default(5 * 1024 * 1024),
+  /** Rate-limit window (API.md §1: 3 seconds). */
+  RATE_LIMIT_WINDOW_MS: int(100, 3_600_000).default(3000),
+  /** Requests per window per admin token (DatoCMS uses 60). */
+  RATE_LIMIT_ADMIN: int(1, 10_000_000).default(100_000),
+  /** Requests per window per read_only token. */
+  RATE_LIMIT_READ_ONLY: int(1, 10_000_000).default(100_000),
+  /** Requests per window per producer token. */
+  RATE_LIMIT_PRODUCER: int(1, 10_000_000).default(100_000),
+  /** Requests per window per client address without a valid token. */
+  RATE_LIMIT_ANONYMOUS: int(1, 10_000_000).default(300),
+  /** How long a verified token is trusted before it is looked up again (revocation delay). */
+  AUTH_CACHE_TTL_MS: int(0, 600_000).default(5000),
+  /** Base of `doc_url` in error envelopes. */
+  DOCS_URL: z.string().default('https://github.com/herald-cms/herald/blob/main/docs/errors.md'),
+};

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express, type RequestHandler, type Router } from 'express';
+import { ApiError } from '@herald/contract';
+import type { Db } from '@herald/store';
+import type { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import { authenticate, TokenVerifier } from './auth.js';
+import { context, type RequestContext } from './context.js';
+import { EnvironmentResolver, selectEnvironment } from './environments.js';
+import { errorHandler } from './errors.js';
+import { checkAccept, checkApiVersion, checkContentType } from './headers.js';
+import { healthRouter } from './health.js';
+import { findNul, parseQueryString } from './query.js';
+import { RateLimiter, type RateLimits } from './rate-limit.js';
+
+export interface HttpSettings {
+  docsUrl: string;
+  bodyLimitBytes: number;
+  rateLimits: RateLimits;
+  bootstrapAdminToken?: string | undefined;
+  authCacheTtlMs: number;
+}
+
+export interface ApiAppDeps {
+  db: Db;
+  redis: Redis;
+  logger: Logger;
+  metrics: Metrics;
+  lifecycle: { readonly draining: boolean };
+  http: HttpSettings;
+  /** Prefix of Redis keys (REDIS_PREFIX); tests isolate themselves with a random one. */
+  redisPrefix: string;
+  /** Shared so that a service can invalidate it after changing environments. */
+  environments?: EnvironmentResolver;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export const requestContext =
+  (metrics: Metrics): RequestHandler =>
+  (req, res, next) => {
+    const started = process.hrtime.bigint();
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const locals: RequestContext = { requestId, query: {} };
+    Object.assign(res.locals, locals);
+    res.setHeader('X-Request-Id', requestId);
+    res.setHeader('X-Api-Version', '3');
+    res.setHeader('X-Environment', 'main');
+    res.on('finish', () => {
+      const matched = req.route as { path: string } | undefined;
+      const route = matched ? `${req.baseUrl}${matched.path}` : 'unmatched';
+      metrics.httpDuration.observe(
+        { method: req.method, route, status: String(res.statusCode) },
+        Number(process.hrtime.bigint() - started) / 1e9,
+      );
+    });
+    next();
+  };
+
+const parseQuery: RequestHandler = (req, res, next) => {
+  const raw = req.originalUrl.includes('?')
+    ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1)
+    : '';
+  const query = parseQueryString(raw);
+  context(res).query = query;
+  Object.defineProperty(req, 'query', { value: query, configurable: true, enumerable: true });
+  next();
+};
+
+const rejectNul: RequestHandler = (req, _res, next) => {
+  const path = findNul(req.body, '');
+  if (path === undefined) return next();
+  next(
+    ApiError.many([
+      ApiError.field(
+        path.replace(/^data\.attributes\./, ''),
+        'VALIDATION_FORMAT',
+        'must not contain NUL characters',
+      ),
+    ]),
+  );
+};
+
+/**
+ * The HTTP plumbing shared by the API services (API.md §1), around the given routers: request ids
+ * and standard headers, health and metrics, query parsing with limits, Accept, auth and rate
+ * limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown routes, and
+ * the error envelope.
+ */
+export function createApiApp(deps: ApiAppDeps, routers: Router[]): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', false);
+  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+
+  const verifier = new TokenVerifier(deps.db, {
+    bootstrapAdminToken: deps.http.bootstrapAdminToken,
+    cacheTtlMs: deps.http.authCacheTtlMs,
+  });
+  const limiter = new RateLimiter(deps.redis, deps.http.rateLimits, `${deps.redisPrefix}:rl:`);
+  const environments = deps.environments ?? new EnvironmentResolver(deps.db);
+
+  app.use(requestContext(deps.metrics));
+  app.use(
+    healthRouter({
+      db: deps.db,
+      redis: deps.redis,
+      metrics: deps.metrics,
+      isDraining: () => deps.lifecycle.draining,
+      docsUrl: deps.http.docsUrl,
+    }),
+  );
+  app.use(parseQuery);
+  app.use(checkAccept);
+  app.use(authenticate(verifier, limiter));
+  app.use(checkApiVersion);
+  app.use(selectEnvironment(environments));
+  app.use(checkContentType);
+  app.use(
+    express.json({
+      limit: deps.http.bodyLimitBytes,
+      type: ['application/json', 'application/vnd.api+json'],
+    }),
+  );
+  app.use(rejectNul);
+  for (const router of routers) app.use(router);
+  app.use(notFound);
+  app.use(errorHandler(deps.logger, deps.http.docsUrl));
+  return app;
+}
+
+const notFound: RequestHandler = (req, _res, next) => {
+  next(
+    new ApiError('INVALID_ENDPOINT', {
+      message: `No endpoint ${req.method} ${req.path}`,
+      method: req.method,
+      path: req.path,
+    }),
+  );
+};
+
+/** Health, readiness and metrics only: the delivery service has no API of its own. */
+export function createOpsApp(
+  deps: Omit<ApiAppDeps, 'http' | 'environments' | 'redisPrefix'> & { docsUrl: string },
+): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestContext(deps.metrics));
+  app.use(
+    healthRouter({
+      db: deps.db,
+      redis: deps.redis,
+      metrics: deps.metrics,
+      isDraining: () => deps.lifecycle.draining,
+      docsUrl: deps.docsUrl,
+    }),
+  );
+  app.use(notFound);
+  app.use(errorHandler(deps.logger, deps.docsUrl));
+  return app;
+}

@@ -1,0 +1,66 @@
+import type { ErrorRequestHandler } from 'express';
+import { ApiError, renderErrorEnvelope } from '@herald/contract';
+import { isDbUnavailableError } from '@herald/store';
+import type { Logger } from '../logger.js';
+import { context } from './context.js';
+
+/** body-parser's error types, mapped to the contract's codes. */
+function fromBodyParser(error: {
+  type?: unknown;
+  message: string;
+  limit?: unknown;
+}): ApiError | undefined {
+  switch (error.type) {
+    case 'entity.too.large':
+      return new ApiError('REQUEST_TOO_LARGE', {
+        message: `The request body exceeds the limit of ${String(error.limit)} bytes`,
+        limit: error.limit,
+      });
+    case 'entity.parse.failed':
+      return new ApiError('INVALID_JSON_BODY', { message: `Invalid JSON: ${error.message}` });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('INVALID_CONTENT_TYPE_HEADER', { message: error.message });
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return new ApiError('INVALID_REQUEST', { message: error.message }, { status: 400 });
+    default:
+      return undefined;
+  }
+}
+
+/** Turns anything thrown into the contract's error, masking the unexpected as INTERNAL_ERROR. */
+export function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof Error) {
+    const parsed = fromBodyParser(error);
+    if (parsed) return parsed;
+    if (isDbUnavailableError(error)) {
+      logger.warn({ err: error.message, requestId }, 'database unavailable');
+      return new ApiError(
+        'SERVICE_UNAVAILABLE',
+        { message: 'The database is unavailable; retry later' },
+        { cause: error },
+      );
+    }
+  }
+  logger.error({ err: error, requestId }, 'unexpected error');
+  return new ApiError('INTERNAL_ERROR', {
+    message: 'An unexpected error occurred',
+    request_id: requestId,
+  });
+}
+
+/** The one error middleware: renders the DatoCMS error envelope. */
+export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandler {
+  return (error: unknown, _req, res, _next) => {
+    const apiError = toApiError(error, logger, context(res).requestId);
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+    res.status(apiError.status).json(renderErrorEnvelope(apiError, docsUrl));
+  };
+}

@@ -1,0 +1,63 @@
+import qs from 'qs';
+import { ApiError } from '@herald/contract';
+
+/** API.md §1: more than 1,000 parameters or nesting deeper than 5 is a 422, never dropped. */
+export const QUERY_MAX_PARAMS = 1000;
+export const QUERY_MAX_DEPTH = 5;
+
+/** Parses a raw query string in Rack/PHP bracket notation, with the contract's limits. */
+export function parseQueryString(raw: string): Record<string, unknown> {
+  if (raw === '') return {};
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = qs.parse(raw, {
+      depth: QUERY_MAX_DEPTH,
+      strictDepth: true,
+      parameterLimit: QUERY_MAX_PARAMS,
+      throwOnLimitExceeded: true,
+      arrayLimit: QUERY_MAX_PARAMS,
+      allowPrototypes: false,
+      plainObjects: true,
+    });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ApiError(
+      'INVALID_PARAMS',
+      {
+        message: /depth/i.test(message)
+          ? `Query parameters may nest at most ${QUERY_MAX_DEPTH} levels deep`
+          : `At most ${QUERY_MAX_PARAMS} query parameters are allowed`,
+      },
+      { cause: error },
+    );
+  }
+  const nul = findNul(parsed, '');
+  if (nul !== undefined) {
+    throw new ApiError('INVALID_PARAMS', {
+      param: nul,
+      message: `Query parameter ${nul || '(name)'} contains a NUL character`,
+    });
+  }
+  return parsed;
+}
+
+/** The dotted path of the first string (key or value) that holds a NUL character. */
+export function findNul(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i], path ? `${path}.${i}` : String(i));
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (value !== null && typeof value === 'object') {
+    for (const [key, child] of Object.entries(value)) {
+      const childPath = path ? `${path}.${key}` : key;
+      if (key.includes('\0')) return childPath;
+      const found = findNul(child, childPath);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,27 @@
+export { ConfigError, commonEnv, httpEnv, parseEnv } from './config.js';
+export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
+export { createMetrics, type Metrics } from './metrics.js';
+export { createRedis, type Redis } from './redis.js';
+export { Lifecycle, closeServer } from './shutdown.js';
+export { context, type RequestContext } from './http/context.js';
+export { TokenVerifier, authenticate, requireRole, type Principal } from './http/auth.js';
+export { EnvironmentResolver, selectEnvironment } from './http/environments.js';
+export { errorHandler, toApiError } from './http/errors.js';
+export { acceptsJson, isJsonContentType } from './http/headers.js';
+export { healthRouter, type HealthDeps } from './http/health.js';
+export { findNul, parseQueryString, QUERY_MAX_DEPTH, QUERY_MAX_PARAMS } from './http/query.js';
+export { RateLimiter, type RateLimitResult, type RateLimits } from './http/rate-limit.js';
+export {
+  createApiApp,
+  createOpsApp,
+  type ApiAppDeps,
+  type HttpSettings,
+} from './http/create-api-app.js';
+export { answerClientErrors, listen } from './http/listen.js';
+export {
+  httpSettings,
+  openDatabase,
+  openRedis,
+  type CommonConfig,
+  type HttpConfig,
+} from './boot.js';

@@ -1,0 +1,44 @@
+import { pino, type Logger, type LevelWithSilent } from 'pino';
+
+export type { Logger };
+
+/** Paths never written to logs: credentials, secrets and payload bodies. */
+export const REDACT_PATHS = [
+  'authorization',
+  'password',
+  'secret',
+  'token',
+  'signing_secret',
+  'http_basic_password',
+  'payload',
+  'body',
+  '*.authorization',
+  '*.Authorization',
+  '*.password',
+  '*.secret',
+  '*.token',
+  '*.signing_secret',
+  '*.http_basic_password',
+  '*.payload',
+  '*.body',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+];
+
+export function createLogger(options: {
+  level: LevelWithSilent;
+  name: string;
+  destination?: NodeJS.WritableStream;
+}): Logger {
+  return pino(
+    {
+      name: options.name,
+      level: options.level,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+    },
+    options.destination ?? process.stdout,
+  );
+}

@@ -1,0 +1,168 @@
+import pg from 'pg';
+
+export type Row = Record<string, unknown>;
+
+export interface QueryResult<R extends Row = Row> {
+  rows: R[];
+  rowCount: number;
+}
+
+/** Something that runs parameterized SQL: the database itself or an open transaction. */
+export interface Queryable {
+  query<R extends Row = Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+}
+
+/**
+ * The one SQL code path (ARCHITECTURE.md decision 4): PostgreSQL through `pg`, or PGlite (Postgres
+ * compiled to WASM, in-process) as the embedded default. Same SQL, same migrations.
+ */
+export interface Db extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs fn in one transaction; commits when it resolves, rolls back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Pool size per process. */
+  maxConnections?: number;
+  /** Tables are created and read in this schema first (tests isolate themselves with it). */
+  searchPath?: string;
+  applicationName?: string;
+}
+
+// int8 and numeric stay strings (ids are decimal strings on the wire); the same parsers are set
+// for PGlite so both engines hand back the same JS values.
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+export function createPostgresDb(options: PostgresOptions): Db {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? 'herald',
+    connectionTimeoutMillis: 5_000,
+    ...(options.searchPath ? { options: `-c search_path=${options.searchPath}` } : {}),
+  });
+  // An idle client's connection dropping (server restart) must not crash the process.
+  pool.on('error', () => undefined);
+
+  const query = async <R extends Row>(
+    client: pg.Pool | pg.PoolClient,
+    text: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<R>> => {
+    const result = await client.query<R>(text, params as unknown[] | undefined);
+    return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+  };
+
+  return {
+    kind: 'postgres',
+    query: (text, params) => query(pool, text, params),
+    async transaction(fn) {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await fn({ query: (text, params) => query(client, text, params) });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken = rollbackError as Error;
+        }
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}
+
+export interface PgliteOptions {
+  /** Folder that holds the data; undefined keeps everything in memory. */
+  dataDir?: string;
+}
+
+export async function createPgliteDb(options: PgliteOptions = {}): Promise<Db> {
+  // Loaded on demand: the WASM build is only paid for by the embedded mode.
+  const { PGlite } = await import('@electric-sql/pglite');
+  const parsers = { [INT8_OID]: (value: string) => value, [NUMERIC_OID]: (value: string) => value };
+  const pglite = await PGlite.create({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    parsers,
+  });
+  const normalize = <R extends Row>(result: {
+    rows: unknown[];
+    affectedRows?: number;
+  }): QueryResult<R> => ({
+    rows: result.rows as R[],
+    rowCount: result.affectedRows ?? result.rows.length,
+  });
+  return {
+    kind: 'pglite',
+    async query<R extends Row>(text: string, params?: readonly unknown[]) {
+      return normalize<R>(await pglite.query(text, params as unknown[] | undefined));
+    },
+    transaction(fn) {
+      return pglite.transaction((tx) =>
+        fn({
+          async query<R extends Row>(text: string, params?: readonly unknown[]) {
+            return normalize<R>(await tx.query(text, params as unknown[] | undefined));
+          },
+        }),
+      );
+    },
+    async exec(sql) {
+      await pglite.exec(sql);
+    },
+    async close() {
+      await pglite.close();
+    },
+  };
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+]);
+
+/** True when the error means the database cannot be reached now (a retry may succeed). */
+export function isDbUnavailableError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    error.message,
+  );
+}
+
+/** SQLSTATE of a database error, if it is one. */
+export function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}

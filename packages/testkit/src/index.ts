@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Express } from 'express';
+import { type Role } from '@herald/contract';
+import {
+  Lifecycle,
+  answerClientErrors,
+  createLogger,
+  createMetrics,
+  createRedis,
+  type HttpSettings,
+  type Logger,
+  type Metrics,
+  type Redis,
+} from '@herald/runtime';
+import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
+
+/** Tests talk to real services; these say where (CI and the README's test command set them). */
+export const TEST_DATABASE_URL =
+  process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+export function randomId(prefix = 't'): string {
+  return `${prefix}_${randomBytes(6).toString('hex')}`;
+}
+
+export interface TestDb {
+  db: Db;
+  /** The schema holding this test's tables (Postgres only). */
+  schema?: string;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * A migrated database of its own: a fresh schema in the test Postgres, or an in-memory PGlite.
+ * Each test file (or test) gets one, so tests never see each other's rows.
+ */
+export async function createTestDb(kind: 'postgres' | 'pglite' = 'postgres'): Promise<TestDb> {
+  if (kind === 'pglite') {
+    const db = await createPgliteDb();
+    await migrate(db);
+    return { db, cleanup: () => db.close() };
+  }
+  const schema = randomId('herald_test');
+  const admin = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  await admin.close();
+  const db = createPostgresDb({
+    connectionString: TEST_DATABASE_URL,
+    searchPath: schema,
+    maxConnections: 10,
+  });
+  await migrate(db);
+  return {
+    db,
+    schema,
+    async cleanup() {
+      await db.close();
+      const dropper = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+      await dropper.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await dropper.close();
+    },
+  };
+}
+
+export function silentLogger(): Logger {
+  return createLogger({
+    name: 'test',
+    level: process.env['TEST_LOG_LEVEL'] === 'debug' ? 'debug' : 'silent',
+  });
+}
+
+export function testRedis(role: 'producer' | 'worker' = 'producer'): Redis {
+  return createRedis(TEST_REDIS_URL, role, silentLogger());
+}
+
+export async function createTestToken(db: Db, role: Role, name = `test-${role}`): Promise<string> {
+  return (await createToken(db, { name, role })).token;
+}
+
+export function testHttpSettings(overrides: Partial<HttpSettings> = {}): HttpSettings {
+  return {
+    docsUrl: 'https://docs.test/errors',
+    bodyLimitBytes: 5 * 1024 * 1024,
+    rateLimits: {
+      windowMs: 3000,
+      perRole: { admin: 100_000, read_only: 100_000, producer: 100_000 },
+      anonymous: 100_000,
+    },
+    authCacheTtlMs: 0,
+    ...overrides,
+  };
+}
+
+export interface TestServer {
+  url: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Serves an express app on an ephemeral port, with the production server settings. */
+export async function serve(
+  app: Express,
+  docsUrl = 'https://docs.test/errors',
+): Promise<TestServer> {
+  const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
+  answerClientErrors(server, docsUrl);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export interface TestDeps {
+  db: Db;
+  redis: Redis;
+  logger: Logger;
+  metrics: Metrics;
+  lifecycle: Lifecycle;
+  http: HttpSettings;
+  redisPrefix: string;
+}
+
+/** The dependencies an API app needs, on real Postgres and Redis. */
+export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {}): TestDeps {
+  const logger = silentLogger();
+  return {
+    db,
+    redis,
+    logger,
+    metrics: createMetrics({ defaultMetrics: false }),
+    lifecycle: new Lifecycle(logger),
+    http: testHttpSettings(http),
+    redisPrefix: randomId('herald_test'),
+  };
+}

@@ -1,0 +1,2 @@
+export { createApp, type DeliveryDeps } from './app.js';
+export { deliveryEnv, DeliveryConfig, loadConfig } from './config.js';

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+
+/** The ingest service's own variables (beside commonEnv and httpEnv). */
+export const ingestEnv = {};
+
+export const IngestConfig = z.object({
+  ...commonEnv,
+  ...httpEnv,
+  ...ingestEnv,
+  REDIS_URL: commonEnv.REDIS_URL.default('redis://127.0.0.1:6379'),
+});
+export type IngestConfig = z.infer<typeof IngestConfig>;
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): IngestConfig {
+  return parseEnv(IngestConfig, env);
+}

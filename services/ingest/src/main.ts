@@ -1,0 +1,52 @@
+import {
+  ConfigError,
+  Lifecycle,
+  closeServer,
+  createLogger,
+  createMetrics,
+  httpSettings,
+  listen,
+  openDatabase,
+  openRedis,
+} from '@herald/runtime';
+import { createApp } from './app.js';
+import { loadConfig } from './config.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger({ name: 'ingest', level: config.LOG_LEVEL });
+  const lifecycle = new Lifecycle(logger);
+  lifecycle.installSignalHandlers((code) => process.exit(code));
+
+  const db = await openDatabase(config, 'ingest', logger, lifecycle);
+  const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  const metrics = createMetrics();
+  const app = createApp({
+    db,
+    redis,
+    logger,
+    metrics,
+    lifecycle,
+    http: httpSettings(config),
+    redisPrefix: config.REDIS_PREFIX,
+  });
+  const { server, url } = await listen(app, {
+    port: config.PORT,
+    host: config.HOST,
+    docsUrl: config.DOCS_URL,
+    logger,
+  });
+  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  logger.info({ url }, 'ingest listening');
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `ingest failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+});

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+
+/** The read service's own variables (beside commonEnv and httpEnv). */
+export const readEnv = {};
+
+export const ReadConfig = z.object({
+  ...commonEnv,
+  ...httpEnv,
+  ...readEnv,
+  REDIS_URL: commonEnv.REDIS_URL.default('redis://127.0.0.1:6379'),
+});
+export type ReadConfig = z.infer<typeof ReadConfig>;
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): ReadConfig {
+  return parseEnv(ReadConfig, env);
+}

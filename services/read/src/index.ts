@@ -1,0 +1,2 @@
+export { createApp, readRouter, type ReadDeps } from './app.js';
+export { readEnv, ReadConfig, loadConfig } from './config.js';

@@ -1,0 +1,116 @@
+import { parseArgs } from 'node:util';
+import { isRole } from '@herald/contract';
+import { ConfigError, commonEnv, parseEnv } from '@herald/runtime';
+import { createToken, listTokens, migrate, openDb, revokeToken, type Db } from '@herald/store';
+import { z } from 'zod';
+import { acquirePidLock, PidLockError } from './pid-lock.js';
+
+const USAGE = `Usage: herald <command>
+
+  migrate                                   apply pending database migrations
+  tokens create --name <name> --role <role> create an API token (roles: admin, read_only, producer);
+                                            the token is printed once and stored only as a hash
+  tokens list                               list tokens (id, name, role, hint, state)
+  tokens revoke <id>                        revoke a token
+
+Uses DATABASE_URL, or the embedded database under HERALD_DATA_DIR (default .herald) when unset;
+the embedded database can be used by one process at a time, so stop Herald before using it here.`;
+
+const CliConfig = z.object({
+  DATABASE_URL: commonEnv.DATABASE_URL,
+  HERALD_DATA_DIR: commonEnv.HERALD_DATA_DIR,
+});
+
+async function withDb<T>(fn: (db: Db) => Promise<T>): Promise<T> {
+  const config = parseEnv(CliConfig, process.env);
+  const release = config.DATABASE_URL
+    ? undefined
+    : await acquirePidLock(`${config.HERALD_DATA_DIR}/herald.pid`);
+  const db = await openDb({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: `${config.HERALD_DATA_DIR}/pgdata`,
+    maxConnections: 1,
+    applicationName: 'herald-cli',
+  });
+  try {
+    await migrate(db);
+    return await fn(db);
+  } finally {
+    await db.close();
+    await release?.();
+  }
+}
+
+class UsageError extends Error {}
+
+async function run(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, role: { type: 'string' }, help: { type: 'boolean' } },
+  });
+  const [command, sub, arg] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === 'migrate') {
+    await withDb(() => Promise.resolve());
+    process.stdout.write('migrations applied\n');
+    return;
+  }
+  if (command !== 'tokens') throw new UsageError(`unknown command ${command}`);
+  switch (sub) {
+    case 'create': {
+      const { name, role } = values;
+      if (!name) throw new UsageError('tokens create needs --name');
+      if (!role || !isRole(role))
+        throw new UsageError('tokens create needs --role admin|read_only|producer');
+      const { token, record } = await withDb((db) => createToken(db, { name, role }));
+      process.stderr.write(
+        `created token ${record.id} (${record.role}) "${record.name}"; it is shown once:\n`,
+      );
+      process.stdout.write(`${token}\n`);
+      return;
+    }
+    case 'list': {
+      const tokens = await withDb(listTokens);
+      for (const t of tokens) {
+        process.stdout.write(
+          `${t.id}\t${t.role}\t${t.name}\t${t.hint}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : 'active'}\n`,
+        );
+      }
+      return;
+    }
+    case 'revoke': {
+      if (!arg) throw new UsageError('tokens revoke needs a token id');
+      const revoked = await withDb((db) => revokeToken(db, arg));
+      if (!revoked) throw new UsageError(`no active token with id ${arg}`);
+      process.stdout.write(`revoked token ${arg}\n`);
+      return;
+    }
+    case undefined:
+    default:
+      throw new UsageError(`unknown tokens command ${String(sub)}`);
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`herald: ${error.message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (error instanceof ConfigError || error instanceof PidLockError) {
+    process.stderr.write(`herald: ${error.message}\n`);
+    process.exit(1);
+  }
+  if (
+    error instanceof Error &&
+    (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION'
+  ) {
+    process.stderr.write(`herald: ${error.message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`herald: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

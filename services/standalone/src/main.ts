@@ -1,0 +1,87 @@
+import { resolve } from 'node:path';
+import {
+  ConfigError,
+  Lifecycle,
+  closeServer,
+  createLogger,
+  createMetrics,
+  httpSettings,
+  listen,
+  openDatabase,
+  openRedis,
+} from '@herald/runtime';
+import { loadOrCreateAdminToken } from './admin-token.js';
+import { createApp } from './app.js';
+import { loadConfig } from './config.js';
+import { RedisServerMissingError, ensureRedis } from './embedded-redis.js';
+import { PidLockError, acquirePidLock } from './pid-lock.js';
+
+/** Single-process mode: ingest + read + delivery on one port, on the embedded defaults. */
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger({ name: 'herald', level: config.LOG_LEVEL });
+  const lifecycle = new Lifecycle(logger);
+  lifecycle.installSignalHandlers((code) => process.exit(code));
+
+  let redisUrl = config.REDIS_URL;
+  if (!redisUrl) {
+    const embedded = await ensureRedis({
+      port: config.EMBEDDED_REDIS_PORT,
+      dataDir: config.HERALD_DATA_DIR,
+      logger,
+    });
+    lifecycle.onShutdown('embedded-redis', embedded.stop);
+    redisUrl = embedded.url;
+  }
+  if (!config.DATABASE_URL) {
+    const release = await acquirePidLock(resolve(config.HERALD_DATA_DIR, 'herald.pid'));
+    lifecycle.onShutdown('pid-lock', release);
+  }
+  const db = await openDatabase(config, 'standalone', logger, lifecycle);
+  const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
+
+  const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
+  const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
+  const metrics = createMetrics();
+  const app = createApp({
+    db,
+    redis,
+    logger,
+    metrics,
+    lifecycle,
+    redisPrefix: config.REDIS_PREFIX,
+    http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
+  });
+  const { server, url } = await listen(app, {
+    port: config.PORT,
+    host: config.HOST,
+    docsUrl: config.DOCS_URL,
+    logger,
+  });
+  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  logger.info({ url, database: db.kind }, 'herald listening');
+  const tokenHint = config.HERALD_ADMIN_TOKEN
+    ? 'the admin token is the HERALD_ADMIN_TOKEN you set'
+    : `the admin token is in ${tokenFile}:  export HERALD_TOKEN=$(cat ${tokenFile})`;
+  process.stdout.write(
+    `\nHerald is running at ${url}\n` +
+      `  ${tokenHint}\n` +
+      `  try:  curl -H "Authorization: Bearer $HERALD_TOKEN" ${url}/webhooks\n` +
+      `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  if (
+    error instanceof ConfigError ||
+    error instanceof RedisServerMissingError ||
+    error instanceof PidLockError
+  ) {
+    process.stderr.write(`${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `herald failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+});

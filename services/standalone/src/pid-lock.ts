@@ -1,0 +1,40 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+/** The pid of a live process holding the lock file, if any. */
+export async function lockHolder(file: string): Promise<number | undefined> {
+  let pid: number;
+  try {
+    pid = Number.parseInt(await readFile(file, 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * PGlite is a single-process database: two processes on one data folder would corrupt it. The
+ * process that opens it holds this lock; another one refuses to start.
+ */
+export async function acquirePidLock(file: string): Promise<() => Promise<void>> {
+  const holder = await lockHolder(file);
+  if (holder !== undefined) {
+    throw new PidLockError(
+      `The embedded database in ${dirname(file)} is in use by process ${holder}. ` +
+        'Stop that Herald first, or set DATABASE_URL to a PostgreSQL server.',
+    );
+  }
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, String(process.pid));
+  return () => rm(file, { force: true });
+}
+
+export class PidLockError extends Error {
+  override name = 'PidLockError';
+}
