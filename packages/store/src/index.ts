@@ -28,3 +28,19 @@ export {
   type ApiToken,
 } from './tokens.js';
 export { findEnvironment, findPrimaryEnvironment, type Environment } from './environments.js';
+export {
+  activeSigningSecrets,
+  deleteWebhook,
+  disableWebhook,
+  findWebhook,
+  generateSigningSecret,
+  insertWebhook,
+  isWebhookId,
+  isWebhookNameTaken,
+  listEnabledWebhooks,
+  listWebhooks,
+  rotateWebhookSecret,
+  updateWebhook,
+  type WebhookInput,
+  type WebhookRecord,
+} from './webhooks.js';
