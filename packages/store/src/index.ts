@@ -74,3 +74,19 @@ export {
   type RecordWrite,
 } from './records.js';
 export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
+export {
+  activeSigningSecrets,
+  deleteWebhook,
+  disableWebhook,
+  findWebhook,
+  generateSigningSecret,
+  insertWebhook,
+  isWebhookId,
+  isWebhookNameTaken,
+  listEnabledWebhooks,
+  listWebhooks,
+  rotateWebhookSecret,
+  updateWebhook,
+  type WebhookInput,
+  type WebhookRecord,
+} from './webhooks.js';

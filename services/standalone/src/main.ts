@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     metrics,
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
+    ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
   });
   const { server, url } = await listen(app, {
