@@ -81,3 +81,4 @@ export {
   type WebhookFilter,
   type WebhookFilterEntityType,
 } from './webhooks.js';
+export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';

@@ -90,3 +90,18 @@ export {
   type WebhookInput,
   type WebhookRecord,
 } from './webhooks.js';
+export {
+  WEBHOOK_CALL_STATUSES,
+  createWebhookCalls,
+  dropPendingRetries,
+  dropWebhookCall,
+  findWebhookCall,
+  listStrandedWebhookCalls,
+  listWebhookCalls,
+  markWebhookCallsEnqueued,
+  recordWebhookCallAttempt,
+  type WebhookCallAttempt,
+  type WebhookCallListQuery,
+  type WebhookCallRecord,
+  type WebhookCallStatus,
+} from './webhook-calls.js';
