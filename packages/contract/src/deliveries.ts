@@ -9,6 +9,8 @@ export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
  */
 export const DeliverJobData = z.object({
   callId: z.string().regex(/^[1-9]\d{0,17}$/),
+  /** The call's webhook: lets the in-flight limit be checked before anything is loaded. */
+  webhookId: z.string().regex(/^[1-9]\d{0,17}$/),
   retry: z.number().int().min(1).optional(),
   resend: z.boolean().optional(),
 });

@@ -199,21 +199,30 @@ export async function markWebhookCallsEnqueued(
 export async function listStrandedWebhookCalls(
   db: Queryable,
   options: { pendingBefore: Date; dueBefore: Date; limit: number },
-): Promise<{ id: string; status: 'pending' | 'rescheduled'; attemptedAutoRetriesCount: number }[]> {
+): Promise<
+  {
+    id: string;
+    webhookId: string;
+    status: 'pending' | 'rescheduled';
+    attemptedAutoRetriesCount: number;
+  }[]
+> {
   const { rows } = await db.query<{
     id: string;
+    webhook_id: string;
     status: 'pending' | 'rescheduled';
     attempted_auto_retries_count: number;
   }>(
-    `(SELECT id, status, attempted_auto_retries_count FROM webhook_calls
+    `(SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
       WHERE status = 'pending' AND enqueued_at < $1 ORDER BY enqueued_at LIMIT $3)
      UNION ALL
-     (SELECT id, status, attempted_auto_retries_count FROM webhook_calls
+     (SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
       WHERE status = 'rescheduled' AND next_retry_at < $2 ORDER BY next_retry_at LIMIT $3)`,
     [options.pendingBefore, options.dueBefore, options.limit],
   );
   return rows.map((row) => ({
     id: row.id,
+    webhookId: row.webhook_id,
     status: row.status,
     attemptedAutoRetriesCount: row.attempted_auto_retries_count,
   }));

@@ -92,7 +92,7 @@ export class Sweeper {
       dueBefore: before,
       limit,
     });
-    const pending = stranded.filter((c) => c.status === 'pending').map((c) => c.id);
+    const pending = stranded.filter((c) => c.status === 'pending');
     const jobs = [
       ...deliverJobs(pending),
       ...stranded
@@ -101,13 +101,16 @@ export class Sweeper {
           const retry = c.attemptedAutoRetriesCount + 1;
           return {
             name: DELIVER_WEBHOOK_JOB,
-            data: { callId: c.id, retry },
+            data: { callId: c.id, webhookId: c.webhookId, retry },
             opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(c.id, retry) },
           };
         }),
     ];
     if (jobs.length > 0) await deliverQueue.addBulk(jobs);
-    await markWebhookCallsEnqueued(db, pending);
+    await markWebhookCallsEnqueued(
+      db,
+      pending.map((c) => c.id),
+    );
     if (events + jobs.length > 0) {
       this.options.logger.info({ events, calls: jobs.length }, 'sweeper re-enqueued work');
     }

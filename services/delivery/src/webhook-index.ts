@@ -46,6 +46,10 @@ export class WebhookIndex {
   #byType = new Map<string, Map<string, IndexedEntry[]>>();
   #webhooks = new Map<string, WebhookRecord>();
 
+  has(id: string): boolean {
+    return this.#webhooks.has(id);
+  }
+
   get size(): number {
     return this.#webhooks.size;
   }

@@ -147,7 +147,7 @@ export async function startDelivery(
     siteId: settings.siteId,
     userAgent: settings.userAgent,
     retry: settings.retry,
-    inFlightWaitMs: Math.min(1000, Math.max(50, settings.timeoutMs / 8)),
+    inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
   };
 
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);

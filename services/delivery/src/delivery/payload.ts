@@ -50,7 +50,7 @@ export function buildDefaultPayload(input: {
   if (event.previousEntity !== null && event.previousEntity !== undefined) {
     payload.previous_entity = input.previousEntity;
   }
-  payload.related_entities = event.relatedEntities;
+  payload.related_entities = event.relatedEntities.map(canonicalItem);
   return payload as DefaultPayload;
 }
 
@@ -62,6 +62,61 @@ interface ItemLike {
 
 const isBlockObject = (ref: unknown): ref is { id: string } =>
   !!ref && typeof ref === 'object' && typeof (ref as { id?: unknown }).id === 'string';
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  !!value && typeof value === 'object' && !Array.isArray(value);
+
+const META_ORDER = [
+  'created_at',
+  'updated_at',
+  'published_at',
+  'first_published_at',
+  'publication_scheduled_at',
+  'unpublishing_scheduled_at',
+  'status',
+  'is_valid',
+  'is_current_version_valid',
+  'is_published_version_valid',
+  'current_version',
+  'stage',
+  'has_children',
+];
+
+/** The listed keys first, in that order, then the others as they come. */
+function ordered(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const result: Record<string, unknown> = {};
+  for (const key of keys) if (key in value) result[key] = value[key];
+  for (const [key, v] of Object.entries(value)) if (!(key in result)) result[key] = v;
+  return result;
+}
+
+const resourceIdentifier = (value: unknown): unknown =>
+  isPlainObject(value) ? ordered(value, ['type', 'id']) : value;
+
+/**
+ * An item object in the key order GET /items writes (type, id, attributes, relationships, meta):
+ * the event's entity comes back from jsonb, which reorders keys.
+ */
+export function canonicalItem(value: unknown): unknown {
+  if (!isPlainObject(value)) return value;
+  const item = ordered(value, ['type', 'id', 'attributes', 'relationships', 'meta']);
+  if (isPlainObject(item['relationships'])) {
+    const relationships = ordered(item['relationships'], ['item_type', 'creator']);
+    for (const [name, rel] of Object.entries(relationships)) {
+      if (isPlainObject(rel) && 'data' in rel) {
+        relationships[name] = {
+          ...rel,
+          data: Array.isArray(rel['data'])
+            ? rel['data'].map(resourceIdentifier)
+            : resourceIdentifier(rel['data']),
+        };
+      }
+    }
+    item['relationships'] = relationships;
+  }
+  if (isPlainObject(item['meta'])) item['meta'] = ordered(item['meta'], META_ORDER);
+  return item;
+}
 
 /**
  * An item entity as GET /items serializes it: block fields hold ids, or (nested) full block
@@ -79,6 +134,25 @@ export async function serializeEntity(
   if (!item?.attributes || typeof itemTypeId !== 'string' || typeof item.id !== 'string') {
     return entity;
   }
+  const { id, attributes } = item;
+  const canonical = serializeBlocks(
+    db,
+    environment,
+    { ...item, id, attributes },
+    itemTypeId,
+    nested,
+  );
+  return canonicalItem(await canonical);
+}
+
+async function serializeBlocks(
+  db: Queryable,
+  environment: string,
+  entity: ItemLike & { id: string; attributes: Record<string, unknown> },
+  itemTypeId: string,
+  nested: boolean,
+): Promise<unknown> {
+  const item = entity;
   const models = await loadModels(db, environment, [itemTypeId]);
   const model = models.get(itemTypeId);
   const blockFields = model?.fields.filter((f) => BLOCK_FIELD_TYPES.has(f.fieldType)) ?? [];
@@ -131,5 +205,12 @@ export async function serializeEntity(
     blocks,
     models: allModels,
   });
-  return { ...item, attributes: expanded?.attributes ?? item.attributes };
+  const attributes = expanded?.attributes ?? item.attributes;
+  for (const field of blockFields) {
+    if (!(field.apiKey in attributes)) continue;
+    attributes[field.apiKey] = mapFieldValue(field, attributes[field.apiKey], (v) =>
+      mapBlockRefs(field.fieldType, v, canonicalItem),
+    );
+  }
+  return { ...item, attributes };
 }

@@ -97,6 +97,25 @@ async function handler(
   job: Job<DeliverJobData>,
   token: string | undefined,
 ): Promise<void> {
+  // The in-flight limit comes first, so a job that must wait costs no database query.
+  const slot = `${job.id ?? data.callId}:${randomBytes(4).toString('hex')}`;
+  if (!(await ctx.limiter.acquire(data.webhookId, slot))) {
+    // The webhook is at its in-flight limit: step aside (this frees the worker slot for other
+    // webhooks) and come back later. Never worker.rateLimit(): that would pause the whole queue.
+    const wait = ctx.inFlightWaitMs * (1 + Math.random());
+    await job.moveToDelayed(Date.now() + wait, token);
+    throw new DelayedError();
+  }
+  ctx.metrics.inFlight.inc();
+  try {
+    await deliver(ctx, data);
+  } finally {
+    ctx.metrics.inFlight.dec();
+    await ctx.limiter.release(data.webhookId, slot);
+  }
+}
+
+async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
   const call = await findWebhookCall(ctx.db, data.callId);
   if (!call || !isDue(call, data)) return;
   const [webhook, event] = await Promise.all([
@@ -108,22 +127,7 @@ async function handler(
   if (!webhook.enabled && !data.resend) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   }
-
-  const slot = `${job.id ?? call.id}:${randomBytes(4).toString('hex')}`;
-  if (!(await ctx.limiter.acquire(webhook.id, slot))) {
-    // The webhook is at its in-flight limit: step aside (this frees the worker slot for other
-    // webhooks) and come back shortly. Never worker.rateLimit(): that would pause the queue.
-    const wait = ctx.inFlightWaitMs * (0.5 + Math.random());
-    await job.moveToDelayed(Date.now() + wait, token);
-    throw new DelayedError();
-  }
-  ctx.metrics.inFlight.inc();
-  try {
-    await attempt(ctx, data, call, webhook, event);
-  } finally {
-    ctx.metrics.inFlight.dec();
-    await ctx.limiter.release(webhook.id, slot);
-  }
+  await attempt(ctx, data, call, webhook, event);
 }
 
 async function attempt(
@@ -201,6 +205,13 @@ async function attempt(
         : result.status >= 300 && result.status < 400
           ? `HTTP ${result.status} (redirects are not followed)`
           : `HTTP ${result.status}`;
+  if (gone) {
+    // Disabled first: from here on no new call is created and pending retries are dropped.
+    const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
+    await disableWebhook(ctx.db, webhook.id, reason);
+    await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
+    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
+  }
   await recordWebhookCallAttempt(ctx.db, call.id, {
     status,
     requestUrl: url,
@@ -217,15 +228,10 @@ async function attempt(
   ctx.metrics.deliveries.inc({ outcome: status, status_class: klass });
   if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
 
-  if (gone) {
-    const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
-    await disableWebhook(ctx.db, webhook.id, reason);
-    await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
-    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
-  } else if (nextRetry !== undefined && nextRetryAt) {
+  if (nextRetry !== undefined && nextRetryAt) {
     await ctx.deliverQueue.add(
       DELIVER_WEBHOOK_JOB,
-      { callId: call.id, retry: nextRetry },
+      { callId: call.id, webhookId: webhook.id, retry: nextRetry },
       {
         ...DELIVER_JOB_OPTIONS,
         jobId: deliverJobId(call.id, nextRetry),

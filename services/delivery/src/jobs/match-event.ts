@@ -27,10 +27,10 @@ export const DELIVER_JOB_OPTIONS = {
   backoff: { type: 'exponential', delay: 1000 },
 } as const;
 
-export function deliverJobs(callIds: readonly string[]) {
-  return callIds.map((callId) => ({
+export function deliverJobs(calls: readonly { id: string; webhookId: string }[]) {
+  return calls.map(({ id: callId, webhookId }) => ({
     name: DELIVER_WEBHOOK_JOB,
-    data: { callId },
+    data: { callId, webhookId },
     opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId) },
   }));
 }
@@ -46,7 +46,7 @@ async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void
   const webhookIds = ctx.index.match(event);
   ctx.metrics.matchDuration.observe((performance.now() - started) / 1000);
   const calls = await createWebhookCalls(ctx.db, event, webhookIds);
-  if (calls.length > 0) await ctx.deliverQueue.addBulk(deliverJobs(calls.map((c) => c.id)));
+  if (calls.length > 0) await ctx.deliverQueue.addBulk(deliverJobs(calls));
 }
 
 export const matchEvent = { name: MATCH_EVENT_JOB, schema: EventMatchJobData, handler };
