@@ -1,6 +1,7 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
 import { createApiApp, type ApiAppDeps } from '@herald/runtime';
+import { webhookCallsRouter } from './routes/webhook-calls.router.js';
 import { webhooksRouter } from './routes/webhooks.router.js';
 
 /** What the ingest routes need; grows as resources are added. */
@@ -13,6 +14,7 @@ export interface IngestDeps extends ApiAppDeps {
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs: deps.ssrfAllowCidrs ?? [] }));
+  router.use(webhookCallsRouter(deps));
   return router;
 }
 
