@@ -3,6 +3,7 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
+  createEventMatchQueue,
   createMetrics,
   listen,
   openDatabase,
@@ -11,6 +12,7 @@ import {
 import { createApp } from './app.js';
 import { deliverySettings, loadConfig } from './config.js';
 import { startDelivery } from './workers.js';
+import { startEventSweeper } from './sweep-events.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -37,6 +39,20 @@ async function main(): Promise<void> {
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
   logger.info({ url }, 'delivery listening; workers started');
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  const sweeper = startEventSweeper({
+    db,
+    queue: eventMatchQueue,
+    logger,
+    registry: metrics.registry,
+    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
+    graceMs: config.EVENT_SWEEP_GRACE_MS,
+    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
+    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
+  });
+  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
+  logger.info({ url }, 'delivery listening');
 }
 
 main().catch((error: unknown) => {

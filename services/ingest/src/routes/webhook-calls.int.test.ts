@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createApp } from '@herald/ingest';
+import { createApp } from '../app.js';
+import { createEventMatchQueue } from '@herald/runtime';
 import type { Db } from '@herald/store';
 import {
   createTestDb,
   createTestToken,
   randomId,
   serve,
+  silentLogger,
   testDeps,
   type TestDb,
   type TestServer,
@@ -20,7 +22,7 @@ import {
   webhookInput,
   type Pipeline,
   type Receiver,
-} from './harness.test-support.js';
+} from '../../../delivery/src/harness.test-support.js';
 
 // The /webhook_calls API of services/ingest (API.md §4.4) against calls made by real deliveries.
 let testDb: TestDb;
@@ -38,7 +40,16 @@ beforeAll(async () => {
     retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
   });
   api = await serve(
-    createApp({ ...testDeps(db, pipeline.redis), redisPrefix: pipeline.settings.redisPrefix }),
+    createApp({
+      ...testDeps(db, pipeline.redis),
+      redisPrefix: pipeline.settings.redisPrefix,
+      eventMatchQueue: createEventMatchQueue(
+        pipeline.redis,
+        pipeline.settings.redisPrefix,
+        silentLogger(),
+      ),
+      enqueueTimeoutMs: 1000,
+    }),
   );
   token = await createTestToken(db, 'admin');
   receiver = await startReceiver((_req, res) => res.writeHead(failing ? 503 : 200).end());
