@@ -39,6 +39,8 @@ export {
   isWebhookNameTaken,
   listEnabledWebhooks,
   listWebhooks,
+  listWebhookVersions,
+  findWebhooks,
   rotateWebhookSecret,
   updateWebhook,
   type WebhookInput,

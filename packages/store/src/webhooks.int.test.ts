@@ -7,7 +7,9 @@ import {
   deleteWebhook,
   disableWebhook,
   findWebhook,
+  findWebhooks,
   insertWebhook,
+  listWebhookVersions,
   listEnabledWebhooks,
   listWebhooks,
   rotateWebhookSecret,
@@ -85,6 +87,22 @@ describe.each(['postgres', 'pglite'] as const)('webhooks repository on %s', (kin
     expect(found.createdAt).toBeInstanceOf(Date);
     expect((await listWebhooks(testDb.db)).map((w) => w.id)).toContain(created.id);
     expect(await findWebhook(testDb.db, 'nope')).toBeNull();
+    expect(
+      (await findWebhooks(testDb.db, [created.id, 'nope', '999999'])).map((w) => w.id),
+    ).toEqual([created.id]);
+  });
+
+  it('bumps the version on every update, whoever writes', async () => {
+    const created = await insertWebhook(testDb.db, input('versioned'));
+    expect(created.version).toBe(1);
+    expect((await updateWebhook(testDb.db, created.id, { enabled: false }))!.version).toBe(2);
+    expect((await rotateWebhookSecret(testDb.db, created.id, 1000))!.version).toBe(3);
+    await testDb.db.query('UPDATE webhooks SET url = $2 WHERE id = $1', [
+      created.id,
+      'https://y.test/',
+    ]);
+    const versions = await listWebhookVersions(testDb.db);
+    expect(versions.find((v) => v.id === created.id)).toEqual({ id: created.id, version: 4 });
   });
 
   it('refuses a duplicate name with a unique violation', async () => {

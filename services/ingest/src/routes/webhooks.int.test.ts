@@ -209,6 +209,40 @@ describe('lifecycle', () => {
     expect((await call('DELETE', `/webhooks/${created.id}`)).status).toBe(404);
   });
 
+  it('lists exactly what retrieve shows, through updates, rotations, deletes and direct SQL', async () => {
+    const expectListMatchesRetrieve = async () => {
+      const list = await call('GET', '/webhooks');
+      expect(list.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      const ids: string[] = list.body.data.map((w: { id: string }) => w.id);
+      const { rows } = await testDb.db.query<{ id: string }>('SELECT id FROM webhooks ORDER BY id');
+      expect(ids).toEqual(rows.map((r) => r.id));
+      for (const webhook of list.body.data) {
+        const one = await call('GET', `/webhooks/${webhook.id}`);
+        expect(JSON.stringify(webhook)).toBe(JSON.stringify(one.body.data));
+      }
+    };
+    const a = (await create(attributes())).body.data;
+    const b = (await create(attributes())).body.data;
+    await expectListMatchesRetrieve();
+    await call('PUT', `/webhooks/${a.id}`, {
+      data: { type: 'webhook', attributes: { url: 'https://example.com/changed' } },
+    });
+    await call('POST', `/webhooks/${b.id}/rotate_secret`);
+    await expectListMatchesRetrieve();
+    await call('DELETE', `/webhooks/${b.id}`);
+    await testDb.db.query(`UPDATE webhooks SET disabled_reason = 'set by hand' WHERE id = $1`, [
+      a.id,
+    ]);
+    await expectListMatchesRetrieve();
+    const listed = (await call('GET', '/webhooks')).body.data.find(
+      (w: { id: string }) => w.id === a.id,
+    );
+    expect(listed.attributes).toMatchObject({
+      url: 'https://example.com/changed',
+      disabled_reason: 'set by hand',
+    });
+  });
+
   it('validates updates with the create rules, on the given subset only', async () => {
     const created = (await create(attributes())).body.data;
     const other = (await create(attributes())).body.data;
