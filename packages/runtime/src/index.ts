@@ -25,3 +25,4 @@ export {
   type CommonConfig,
   type HttpConfig,
 } from './boot.js';
+export { ssrfEnv } from './ssrf-env.js';
