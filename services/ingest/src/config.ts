@@ -1,24 +1,10 @@
 import { z } from 'zod';
-import { parseCidrList } from '@herald/contract';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
-  /**
-   * CIDRs (comma-separated) exempt from the SSRF blocked ranges of API.md §6.3, at webhook creation
-   * and at delivery. Default none; for local development use "127.0.0.0/8,::1/128".
-   */
-  SSRF_ALLOW_CIDRS: z
-    .string()
-    .default('')
-    .transform((value, ctx) => {
-      try {
-        return parseCidrList(value);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message });
-        return z.NEVER;
-      }
-    }),
+  /** SSRF_ALLOW_CIDRS: also checked when a webhook's URL names an IP address literally. */
+  ...ssrfEnv,
   /**
    * How long POST /events waits for Redis to take the event ids after the commit; past it (or
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
