@@ -161,7 +161,11 @@ function validate(
     // Lone surrogates would be silently replaced on the way into Postgres: refuse them instead.
     const malformed = findIllFormed(attributes[key], key);
     if (malformed === undefined) return true;
-    problems.add(malformed, 'VALIDATION_FORMAT', 'must be valid Unicode text (a lone surrogate)');
+    problems.add(
+      malformed,
+      'VALIDATION_FORMAT',
+      `${malformed} holds a lone surrogate; send valid Unicode`,
+    );
     return false;
   };
   if (has('name')) setIf(value, 'name', checkName(attributes['name'], problems));
