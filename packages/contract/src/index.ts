@@ -13,6 +13,49 @@ export {
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 export { ROLES, isRole, type Role } from './roles.js';
 export {
+  ENTITY_BYTES_MAX,
+  ENTITY_TYPES,
+  EVENTS_PER_REQUEST_MAX,
+  EVENT_TYPES,
+  EVENT_TYPES_BY_ENTITY,
+  EnvironmentEntity,
+  EnvironmentId,
+  Entity,
+  EntityId,
+  EventId,
+  EventInput,
+  EventMatchJobData,
+  FIELD_TYPES,
+  FieldEntity,
+  ItemEntity,
+  ItemMeta,
+  ItemTypeEntity,
+  MATCH_EVENT_JOB,
+  RelationshipOne,
+  eventJobId,
+  isEntityType,
+  isEventTypeOf,
+  type EntityType,
+  type EventType,
+  type EventsAccepted,
+  type FieldType,
+} from './events.js';
+export {
+  BLOCK_FIELD_TYPES,
+  mapBlockRefs,
+  mapFieldValue,
+  serializeItem,
+  versionAttributes,
+  type BlockResource,
+  type ItemMetaResource,
+  type ItemResource,
+  type ItemVersion,
+  type ModelField,
+  type ModelInfo,
+  type SerializeItemOptions,
+  type StoredItem,
+} from './items.js';
+export {
   checkAddress,
   isIpAddress,
   parseCidrList,
@@ -38,3 +81,4 @@ export {
   type WebhookFilter,
   type WebhookFilterEntityType,
 } from './webhooks.js';
+export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';

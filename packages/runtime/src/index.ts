@@ -25,4 +25,11 @@ export {
   type CommonConfig,
   type HttpConfig,
 } from './boot.js';
+export {
+  EnqueueUnavailableError,
+  createEventMatchQueue,
+  enqueueEventMatches,
+  queuePrefix,
+  type EventMatchQueue,
+} from './queues.js';
 export { ssrfEnv } from './ssrf-env.js';

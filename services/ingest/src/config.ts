@@ -5,6 +5,11 @@ import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 export const ingestEnv = {
   /** SSRF_ALLOW_CIDRS: also checked when a webhook's URL names an IP address literally. */
   ...ssrfEnv,
+  /**
+   * How long POST /events waits for Redis to take the event ids after the commit; past it (or
+   * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
+   */
+  ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 };
 
 export const IngestConfig = z.object({
