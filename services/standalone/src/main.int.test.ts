@@ -40,7 +40,7 @@ function start(
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}`)), 120_000);
     child.stdout.on('data', () => {
       const match = /Herald is running at (http:\/\/\S+)/.exec(out);
       if (match) {
@@ -61,7 +61,9 @@ const exited = (child: ChildProcess) =>
     child.once('exit', (code) => resolve(code));
   });
 
-describe('the single-process start (embedded PGlite)', () => {
+// Each test starts real processes on PGlite (WASM), whose first start applies every migration:
+// seconds of CPU, and far more on a loaded two-core machine.
+describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () => {
   it('serves health, readiness, metrics and authenticated requests, and stops cleanly on SIGTERM', async () => {
     const dataDir = await tempDir();
     const { child, url, output } = await start({

@@ -73,6 +73,10 @@ async function expectError(res: Response, status: number, code: string) {
 beforeAll(async () => {
   t = await createTestDb();
   redis = testRedis();
+  // The producer connection fails fast (and rate limiting fails open) until it is connected.
+  await new Promise<void>((resolve) =>
+    redis.status === 'ready' ? resolve() : redis.once('ready', resolve),
+  );
   admin = await createTestToken(t.db, 'admin');
   reader = await createTestToken(t.db, 'read_only');
   producer = await createTestToken(t.db, 'producer');
