@@ -108,7 +108,8 @@ export async function createPgliteDb(options: PgliteOptions = {}): Promise<Db> {
     affectedRows?: number;
   }): QueryResult<R> => ({
     rows: result.rows as R[],
-    rowCount: result.affectedRows ?? result.rows.length,
+    // PGlite reports affectedRows 0 for a SELECT; pg's rowCount is the number of rows.
+    rowCount: result.rows.length > 0 ? result.rows.length : (result.affectedRows ?? 0),
   });
   return {
     kind: 'pglite',

@@ -34,11 +34,15 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
  */
 export async function migrate(db: Db, migrations?: Migration[]): Promise<string[]> {
   const all = migrations ?? (await loadMigrations());
-  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-  )`);
+  // Even CREATE TABLE IF NOT EXISTS races between replicas, so it takes the lock too.
+  await db.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('herald:migrations'))`);
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version    integer PRIMARY KEY,
+      name       text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+  });
   const applied: string[] = [];
   for (const migration of all) {
     const done = await db.transaction(async (tx) => {

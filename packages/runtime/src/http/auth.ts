@@ -62,7 +62,7 @@ export function authenticate(verifier: TokenVerifier, limiter: RateLimiter): Req
       const principal = match?.[1] ? await verifier.verify(match[1]) : null;
       if (!principal) {
         const result = await limiter.hit(
-          `ip:${req.socket.remoteAddress ?? 'unknown'}`,
+          `ip:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`,
           'anonymous',
         );
         if (result?.exceeded) throw rateLimited(result.resetSeconds);

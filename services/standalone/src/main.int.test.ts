@@ -1,0 +1,161 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, readFile, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TEST_REDIS_URL } from '@herald/testkit';
+import { isListening } from './embedded-redis.js';
+
+const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+const run = promisify(execFile);
+const dirs: string[] = [];
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'herald-'));
+  dirs.push(dir);
+  return dir;
+}
+
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** Starts the real single-process Herald and waits for the line that gives its URL. */
+function start(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [join(dist, 'main.js')], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}`)), 30_000);
+    child.stdout.on('data', () => {
+      const match = /Herald is running at (http:\/\/\S+)/.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, output: () => out });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${String(code)}:\n${out}`));
+    });
+  });
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+  });
+
+describe('the single-process start (embedded PGlite)', () => {
+  it('serves health, readiness, metrics and authenticated requests, and stops cleanly on SIGTERM', async () => {
+    const dataDir = await tempDir();
+    const { child, url, output } = await start({
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: `t${process.pid}`,
+    });
+    try {
+      expect(output()).toContain(`the admin token is in ${join(dataDir, 'admin-token')}`);
+      const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
+      expect((await stat(join(dataDir, 'admin-token'))).mode & 0o777).toBe(0o600);
+      expect(output()).not.toContain(token);
+
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({ status: 'ready' });
+      expect(await (await fetch(`${url}/metrics`)).text()).toContain(
+        'process_cpu_user_seconds_total',
+      );
+      expect((await fetch(`${url}/anything`)).status).toBe(401);
+      const authed = await fetch(`${url}/anything`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(authed.status).toBe(404);
+      expect(authed.headers.get('x-ratelimit-limit')).not.toBeNull();
+
+      // A second Herald on the same embedded database is refused, not allowed to corrupt it.
+      await expect(start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL })).rejects.toThrow(
+        /in use by process/,
+      );
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
+  it('stops with a message naming the variable when the configuration is wrong', async () => {
+    const child = spawn(process.execPath, [join(dist, 'main.js')], {
+      env: { PATH: process.env['PATH'] ?? '', PORT: 'eighty', RATE_LIMIT_WINDOW_MS: '-1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    expect(await exited(child)).toBe(1);
+    expect(err).toMatch(/Invalid configuration:\n {2}- PORT: .*"eighty"/);
+    expect(err).toMatch(/RATE_LIMIT_WINDOW_MS/);
+  });
+
+  it('starts its own redis-server when REDIS_URL is unset and nothing listens, and stops it', async () => {
+    const dataDir = await tempDir();
+    const port = String(20_000 + (process.pid % 10_000));
+    const { child, url } = await start({ HERALD_DATA_DIR: dataDir, EMBEDDED_REDIS_PORT: port });
+    try {
+      expect(await isListening(Number(port))).toBe(true);
+      expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({
+        checks: { redis: 'ok' },
+      });
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+    expect(await isListening(Number(port))).toBe(false);
+  });
+
+  it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {
+    const dataDir = await tempDir();
+    const env = { PATH: process.env['PATH'] ?? '', HERALD_DATA_DIR: dataDir };
+    const cli = (...args: string[]) =>
+      run(process.execPath, [join(dist, 'cli.js'), ...args], { env });
+    const created = await cli('tokens', 'create', '--name', 'reader', '--role', 'read_only');
+    const token = created.stdout.trim();
+    expect(token).toMatch(/^hrld_/);
+    const producer = (
+      await cli('tokens', 'create', '--name', 'feeder', '--role', 'producer')
+    ).stdout.trim();
+    const list = (await cli('tokens', 'list')).stdout;
+    expect(list).toMatch(/^1\tread_only\treader\thrld_.{4}…\tactive$/m);
+    expect(list).not.toContain(token);
+    await cli('tokens', 'revoke', '2');
+    expect((await cli('tokens', 'list')).stdout).toMatch(/^2\tproducer\tfeeder\t.*revoked/m);
+    await expect(cli('tokens', 'create', '--name', 'x', '--role', 'root')).rejects.toMatchObject({
+      code: 2,
+    });
+
+    const { child, url } = await start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL });
+    try {
+      const ok = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(404);
+      const revoked = await fetch(`${url}/anything`, {
+        headers: { Authorization: `Bearer ${producer}` },
+      });
+      expect(revoked.status).toBe(401);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+});
