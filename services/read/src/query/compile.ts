@@ -82,7 +82,10 @@ function fieldAccessors(
   const key = quoteLiteral(target.apiKey);
   if (target.localized) {
     const locale = quoteLiteral(q.locale);
-    return { json: `(${column} -> ${key} -> ${locale})`, text: `(${column} -> ${key} ->> ${locale})` };
+    return {
+      json: `(${column} -> ${key} -> ${locale})`,
+      text: `(${column} -> ${key} ->> ${locale})`,
+    };
   }
   return { json: `(${column} -> ${key})`, text: `(${column} ->> ${key})` };
 }
@@ -222,8 +225,15 @@ function conditionSql(q: ListQuery, p: Params, c: Condition): string {
           // jsonb: a missing key is SQL NULL, an explicit null is the JSON null.
           present = `(${v} IS NOT NULL AND ${v} <> 'null'::jsonb)`;
           break;
-        default:
+        case 'text':
+        case 'number':
+        case 'date':
+        case 'timestamp':
+        case 'boolean':
+        case 'status':
+        case 'upload':
           present = `(${v} IS NOT NULL)`;
+          break;
       }
       return operand.value ? present : `(NOT ${present})`;
     }
@@ -243,7 +253,9 @@ function conditionSql(q: ListQuery, p: Params, c: Condition): string {
 }
 
 function orderSql(q: ListQuery, rules: OrderRule[]): string {
-  const parts = rules.map((rule) => `${valueExpression(q, rule.target, rule.kind, 'r.')} ${rule.direction}`);
+  const parts = rules.map(
+    (rule) => `${valueExpression(q, rule.target, rule.kind, 'r.')} ${rule.direction}`,
+  );
   const last = rules[rules.length - 1];
   if (!(last?.target.kind === 'meta' && last.target.column === 'id')) parts.push('r.id ASC');
   return parts.join(', ');
@@ -270,7 +282,10 @@ function indexSpecs(q: ListQuery): IndexSpec[] {
   const attributes = attributesColumn(q);
   return [...targets.values()].map((expression) => {
     const predicate = `item_type_id = ${quoteLiteral(q.model!.id)} AND NOT is_block AND ${attributes} IS NOT NULL`;
-    const hash = createHash('sha1').update(`${expression}\n${predicate}`).digest('hex').slice(0, 24);
+    const hash = createHash('sha1')
+      .update(`${expression}\n${predicate}`)
+      .digest('hex')
+      .slice(0, 24);
     const name = `records_x_${hash}`;
     return {
       name,
@@ -298,7 +313,10 @@ export function compileListQuery(q: ListQuery, environment: string): CompiledLis
   for (const c of q.conditions) {
     where.push(conditionSql(q, p, c));
     if (c.operand.type === 'match' && c.operand.match.regexp) {
-      regexps.push({ pattern: c.operand.match.pattern, caseSensitive: c.operand.match.caseSensitive });
+      regexps.push({
+        pattern: c.operand.match.pattern,
+        caseSensitive: c.operand.match.caseSensitive,
+      });
     }
   }
 

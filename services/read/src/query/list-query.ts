@@ -298,7 +298,13 @@ const STRING_OPS: readonly Operator[] = [
   'is_present',
   'exists',
 ];
-const TEXT_OPS: readonly Operator[] = ['matches', 'not_matches', 'is_blank', 'is_present', 'exists'];
+const TEXT_OPS: readonly Operator[] = [
+  'matches',
+  'not_matches',
+  'is_blank',
+  'is_present',
+  'exists',
+];
 const LINK_OPS: readonly Operator[] = ['eq', 'neq', 'in', 'not_in', 'exists'];
 const LINKS_OPS: readonly Operator[] = ['eq', 'any_in', 'all_in', 'not_in', 'exists'];
 
@@ -560,7 +566,10 @@ function resolveTarget(
   model: ModelInfo,
   key: string,
   use: 'filter' | 'order',
-): { target: Target; spec: { operators: readonly Operator[]; kind: ValueKind; sortable: boolean } } {
+): {
+  target: Target;
+  spec: { operators: readonly Operator[]; kind: ValueKind; sortable: boolean };
+} {
   const code: ErrorCode = use === 'filter' ? 'INVALID_FILTER_FIELDS_PARAM' : 'INVALID_ORDERING';
   const param = use === 'filter' ? `filter[fields][${key}]` : 'order_by';
   const field = model.fields.find((f) => f.apiKey === key);
