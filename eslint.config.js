@@ -41,7 +41,16 @@ export default tseslint.config(
     },
   },
   {
+    // Tests and benchmarks are outside the packages' tsconfig.json (which exclude them):
+    // type-check them with tsconfig.tests.json instead of the nearest project.
     files: ['**/*.test.ts', 'bench/**/*.ts'],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: './tsconfig.tests.json',
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

@@ -3,6 +3,7 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
+  createEventMatchQueue,
   createMetrics,
   listen,
   openDatabase,
@@ -10,6 +11,7 @@ import {
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
+import { startEventSweeper } from './sweep-events.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -28,6 +30,19 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  const sweeper = startEventSweeper({
+    db,
+    queue: eventMatchQueue,
+    logger,
+    registry: metrics.registry,
+    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
+    graceMs: config.EVENT_SWEEP_GRACE_MS,
+    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
+    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
+  });
+  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
   logger.info({ url }, 'delivery listening');
 }
 

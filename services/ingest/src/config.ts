@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
-export const ingestEnv = {};
+export const ingestEnv = {
+  /**
+   * How long POST /events waits for Redis to take the event ids after the commit; past it (or
+   * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
+   */
+  ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+};
 
 export const IngestConfig = z.object({
   ...commonEnv,

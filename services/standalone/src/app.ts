@@ -1,9 +1,11 @@
 import type { Express } from 'express';
-import { createApiApp, type ApiAppDeps } from '@herald/runtime';
-import { ingestRouter } from '@herald/ingest';
+import { EnvironmentResolver, createApiApp } from '@herald/runtime';
+import { ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
 
 /** ingest and read on one port, as the gateway would route them. */
-export function createApp(deps: ApiAppDeps): Express {
-  return createApiApp(deps, [readRouter(deps), ingestRouter(deps)]);
+export function createApp(deps: IngestDeps): Express {
+  // One resolver for the plumbing and the routes, so environment events can invalidate it.
+  const shared = { ...deps, environments: deps.environments ?? new EnvironmentResolver(deps.db) };
+  return createApiApp(shared, [readRouter(shared), ingestRouter(shared)]);
 }
