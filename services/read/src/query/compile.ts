@@ -339,8 +339,11 @@ export function compileListQuery(q: ListQuery, environment: string): CompiledLis
 
   const whereSql = where.join('\n  AND ');
   const filterValues = [...p.values];
+  // The page is cut first; meta.has_children (tree models) is then looked up for its rows only.
   const list: CompiledQuery = {
-    text: `SELECT ${RECORD_COLUMNS}\nFROM ${from}\nWHERE ${whereSql}\nORDER BY ${order}\nLIMIT ${p.add(q.limit)} OFFSET ${p.add(q.offset)}`,
+    text: `SELECT page.*, CASE WHEN (SELECT m.tree FROM item_types m WHERE m.environment = $1 AND m.id = page.item_type_id)
+  THEN EXISTS (SELECT 1 FROM records c WHERE c.environment = $1 AND c.parent_id = page.id AND NOT c.is_block) END AS has_children
+FROM (SELECT ${RECORD_COLUMNS}\nFROM ${from}\nWHERE ${whereSql}\nORDER BY ${order}\nLIMIT ${p.add(q.limit)} OFFSET ${p.add(q.offset)}) page`,
     values: p.values,
   };
 
