@@ -65,6 +65,7 @@ export {
   upsertBlocks,
   upsertRecords,
   versionKey,
+  writeItemBatch,
   type BlockSync,
   type BlockWrite,
   type RecordDelete,
@@ -74,3 +75,4 @@ export {
   type RecordWrite,
 } from './records.js';
 export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
+export { loadBatchContext, type BatchContext } from './batch-context.js';

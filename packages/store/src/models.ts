@@ -163,5 +163,13 @@ export async function upsertModel(
 
 /** Deletes a model; its fields and records (and their blocks and texts) go with it. */
 export async function deleteModel(db: Queryable, environment: string, id: string): Promise<void> {
+  await db.query('DELETE FROM record_texts WHERE environment = $1 AND item_type_id = $2', [
+    environment,
+    id,
+  ]);
+  await db.query('DELETE FROM records WHERE environment = $1 AND item_type_id = $2', [
+    environment,
+    id,
+  ]);
   await db.query('DELETE FROM item_types WHERE environment = $1 AND id = $2', [environment, id]);
 }
