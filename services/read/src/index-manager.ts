@@ -55,13 +55,30 @@ export class IndexManager {
         `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)) AS valid`,
         [spec.name],
       );
-      if (rows[0]?.valid === true) return;
       if (rows[0]?.valid === false) {
         await this.db.query(`DROP INDEX ${concurrently}IF EXISTS ${spec.name}`);
       }
-      await this.db.query(
-        `CREATE ${spec.definition.replace(/^INDEX /, `INDEX ${concurrently}IF NOT EXISTS `)}`,
-      );
+      if (rows[0]?.valid !== true) {
+        await this.db.query(
+          `CREATE ${spec.definition.replace(/^INDEX /, `INDEX ${concurrently}IF NOT EXISTS `)}`,
+        );
+      }
+      if (spec.statistics) {
+        const name = /^STATISTICS (\S+)/.exec(spec.statistics)?.[1] ?? '';
+        const { rowCount } = await this.db.query(
+          `SELECT 1 FROM pg_statistic_ext
+           WHERE stxname = $1 AND stxnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+          [name],
+        );
+        if (rowCount === 0) {
+          await this.db.query(
+            `CREATE ${spec.statistics.replace(/^STATISTICS /, 'STATISTICS IF NOT EXISTS ')}`,
+          );
+          // Samples the table (default_statistics_target × 300 rows, not all of them).
+          await this.db.query('ANALYZE records');
+        }
+      }
+      if (rows[0]?.valid === true && !spec.statistics) return;
       this.logger.info({ index: spec.name, ms: Date.now() - started }, 'expression index created');
     } catch (error) {
       // The query still runs without the index; a later request tries again.

@@ -1,0 +1,33 @@
+import { parseQueryString } from '../../packages/runtime/dist/index.js';
+import {
+  createPostgresDb,
+  findEnvironment,
+  findModelsByIdOrApiKey,
+  textSearchConfig,
+} from '../../packages/store/dist/index.js';
+import { parseListParams, resolveListQuery } from '../../services/read/dist/query/list-query.js';
+import { compileListQuery } from '../../services/read/dist/query/compile.js';
+
+/** tsx bench/items/explain.ts '<query string>': EXPLAIN ANALYZE of the SQL GET /items runs. */
+const db = createPostgresDb({
+  connectionString:
+    process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/herald_bench',
+});
+const params = parseListParams(parseQueryString(process.argv[2] ?? ''));
+const env = (await findEnvironment(db, 'main'))!;
+const models = params.types
+  ? [...(await findModelsByIdOrApiKey(db, 'main', params.types)).values()]
+  : [];
+const compiled = compileListQuery(
+  resolveListQuery(params, { locales: env.locales, models, textSearchConfig }),
+  'main',
+);
+for (const q of [compiled.count, compiled.list]) {
+  process.stdout.write(`${q.text}\n${JSON.stringify(q.values)}\n`);
+  const { rows } = await db.query<{ 'QUERY PLAN': string }>(
+    `EXPLAIN (ANALYZE, BUFFERS) ${q.text}`,
+    q.values,
+  );
+  process.stdout.write(`${rows.map((r) => r['QUERY PLAN']).join('\n')}\n\n`);
+}
+await db.close();
