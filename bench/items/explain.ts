@@ -1,14 +1,13 @@
-import { parseQueryString } from '../../packages/runtime/dist/index.js';
+import { parseQueryString } from '@herald/runtime';
 import {
   createPostgresDb,
   findEnvironment,
   findModelsByIdOrApiKey,
   textSearchConfig,
-} from '../../packages/store/dist/index.js';
-import { parseListParams, resolveListQuery } from '../../services/read/dist/query/list-query.js';
-import { compileListQuery } from '../../services/read/dist/query/compile.js';
+} from '@herald/store';
+import { compileListQuery, parseListParams, resolveListQuery } from '@herald/read';
 
-/** tsx bench/items/explain.ts '<query string>': EXPLAIN ANALYZE of the SQL GET /items runs. */
+/** node bench/dist/items/explain.js '<query string>': EXPLAIN ANALYZE of the SQL GET /items runs. */
 const db = createPostgresDb({
   connectionString:
     process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/herald_bench',

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { createPostgresDb, migrate, upsertModel } from '../../packages/store/dist/index.js';
+import { createPostgresDb, migrate, upsertModel } from '@herald/store';
 
 /**
  * Generates the GET /items benchmark data set into its own database (BENCH_DATABASE_URL,

@@ -10,16 +10,15 @@ import {
   findEnvironment,
   textSearchConfig,
   type Db,
-} from '../../packages/store/dist/index.js';
+} from '@herald/store';
+import { Lifecycle, createLogger, createMetrics, createRedis } from '@herald/runtime';
 import {
-  Lifecycle,
-  createLogger,
-  createMetrics,
-  createRedis,
-} from '../../packages/runtime/dist/index.js';
-import { createApp, IndexManager } from '../../services/read/dist/index.js';
-import { parseListParams, resolveListQuery } from '../../services/read/dist/query/list-query.js';
-import { compileListQuery } from '../../services/read/dist/query/compile.js';
+  IndexManager,
+  compileListQuery,
+  createApp,
+  parseListParams,
+  resolveListQuery,
+} from '@herald/read';
 import { generate } from './generate.js';
 
 /**

@@ -55,3 +55,30 @@ export {
   type SerializeItemOptions,
   type StoredItem,
 } from './items.js';
+export {
+  checkAddress,
+  isIpAddress,
+  parseCidrList,
+  type AddressCheck,
+  type BlockedRangeKind,
+  type CidrList,
+} from './ip-ranges.js';
+export {
+  ENVIRONMENT_TYPES,
+  PAYLOAD_API_VERSIONS,
+  SIGNING_SECRET_ROTATION_GRACE_MS,
+  UNFILTERED_ENTITY_TYPES,
+  WEBHOOK_ENTITY_TYPES,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_FILTER_ENTITY_TYPES,
+  entryFilters,
+  isWebhookEntityType,
+  isWebhookEventType,
+  webhooksChangedChannel,
+  type WebhookChangedMessage,
+  type WebhookEntityType,
+  type WebhookEventEntry,
+  type WebhookFilter,
+  type WebhookFilterEntityType,
+} from './webhooks.js';
+export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';

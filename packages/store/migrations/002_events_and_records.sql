@@ -141,5 +141,4 @@ CREATE TABLE record_texts (
   document     tsvector NOT NULL,
   PRIMARY KEY (environment, record_id, version, locale)
 );
-CREATE INDEX record_texts_by_model ON record_texts (environment, item_type_id);
 CREATE INDEX record_texts_document ON record_texts USING gin (document);

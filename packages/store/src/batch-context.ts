@@ -46,7 +46,7 @@ export async function loadBatchContext(
               'field_type', f.field_type, 'localized', f.localized) ORDER BY f.position, f.api_key)
             FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id))), '[]')
         FROM item_types m
-        WHERE EXISTS (SELECT 1 FROM jsonb_to_recordset($2::jsonb) AS k(environment text, key text)
+        WHERE EXISTS (SELECT 1 FROM json_to_recordset($2::json) AS k(environment text, key text)
           WHERE k.environment = m.environment AND (k.key = m.id OR k.key = m.api_key))) AS models`,
     [eventIds, JSON.stringify(modelKeys)],
   );

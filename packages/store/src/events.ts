@@ -50,7 +50,7 @@ export function insertEventsSql(param: string): string {
      SELECT x.id, x.environment, x.is_environment_primary, x.entity_type, x.event_type,
        x.entity_id, x.item_type_id, x.item_type_api_key, x.occurred_at, x.entity,
        x.previous_entity, x.related_entities
-     FROM jsonb_to_recordset(${param}::jsonb) AS x(id text, environment text,
+     FROM json_to_recordset(${param}::json) AS x(id text, environment text,
        is_environment_primary boolean, entity_type text, event_type text, entity_id text,
        item_type_id text, item_type_api_key text, occurred_at timestamptz, entity jsonb,
        previous_entity jsonb, related_entities jsonb, n integer)

@@ -76,3 +76,36 @@ export {
 } from './records.js';
 export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
 export { loadBatchContext, type BatchContext } from './batch-context.js';
+export {
+  activeSigningSecrets,
+  deleteWebhook,
+  disableWebhook,
+  findWebhook,
+  generateSigningSecret,
+  insertWebhook,
+  isWebhookId,
+  isWebhookNameTaken,
+  listEnabledWebhooks,
+  listWebhooks,
+  listWebhookVersions,
+  findWebhooks,
+  rotateWebhookSecret,
+  updateWebhook,
+  type WebhookInput,
+  type WebhookRecord,
+} from './webhooks.js';
+export {
+  WEBHOOK_CALL_STATUSES,
+  createWebhookCalls,
+  dropPendingRetries,
+  dropWebhookCall,
+  findWebhookCall,
+  listStrandedWebhookCalls,
+  listWebhookCalls,
+  markWebhookCallsEnqueued,
+  recordWebhookCallAttempt,
+  type WebhookCallAttempt,
+  type WebhookCallListQuery,
+  type WebhookCallRecord,
+  type WebhookCallStatus,
+} from './webhook-calls.js';

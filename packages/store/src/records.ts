@@ -100,7 +100,7 @@ export function upsertRecordsSql(param: string, filter = ''): string {
        x.is_current_version_valid, x.is_published_version_valid, x.current_version, x.stage,
        x.version_key, x.event_id,
        CASE WHEN x.mode = 'unpublish' THEN 'unpublish' ELSE x.event_type END
-     FROM jsonb_to_recordset(${param}::jsonb) AS x(environment text, id text, item_type_id text,
+     FROM json_to_recordset(${param}::json) AS x(environment text, id text, item_type_id text,
        mode text, event_id text, event_type text, attributes jsonb, parent_id text,
        position integer, creator_type text, creator_id text, created_at timestamptz,
        updated_at timestamptz, published_at timestamptz, first_published_at timestamptz,
@@ -203,7 +203,7 @@ export async function upsertBlocks(db: Queryable, blocks: readonly BlockWrite[])
        status, current_attributes, created_at, updated_at, last_event_id)
      SELECT x.environment, x.id, x.item_type_id, true, x.root_id, x.block_parent_id, 'draft',
        x.attributes, x.updated_at, x.updated_at, x.event_id
-     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, id text, item_type_id text,
+     FROM json_to_recordset($1::json) AS x(environment text, id text, item_type_id text,
        root_id text, block_parent_id text, attributes jsonb, updated_at timestamptz,
        event_id text)
      ON CONFLICT (environment, id) DO UPDATE SET
@@ -238,7 +238,7 @@ export async function syncBlocks(db: Queryable, syncs: readonly BlockSync[]): Pr
       refs: s.referencedIds,
     })),
   );
-  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, root_id text, mode text, refs text[])`;
+  const recordset = `json_to_recordset($1::json) AS x(environment text, root_id text, mode text, refs text[])`;
   await db.query(
     `UPDATE records b SET
        current_attributes = CASE WHEN b.id = ANY(x.refs) THEN b.current_attributes END,
@@ -279,7 +279,7 @@ export async function deleteRecords(
       version_key: versionKey(d.currentVersion),
     })),
   );
-  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, id text, updated_at timestamptz, version_key text)`;
+  const recordset = `json_to_recordset($1::json) AS x(environment text, id text, updated_at timestamptz, version_key text)`;
   await db.query(
     `DELETE FROM records r USING ${recordset}
      WHERE r.environment = x.environment AND (r.id = x.id OR (r.is_block AND r.root_id = x.id))`,
@@ -325,7 +325,7 @@ export async function replaceRecordTexts(
   if (clear.length > 0) {
     await db.query(
       `DELETE FROM record_texts t
-       USING jsonb_to_recordset($1::jsonb) AS x(environment text, record_id text, versions text[])
+       USING json_to_recordset($1::json) AS x(environment text, record_id text, versions text[])
        WHERE t.environment = x.environment AND t.record_id = x.record_id
          AND t.version = ANY(x.versions)`,
       [
@@ -360,7 +360,7 @@ export function insertRecordTextsSql(param: string, source = ''): string {
   return `INSERT INTO record_texts (environment, record_id, version, locale, item_type_id, document)
      SELECT x.environment, x.record_id, x.version, x.locale, x.item_type_id,
        to_tsvector(x.config::regconfig, x.text)
-     FROM jsonb_to_recordset(${param}::jsonb) AS x(environment text, record_id text, version text,
+     FROM json_to_recordset(${param}::json) AS x(environment text, record_id text, version text,
        locale text, item_type_id text, config text, text text) ${source}
      ON CONFLICT (environment, record_id, version, locale) DO UPDATE SET
        item_type_id = EXCLUDED.item_type_id, document = EXCLUDED.document`;

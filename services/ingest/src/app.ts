@@ -1,4 +1,5 @@
 import { Router, type Express } from 'express';
+import type { CidrList } from '@herald/contract';
 import {
   EnvironmentResolver,
   createApiApp,
@@ -6,6 +7,8 @@ import {
   type EventMatchQueue,
 } from '@herald/runtime';
 import { eventsRouter } from './routes/events.create.js';
+import { webhookCallsRouter } from './routes/webhook-calls.router.js';
+import { webhooksRouter } from './routes/webhooks.router.js';
 
 /** What the ingest routes need; grows as resources are added. */
 export type IngestDeps = ApiAppDeps & {
@@ -13,11 +16,15 @@ export type IngestDeps = ApiAppDeps & {
   eventMatchQueue: EventMatchQueue;
   /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
   enqueueTimeoutMs: number;
+  /** CIDRs exempt from the SSRF blocked ranges (SSRF_ALLOW_CIDRS); none when absent. */
+  ssrfAllowCidrs?: CidrList;
 };
 
 /** The ingest service's routes: /webhooks, /webhook_calls, /events. */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
+  router.use(webhooksRouter({ ...deps, ssrfAllowCidrs: deps.ssrfAllowCidrs ?? [] }));
+  router.use(webhookCallsRouter(deps));
   router.use(eventsRouter(deps));
   return router;
 }

@@ -1,8 +1,10 @@
 import { z } from 'zod';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
+  /** SSRF_ALLOW_CIDRS: also checked when a webhook's URL names an IP address literally. */
+  ...ssrfEnv,
   /**
    * How long POST /events waits for Redis to take the event ids after the commit; past it (or
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.

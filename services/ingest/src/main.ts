@@ -34,6 +34,7 @@ async function main(): Promise<void> {
     lifecycle,
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
+    ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

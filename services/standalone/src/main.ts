@@ -11,6 +11,7 @@ import {
   openDatabase,
   openRedis,
 } from '@herald/runtime';
+import { deliverySettings, startDelivery } from '@herald/delivery';
 import { startEventSweeper } from '@herald/delivery';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     metrics,
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
+    ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
   });
   const { server, url } = await listen(app, {
@@ -65,6 +67,12 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  // Registered last so it closes first: workers stop taking jobs and finish those in flight.
+  const delivery = await startDelivery(
+    { db, redis, logger, registry: metrics.registry },
+    deliverySettings(config, redisUrl),
+  );
+  lifecycle.onShutdown('delivery-workers', () => delivery.close());
   const sweeper = startEventSweeper({
     db,
     queue: eventMatchQueue,
