@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
-export const ingestEnv = {};
+export const ingestEnv = {
+  /**
+   * Folder of the built web console (services/console/dist), served at /console. Unset: the
+   * build beside this service in the repository. A folder without index.html: /console is a 404.
+   */
+  CONSOLE_DIR: z.string().min(1).optional(),
+};
 
 export const IngestConfig = z.object({
   ...commonEnv,

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   Lifecycle,
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
     lifecycle,
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
+    consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   Lifecycle,
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
+    consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,
