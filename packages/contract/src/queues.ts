@@ -5,5 +5,8 @@
 export const QUEUE_EVENT_MATCH = 'event-match';
 export const QUEUE_WEBHOOK_DELIVER = 'webhook-deliver';
 
-/** Redis pub/sub channel on which webhook changes are announced to the match workers. */
-export const CHANNEL_WEBHOOKS_CHANGED = 'herald:webhooks-changed';
+/**
+ * Redis pub/sub channel on which webhook changes are announced to the match workers. Always used
+ * under the deployment's REDIS_PREFIX: see webhooksChangedChannel(redisPrefix).
+ */
+export const CHANNEL_WEBHOOKS_CHANGED = 'webhooks-changed';

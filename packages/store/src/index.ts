@@ -28,3 +28,80 @@ export {
   type ApiToken,
 } from './tokens.js';
 export { findEnvironment, findPrimaryEnvironment, type Environment } from './environments.js';
+export {
+  deleteEnvironment,
+  listEnvironments,
+  promoteEnvironment,
+  upsertEnvironment,
+} from './environments.js';
+export {
+  findEvent,
+  findEvents,
+  insertEvents,
+  listUnmatchedEvents,
+  markEventsMatched,
+  type NewEvent,
+  type StoredEvent,
+} from './events.js';
+export {
+  deleteModel,
+  findModelIdByApiKey,
+  findModelsByIdOrApiKey,
+  listModels,
+  loadModels,
+  upsertModel,
+  type FieldWrite,
+  type ModelWrite,
+} from './models.js';
+export {
+  RECORD_COLUMNS,
+  deleteRecords,
+  findRecord,
+  loadBlocks,
+  recordKey,
+  replaceRecordTexts,
+  syncBlocks,
+  toStoredItem,
+  upsertBlocks,
+  upsertRecords,
+  versionKey,
+  type BlockSync,
+  type BlockWrite,
+  type RecordDelete,
+  type RecordMode,
+  type RecordRow,
+  type RecordText,
+  type RecordWrite,
+} from './records.js';
+export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
+export {
+  activeSigningSecrets,
+  deleteWebhook,
+  disableWebhook,
+  findWebhook,
+  generateSigningSecret,
+  insertWebhook,
+  isWebhookId,
+  isWebhookNameTaken,
+  listEnabledWebhooks,
+  listWebhooks,
+  rotateWebhookSecret,
+  updateWebhook,
+  type WebhookInput,
+  type WebhookRecord,
+} from './webhooks.js';
+export {
+  WEBHOOK_CALL_STATUSES,
+  createWebhookCalls,
+  dropPendingRetries,
+  dropWebhookCall,
+  findWebhookCall,
+  listStrandedWebhookCalls,
+  listWebhookCalls,
+  markWebhookCallsEnqueued,
+  recordWebhookCallAttempt,
+  type WebhookCallAttempt,
+  type WebhookCallListQuery,
+  type WebhookCallRecord,
+  type WebhookCallStatus,
+} from './webhook-calls.js';

@@ -1,8 +1,68 @@
 import { z } from 'zod';
+import { parseCidrList } from '@herald/contract';
 import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import type { DeliverySettings } from './workers.js';
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** The delivery service's own variables (beside commonEnv). */
-export const deliveryEnv = {};
+export const deliveryEnv = {
+  /**
+   * CIDRs (comma-separated) exempt from the SSRF blocked ranges of API.md §6.3, at webhook creation
+   * and at delivery. Default none; for local development use "127.0.0.0/8,::1/128".
+   */
+  SSRF_ALLOW_CIDRS: z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      try {
+        return parseCidrList(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  /** Time allowed to open a connection to a webhook endpoint. */
+  DELIVERY_CONNECT_TIMEOUT_MS: int(100, 60_000).default(2000),
+  /** Time allowed for a whole delivery attempt (connect, send, answer). */
+  DELIVERY_TIMEOUT_MS: int(100, 120_000).default(8000),
+  /** Delays between auto retries, comma-separated ms (API.md §6.2; tests shrink it). */
+  DELIVERY_RETRY_SCHEDULE_MS: z
+    .string()
+    .default('120000,360000,1800000,3600000,18000000,86400000,172800000')
+    .transform((value, ctx) => {
+      const list = value.split(',').map((part) => Number(part.trim()));
+      if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < 0)) {
+        ctx.addIssue({ code: 'custom', message: 'must be comma-separated non-negative integers' });
+        return z.NEVER;
+      }
+      return list;
+    }),
+  /** Jitter of each retry delay, as a fraction (0.1 = ±10 %). */
+  DELIVERY_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.1),
+  /** The longest a Retry-After header may push the next attempt (API.md: 1 day). */
+  DELIVERY_RETRY_AFTER_MAX_MS: int(0, 7 * 86_400_000).default(86_400_000),
+  /** Deliveries in flight at once per webhook, across all workers (API.md §6.2). */
+  DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: int(1, 10_000).default(10),
+  /** Concurrent delivery attempts per process (the shared pool). */
+  DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
+  /** Concurrent event matches per process. */
+  MATCH_CONCURRENCY: int(1, 1000).default(20),
+  /** Keep-alive sockets per webhook origin. */
+  DELIVERY_CONNECTIONS_PER_ORIGIN: int(1, 10_000).default(64),
+  /** Largest part of a response body kept in the log. */
+  DELIVERY_RESPONSE_MAX_BYTES: int(0, 10 * 1024 * 1024).default(65_536),
+  /** BullMQ job lock; a job whose worker died is picked up again after about this long. */
+  DELIVERY_JOB_LOCK_MS: int(1000, 600_000).default(30_000),
+  /** How often the sweeper looks for work Redis lost. */
+  DELIVERY_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(15_000),
+  /** A pending call or unmatched event older than this is re-enqueued by the sweeper. */
+  DELIVERY_SWEEP_AFTER_MS: int(100, 86_400_000).default(60_000),
+  /** Full reload period of the in-memory webhook index (changes also arrive over pub/sub). */
+  WEBHOOK_INDEX_RELOAD_MS: int(100, 3_600_000).default(30_000),
+  /** `site_id` of the default payload. */
+  SITE_ID: z.string().min(1).default('herald'),
+};
 
 export const DeliveryConfig = z.object({
   ...commonEnv,
@@ -17,4 +77,37 @@ export type DeliveryConfig = z.infer<typeof DeliveryConfig>;
 
 export function loadConfig(env: Readonly<Record<string, string | undefined>>): DeliveryConfig {
   return parseEnv(DeliveryConfig, env);
+}
+
+/** Herald's version, sent as `User-Agent: Herald/<version>`. */
+export const HERALD_VERSION = '0.1.0';
+
+/** The workers' settings from the parsed variables (shared by delivery and the single process). */
+export function deliverySettings(
+  config: Pick<DeliveryConfig, keyof typeof deliveryEnv | 'REDIS_PREFIX'>,
+  redisUrl: string,
+): DeliverySettings {
+  return {
+    redisUrl,
+    redisPrefix: config.REDIS_PREFIX,
+    siteId: config.SITE_ID,
+    userAgent: `Herald/${HERALD_VERSION}`,
+    allowCidrs: config.SSRF_ALLOW_CIDRS,
+    connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
+    timeoutMs: config.DELIVERY_TIMEOUT_MS,
+    connectionsPerOrigin: config.DELIVERY_CONNECTIONS_PER_ORIGIN,
+    responseMaxBytes: config.DELIVERY_RESPONSE_MAX_BYTES,
+    retry: {
+      scheduleMs: config.DELIVERY_RETRY_SCHEDULE_MS,
+      jitter: config.DELIVERY_RETRY_JITTER,
+      retryAfterMaxMs: config.DELIVERY_RETRY_AFTER_MAX_MS,
+    },
+    maxInFlightPerWebhook: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+    deliverConcurrency: config.DELIVERY_CONCURRENCY,
+    matchConcurrency: config.MATCH_CONCURRENCY,
+    jobLockMs: config.DELIVERY_JOB_LOCK_MS,
+    sweepIntervalMs: config.DELIVERY_SWEEP_INTERVAL_MS,
+    sweepAfterMs: config.DELIVERY_SWEEP_AFTER_MS,
+    indexReloadMs: config.WEBHOOK_INDEX_RELOAD_MS,
+  };
 }

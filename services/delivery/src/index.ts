@@ -1,2 +1,14 @@
-export { createApp, type DeliveryDeps } from './app.js';
-export { deliveryEnv, DeliveryConfig, loadConfig } from './config.js';
+export { createApp, type DeliveryDeps as DeliveryAppDeps } from './app.js';
+export {
+  DeliveryConfig,
+  HERALD_VERSION,
+  deliveryEnv,
+  deliverySettings,
+  loadConfig,
+} from './config.js';
+export {
+  startDelivery,
+  type DeliveryDeps,
+  type DeliveryRuntime,
+  type DeliverySettings,
+} from './workers.js';

@@ -9,7 +9,8 @@ import {
   openRedis,
 } from '@herald/runtime';
 import { createApp } from './app.js';
-import { loadConfig } from './config.js';
+import { deliverySettings, loadConfig } from './config.js';
+import { startDelivery } from './workers.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -28,7 +29,14 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
-  logger.info({ url }, 'delivery listening');
+  // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
+  // the ones in flight while /readyz already answers 503.
+  const delivery = await startDelivery(
+    { db, redis, logger, registry: metrics.registry },
+    deliverySettings(config, config.REDIS_URL),
+  );
+  lifecycle.onShutdown('delivery-workers', () => delivery.close());
+  logger.info({ url }, 'delivery listening; workers started');
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseCidrList } from '@herald/contract';
 import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
@@ -8,6 +9,21 @@ export const ingestEnv = {
    * build beside this service in the repository. A folder without index.html: /console is a 404.
    */
   CONSOLE_DIR: z.string().min(1).optional(),
+  /**
+   * CIDRs (comma-separated) exempt from the SSRF blocked ranges of API.md §6.3, at webhook creation
+   * and at delivery. Default none; for local development use "127.0.0.0/8,::1/128".
+   */
+  SSRF_ALLOW_CIDRS: z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      try {
+        return parseCidrList(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
 };
 
 export const IngestConfig = z.object({

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
+    ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

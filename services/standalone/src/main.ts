@@ -11,6 +11,7 @@ import {
   openDatabase,
   openRedis,
 } from '@herald/runtime';
+import { deliverySettings, startDelivery } from '@herald/delivery';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -51,6 +52,7 @@ async function main(): Promise<void> {
     metrics,
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
+    ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
   });
@@ -61,6 +63,12 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  // Registered last so it closes first: workers stop taking jobs and finish those in flight.
+  const delivery = await startDelivery(
+    { db, redis, logger, registry: metrics.registry },
+    deliverySettings(config, redisUrl),
+  );
+  lifecycle.onShutdown('delivery-workers', () => delivery.close());
   logger.info({ url, database: db.kind }, 'herald listening');
   const tokenHint = config.HERALD_ADMIN_TOKEN
     ? 'the admin token is the HERALD_ADMIN_TOKEN you set'

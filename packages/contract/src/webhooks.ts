@@ -1,0 +1,86 @@
+import { CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
+
+/**
+ * Webhook wire vocabulary shared by ingest (validation), delivery (matching) and the console:
+ * the entity/event type table of API.md §5.1, the filter kinds of §4.2, and the change
+ * notifications published when a webhook changes.
+ */
+
+/** API.md §5.1: each entity type and the event types it has. */
+export const WEBHOOK_EVENT_TYPES = {
+  item: ['create', 'update', 'delete', 'publish', 'unpublish'],
+  item_type: ['create', 'update', 'delete'],
+  upload: ['create', 'update', 'delete'],
+  build_trigger: ['deploy_started', 'deploy_succeeded', 'deploy_failed'],
+  environment: ['create', 'update', 'promote', 'delete'],
+  maintenance_mode: ['change'],
+  sso_user: ['create'],
+  cda_cache_tags: ['invalidate'],
+} as const satisfies Record<string, readonly string[]>;
+
+export type WebhookEntityType = keyof typeof WEBHOOK_EVENT_TYPES;
+export const WEBHOOK_ENTITY_TYPES = Object.keys(WEBHOOK_EVENT_TYPES) as WebhookEntityType[];
+
+export function isWebhookEntityType(value: string): value is WebhookEntityType {
+  return Object.hasOwn(WEBHOOK_EVENT_TYPES, value);
+}
+
+/** True when `eventType` is one of `entityType`'s event types (§5.1). */
+export function isWebhookEventType(entityType: WebhookEntityType, eventType: string): boolean {
+  return (WEBHOOK_EVENT_TYPES[entityType] as readonly string[]).includes(eventType);
+}
+
+/** Entity types whose webhook entries take no filters. */
+export const UNFILTERED_ENTITY_TYPES: readonly WebhookEntityType[] = ['cda_cache_tags'];
+
+/** The narrowing kinds a filter may name (§4.2). */
+export const WEBHOOK_FILTER_ENTITY_TYPES = [
+  'item_type',
+  'item',
+  'build_trigger',
+  'environment',
+  'environment_type',
+] as const;
+export type WebhookFilterEntityType = (typeof WEBHOOK_FILTER_ENTITY_TYPES)[number];
+
+/** The values an `environment_type` filter lists. */
+export const ENVIRONMENT_TYPES = ['primary', 'sandbox'] as const;
+
+export interface WebhookFilter {
+  entity_type: WebhookFilterEntityType;
+  entity_ids: string[];
+}
+
+/**
+ * One entry of a webhook's `events`. The narrowing arrives in the seed's shape (`filter`, one
+ * object) or DatoCMS's (`filters`, an array) and is stored and echoed in the shape it was sent.
+ */
+export interface WebhookEventEntry {
+  entity_type: WebhookEntityType;
+  event_types: string[];
+  filter?: WebhookFilter | null;
+  filters?: WebhookFilter[] | null;
+}
+
+/** The filters of an entry whatever shape it was sent in (all must hold; ids within one OR). */
+export function entryFilters(entry: WebhookEventEntry): WebhookFilter[] {
+  if (entry.filters) return entry.filters;
+  return entry.filter ? [entry.filter] : [];
+}
+
+/** The only payload_api_version (API.md §4.2). */
+export const PAYLOAD_API_VERSIONS = ['3'] as const;
+
+/** How long a rotated-out signing secret keeps signing beside the new one. */
+export const SIGNING_SECRET_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** Redis pub/sub channel for webhook changes, under the deployment's REDIS_PREFIX. */
+export function webhooksChangedChannel(redisPrefix: string): string {
+  return `${redisPrefix}:${CHANNEL_WEBHOOKS_CHANGED}`;
+}
+
+/** The message published on webhooksChangedChannel: an id and what happened, never secrets. */
+export interface WebhookChangedMessage {
+  id: string;
+  change: 'created' | 'updated' | 'deleted' | 'secret_rotated';
+}

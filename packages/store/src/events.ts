@@ -1,0 +1,149 @@
+import type { Queryable } from './db.js';
+
+/** An event about to be stored (API.md §5). */
+export interface NewEvent {
+  id: string;
+  environment: string;
+  isEnvironmentPrimary: boolean;
+  entityType: string;
+  eventType: string;
+  entityId: string | null;
+  itemTypeId: string | null;
+  itemTypeApiKey: string | null;
+  occurredAt: Date;
+  entity: unknown;
+  previousEntity: unknown;
+  relatedEntities: unknown[];
+}
+
+/** A stored event, as the match worker and delivery read it. */
+export interface StoredEvent extends NewEvent {
+  seq: string;
+  acceptedAt: Date;
+  matchedAt: Date | null;
+}
+
+/**
+ * Inserts the events in one statement; an id already stored (or repeated earlier in the list) is
+ * skipped. Returns the ids that were inserted: the others are duplicates.
+ */
+export async function insertEvents(
+  db: Queryable,
+  events: readonly NewEvent[],
+): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const rows = events.map((e, n) => ({
+    n,
+    id: e.id,
+    environment: e.environment,
+    is_environment_primary: e.isEnvironmentPrimary,
+    entity_type: e.entityType,
+    event_type: e.eventType,
+    entity_id: e.entityId,
+    item_type_id: e.itemTypeId,
+    item_type_api_key: e.itemTypeApiKey,
+    occurred_at: e.occurredAt.toISOString(),
+    entity: e.entity,
+    previous_entity: e.previousEntity ?? null,
+    related_entities: e.relatedEntities,
+  }));
+  // Ordered by n (the request order), so seq follows it.
+  const { rows: inserted } = await db.query<{ id: string }>(
+    `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+       entity_id, item_type_id, item_type_api_key, occurred_at, entity, previous_entity,
+       related_entities)
+     SELECT x.id, x.environment, x.is_environment_primary, x.entity_type, x.event_type,
+       x.entity_id, x.item_type_id, x.item_type_api_key, x.occurred_at, x.entity,
+       x.previous_entity, x.related_entities
+     FROM jsonb_to_recordset($1::jsonb) AS x(id text, environment text,
+       is_environment_primary boolean, entity_type text, event_type text, entity_id text,
+       item_type_id text, item_type_api_key text, occurred_at timestamptz, entity jsonb,
+       previous_entity jsonb, related_entities jsonb, n integer)
+     ORDER BY x.n
+     ON CONFLICT (id) DO NOTHING
+     RETURNING id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(inserted.map((row) => row.id));
+}
+
+interface EventRow extends Record<string, unknown> {
+  id: string;
+  seq: string;
+  environment: string;
+  is_environment_primary: boolean;
+  entity_type: string;
+  event_type: string;
+  entity_id: string | null;
+  item_type_id: string | null;
+  item_type_api_key: string | null;
+  occurred_at: Date;
+  accepted_at: Date;
+  entity: unknown;
+  previous_entity: unknown;
+  related_entities: unknown[];
+  matched_at: Date | null;
+}
+
+const EVENT_COLUMNS = `id, seq, environment, is_environment_primary, entity_type, event_type,
+  entity_id, item_type_id, item_type_api_key, occurred_at, accepted_at, entity, previous_entity,
+  related_entities, matched_at`;
+
+const toStoredEvent = (row: EventRow): StoredEvent => ({
+  id: row.id,
+  seq: row.seq,
+  environment: row.environment,
+  isEnvironmentPrimary: row.is_environment_primary,
+  entityType: row.entity_type,
+  eventType: row.event_type,
+  entityId: row.entity_id,
+  itemTypeId: row.item_type_id,
+  itemTypeApiKey: row.item_type_api_key,
+  occurredAt: row.occurred_at,
+  acceptedAt: row.accepted_at,
+  entity: row.entity,
+  previousEntity: row.previous_entity,
+  relatedEntities: row.related_entities,
+  matchedAt: row.matched_at,
+});
+
+export async function findEvent(db: Queryable, id: string): Promise<StoredEvent | null> {
+  const { rows } = await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM events WHERE id = $1`, [
+    id,
+  ]);
+  return rows[0] ? toStoredEvent(rows[0]) : null;
+}
+
+export async function findEvents(db: Queryable, ids: readonly string[]): Promise<StoredEvent[]> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::text[]) ORDER BY seq`,
+    [ids],
+  );
+  return rows.map(toStoredEvent);
+}
+
+/** The match worker (issue #6) calls this once an event's webhook_call rows exist. */
+export async function markEventsMatched(db: Queryable, ids: readonly string[]): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE events SET matched_at = now() WHERE id = ANY($1::text[]) AND matched_at IS NULL`,
+    [ids],
+  );
+  return rowCount;
+}
+
+/**
+ * Stored events not matched yet, in acceptance order after `afterSeq`, accepted before
+ * `acceptedBefore` (so the sweeper leaves the events ingest is enqueuing right now alone).
+ */
+export async function listUnmatchedEvents(
+  db: Queryable,
+  options: { afterSeq?: string; acceptedBefore: Date; limit: number },
+): Promise<{ id: string; seq: string }[]> {
+  const { rows } = await db.query<{ id: string; seq: string }>(
+    `SELECT id, seq FROM events
+     WHERE matched_at IS NULL AND seq > $1 AND accepted_at < $2
+     ORDER BY seq LIMIT $3`,
+    [options.afterSeq ?? '0', options.acceptedBefore, options.limit],
+  );
+  return rows;
+}

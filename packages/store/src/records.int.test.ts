@@ -1,0 +1,218 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import {
+  createPgliteDb,
+  createPostgresDb,
+  migrate,
+  type Db,
+  deleteRecords,
+  findRecord,
+  insertEvents,
+  listUnmatchedEvents,
+  loadBlocks,
+  markEventsMatched,
+  replaceRecordTexts,
+  syncBlocks,
+  textSearchConfig,
+  upsertBlocks,
+  upsertModel,
+  upsertRecords,
+  type RecordWrite,
+} from '@herald/store';
+
+// @herald/testkit depends on the store, so the store's own tests open their database here.
+const DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+interface TestDb {
+  db: Db;
+  cleanup(): Promise<void>;
+}
+async function createTestDb(kind: 'postgres' | 'pglite'): Promise<TestDb> {
+  if (kind === 'pglite') {
+    const db = await createPgliteDb();
+    await migrate(db);
+    return { db, cleanup: () => db.close() };
+  }
+  const schema = `herald_store_${randomBytes(6).toString('hex')}`;
+  const admin = createPostgresDb({ connectionString: DATABASE_URL, maxConnections: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDb({ connectionString: DATABASE_URL, searchPath: schema });
+  await migrate(db);
+  return {
+    db,
+    async cleanup() {
+      await db.close();
+      await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    },
+  };
+}
+
+const write = (over: Partial<RecordWrite>): RecordWrite => ({
+  environment: 'main',
+  id: 'r1',
+  itemTypeId: 'post',
+  mode: 'save',
+  eventId: 'e1',
+  eventType: 'create',
+  attributes: { title: 'a' },
+  parentId: null,
+  position: null,
+  creator: null,
+  createdAt: new Date('2026-01-01T00:00:00Z'),
+  updatedAt: new Date('2026-01-01T00:00:00Z'),
+  publishedAt: new Date('2026-01-02T00:00:00Z'),
+  firstPublishedAt: null,
+  publicationScheduledAt: null,
+  unpublishingScheduledAt: null,
+  isValid: true,
+  isCurrentVersionValid: true,
+  isPublishedVersionValid: true,
+  currentVersion: null,
+  stage: null,
+  ...over,
+});
+
+for (const kind of ['postgres', 'pglite'] as const) {
+  describe(`record store SQL on ${kind}`, () => {
+    let t: TestDb;
+    beforeAll(async () => {
+      t = await createTestDb(kind);
+      await upsertModel(
+        t.db,
+        'main',
+        {
+          id: 'post',
+          apiKey: 'post',
+          name: 'Post',
+          modularBlock: false,
+          sortable: false,
+          tree: false,
+          draftModeActive: true,
+          attributes: {},
+        },
+        [
+          {
+            apiKey: 'title',
+            fieldType: 'string',
+            localized: false,
+            id: null,
+            label: null,
+            position: 0,
+            attributes: {},
+          },
+        ],
+      );
+    });
+    afterAll(() => t.cleanup());
+
+    it('stores events once and lists the unmatched ones', async () => {
+      const event = {
+        id: 'ev:1',
+        environment: 'main',
+        isEnvironmentPrimary: true,
+        entityType: 'item',
+        eventType: 'create',
+        entityId: 'r1',
+        itemTypeId: 'post',
+        itemTypeApiKey: 'post',
+        occurredAt: new Date(),
+        entity: { type: 'item', id: 'r1' },
+        previousEntity: null,
+        relatedEntities: [],
+      };
+      expect(await insertEvents(t.db, [event, { ...event, id: 'ev:2' }, event])).toEqual(
+        new Set(['ev:1', 'ev:2']),
+      );
+      expect(await insertEvents(t.db, [event])).toEqual(new Set());
+      const later = new Date(Date.now() + 60_000);
+      expect(await listUnmatchedEvents(t.db, { acceptedBefore: later, limit: 10 })).toHaveLength(2);
+      await markEventsMatched(t.db, ['ev:1']);
+      const left = await listUnmatchedEvents(t.db, { acceptedBefore: later, limit: 10 });
+      expect(left.map((e) => e.id)).toEqual(['ev:2']);
+    });
+
+    it('upserts, publishes, ignores stale writes, syncs blocks, deletes', async () => {
+      expect(await upsertRecords(t.db, [write({})])).toEqual(new Set(['main\u0000r1']));
+      await upsertRecords(t.db, [
+        write({
+          mode: 'publish',
+          eventType: 'publish',
+          updatedAt: new Date('2026-01-02T00:00:00Z'),
+        }),
+      ]);
+      let r = await findRecord(t.db, 'main', 'r1');
+      expect(r?.status).toBe('published');
+      expect(r?.firstPublishedAt?.toISOString()).toBe('2026-01-02T00:00:00.000Z');
+      await upsertRecords(t.db, [
+        write({ attributes: { title: 'b' }, updatedAt: new Date('2026-01-03T00:00:00Z') }),
+      ]);
+      r = await findRecord(t.db, 'main', 'r1');
+      expect(r?.status).toBe('updated');
+      expect(r?.publishedAttributes).toEqual({ title: 'a' });
+      // stale
+      expect(await upsertRecords(t.db, [write({ attributes: { title: 'old' } })])).toEqual(
+        new Set(),
+      );
+      expect((await findRecord(t.db, 'main', 'r1'))?.currentAttributes).toEqual({ title: 'b' });
+
+      await upsertBlocks(t.db, [
+        {
+          environment: 'main',
+          id: 'b1',
+          itemTypeId: 'post',
+          rootId: 'r1',
+          blockParentId: 'r1',
+          attributes: { title: 'x' },
+          updatedAt: new Date(),
+          eventId: 'e',
+        },
+      ]);
+      await syncBlocks(t.db, [
+        { environment: 'main', rootId: 'r1', mode: 'publish', referencedIds: ['b1'] },
+      ]);
+      expect((await loadBlocks(t.db, 'main', ['r1'])).get('b1')?.publishedAttributes).toEqual({
+        title: 'x',
+      });
+      await syncBlocks(t.db, [
+        { environment: 'main', rootId: 'r1', mode: 'unpublish', referencedIds: [] },
+      ]);
+      expect((await loadBlocks(t.db, 'main', ['r1'])).size).toBe(0);
+
+      await replaceRecordTexts(
+        t.db,
+        [],
+        [
+          {
+            environment: 'main',
+            recordId: 'r1',
+            itemTypeId: 'post',
+            version: 'current',
+            locale: 'en',
+            config: textSearchConfig('en'),
+            text: 'running dogs',
+          },
+        ],
+      );
+      const { rows } = await t.db.query(
+        `SELECT record_id FROM record_texts WHERE document @@ websearch_to_tsquery('english', 'dog')`,
+      );
+      expect(rows).toHaveLength(1);
+
+      await deleteRecords(t.db, [
+        {
+          environment: 'main',
+          id: 'r1',
+          updatedAt: new Date('2026-01-04T00:00:00Z'),
+          currentVersion: null,
+        },
+      ]);
+      expect(await findRecord(t.db, 'main', 'r1')).toBeNull();
+      expect(
+        await upsertRecords(t.db, [write({ updatedAt: new Date('2026-01-03T00:00:00Z') })]),
+      ).toEqual(new Set());
+      expect(
+        await upsertRecords(t.db, [write({ updatedAt: new Date('2026-01-05T00:00:00Z') })]),
+      ).toEqual(new Set(['main\u0000r1']));
+    });
+  });
+}

@@ -1,0 +1,430 @@
+import type { ItemVersion, StoredItem } from '@herald/contract';
+import type { Queryable } from './db.js';
+
+/**
+ * How an item event changes a record (API.md §5.2):
+ * - `save`: create/update of a draft-mode model → the current version;
+ * - `publish`: publish, or create/update of a model without draft mode → current and published;
+ * - `unpublish`: the current version stays (as sent), the published one goes.
+ */
+export type RecordMode = 'save' | 'publish' | 'unpublish';
+
+export interface RecordWrite {
+  environment: string;
+  id: string;
+  itemTypeId: string;
+  mode: RecordMode;
+  eventId: string;
+  eventType: string;
+  /** Current attributes, block fields holding block ids. */
+  attributes: Record<string, unknown>;
+  parentId: string | null;
+  position: number | null;
+  creator: { type: string; id: string } | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** For `publish`: meta.published_at, else the acceptance time. */
+  publishedAt: Date;
+  firstPublishedAt: Date | null;
+  publicationScheduledAt: Date | null;
+  unpublishingScheduledAt: Date | null;
+  isValid: boolean;
+  isCurrentVersionValid: boolean;
+  isPublishedVersionValid: boolean;
+  currentVersion: string | null;
+  stage: string | null;
+}
+
+/** Orders meta.current_version: numeric versions by value, others as text. */
+export function versionKey(currentVersion: string | null): string {
+  if (currentVersion === null) return '';
+  return /^\d{1,40}$/.test(currentVersion)
+    ? `n${currentVersion.padStart(40, '0')}`
+    : `s${currentVersion}`;
+}
+
+/** "environment\u0000id": the key under which callers track records across environments. */
+export const recordKey = (environment: string, id: string): string => `${environment}\u0000${id}`;
+
+/**
+ * Upserts top-level records in one statement. An event older than the stored record (by
+ * updated_at, then current_version) or than its deletion changes nothing: it is not returned.
+ * At most one write per record per call (ON CONFLICT cannot touch a row twice in a statement).
+ * Returns the keys (recordKey) of the records written.
+ */
+export async function upsertRecords(
+  db: Queryable,
+  writes: readonly RecordWrite[],
+): Promise<Set<string>> {
+  if (writes.length === 0) return new Set();
+  const rows = writes.map((w) => ({
+    environment: w.environment,
+    id: w.id,
+    item_type_id: w.itemTypeId,
+    mode: w.mode,
+    event_id: w.eventId,
+    event_type: w.eventType,
+    attributes: w.attributes,
+    parent_id: w.parentId,
+    position: w.position,
+    creator_type: w.creator?.type ?? null,
+    creator_id: w.creator?.id ?? null,
+    created_at: w.createdAt.toISOString(),
+    updated_at: w.updatedAt.toISOString(),
+    published_at: w.publishedAt.toISOString(),
+    first_published_at: w.firstPublishedAt?.toISOString() ?? null,
+    publication_scheduled_at: w.publicationScheduledAt?.toISOString() ?? null,
+    unpublishing_scheduled_at: w.unpublishingScheduledAt?.toISOString() ?? null,
+    is_valid: w.isValid,
+    is_current_version_valid: w.isCurrentVersionValid,
+    is_published_version_valid: w.isPublishedVersionValid,
+    current_version: w.currentVersion,
+    stage: w.stage,
+    version_key: versionKey(w.currentVersion),
+  }));
+  // On insert the mode is spelled into status/published_attributes; on conflict EXCLUDED.status
+  // ('published' ⇔ publish) and EXCLUDED.last_event_type ('unpublish') tell the mode apart.
+  const { rows: written } = await db.query<{ environment: string; id: string }>(
+    `INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
+       status, current_attributes, published_attributes, creator_type, creator_id, created_at,
+       updated_at, published_at, first_published_at, publication_scheduled_at,
+       unpublishing_scheduled_at, is_valid, is_current_version_valid, is_published_version_valid,
+       current_version, stage, version_key, last_event_id, last_event_type)
+     SELECT x.environment, x.id, x.item_type_id, false, x.parent_id, x.position,
+       CASE WHEN x.mode = 'publish' THEN 'published' ELSE 'draft' END,
+       x.attributes,
+       CASE WHEN x.mode = 'publish' THEN x.attributes END,
+       x.creator_type, x.creator_id, x.created_at, x.updated_at,
+       CASE WHEN x.mode = 'publish' THEN x.published_at END,
+       CASE WHEN x.mode = 'publish' THEN COALESCE(x.first_published_at, x.published_at)
+            ELSE x.first_published_at END,
+       x.publication_scheduled_at, x.unpublishing_scheduled_at, x.is_valid,
+       x.is_current_version_valid, x.is_published_version_valid, x.current_version, x.stage,
+       x.version_key, x.event_id,
+       CASE WHEN x.mode = 'unpublish' THEN 'unpublish' ELSE x.event_type END
+     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, id text, item_type_id text,
+       mode text, event_id text, event_type text, attributes jsonb, parent_id text,
+       position integer, creator_type text, creator_id text, created_at timestamptz,
+       updated_at timestamptz, published_at timestamptz, first_published_at timestamptz,
+       publication_scheduled_at timestamptz, unpublishing_scheduled_at timestamptz,
+       is_valid boolean, is_current_version_valid boolean, is_published_version_valid boolean,
+       current_version text, stage text, version_key text)
+     WHERE NOT EXISTS (
+       SELECT 1 FROM record_tombstones t
+       WHERE t.environment = x.environment AND t.id = x.id
+         AND (t.updated_at, t.version_key COLLATE "C") > (x.updated_at, x.version_key))
+     ON CONFLICT (environment, id) DO UPDATE SET
+       item_type_id = EXCLUDED.item_type_id,
+       is_block = false,
+       root_id = NULL,
+       block_parent_id = NULL,
+       parent_id = EXCLUDED.parent_id,
+       position = EXCLUDED.position,
+       status = CASE
+         WHEN EXCLUDED.status = 'published' THEN 'published'
+         WHEN EXCLUDED.last_event_type = 'unpublish' THEN 'draft'
+         WHEN r.published_attributes IS NOT NULL THEN 'updated'
+         ELSE 'draft' END,
+       current_attributes = EXCLUDED.current_attributes,
+       published_attributes = CASE
+         WHEN EXCLUDED.status = 'published' THEN EXCLUDED.current_attributes
+         WHEN EXCLUDED.last_event_type = 'unpublish' THEN NULL
+         ELSE r.published_attributes END,
+       creator_type = COALESCE(EXCLUDED.creator_type, r.creator_type),
+       creator_id = COALESCE(EXCLUDED.creator_id, r.creator_id),
+       updated_at = EXCLUDED.updated_at,
+       published_at = CASE
+         WHEN EXCLUDED.status = 'published' THEN EXCLUDED.published_at
+         WHEN EXCLUDED.last_event_type = 'unpublish' THEN NULL
+         ELSE r.published_at END,
+       first_published_at = COALESCE(r.first_published_at, EXCLUDED.first_published_at),
+       publication_scheduled_at = EXCLUDED.publication_scheduled_at,
+       unpublishing_scheduled_at = EXCLUDED.unpublishing_scheduled_at,
+       is_valid = EXCLUDED.is_valid,
+       is_current_version_valid = EXCLUDED.is_current_version_valid,
+       is_published_version_valid = CASE
+         WHEN EXCLUDED.status = 'published' THEN EXCLUDED.is_published_version_valid
+         ELSE r.is_published_version_valid END,
+       current_version = EXCLUDED.current_version,
+       stage = EXCLUDED.stage,
+       version_key = EXCLUDED.version_key,
+       last_event_id = EXCLUDED.last_event_id,
+       last_event_type = EXCLUDED.last_event_type
+     WHERE (r.updated_at, r.version_key COLLATE "C") <= (EXCLUDED.updated_at, EXCLUDED.version_key)
+     RETURNING r.environment, r.id`,
+    [JSON.stringify(rows)],
+  );
+  return new Set(written.map((row) => recordKey(row.environment, row.id)));
+}
+
+/** A block of a record's current version, extracted from an expanded block field. */
+export interface BlockWrite {
+  environment: string;
+  id: string;
+  itemTypeId: string;
+  rootId: string;
+  blockParentId: string;
+  attributes: Record<string, unknown>;
+  updatedAt: Date;
+  eventId: string;
+}
+
+/** Sets the current version of blocks (their published version is left to syncBlocks). */
+export async function upsertBlocks(db: Queryable, blocks: readonly BlockWrite[]): Promise<void> {
+  if (blocks.length === 0) return;
+  const rows = blocks.map((b) => ({
+    environment: b.environment,
+    id: b.id,
+    item_type_id: b.itemTypeId,
+    root_id: b.rootId,
+    block_parent_id: b.blockParentId,
+    attributes: b.attributes,
+    updated_at: b.updatedAt.toISOString(),
+    event_id: b.eventId,
+  }));
+  await db.query(
+    `INSERT INTO records AS r (environment, id, item_type_id, is_block, root_id, block_parent_id,
+       status, current_attributes, created_at, updated_at, last_event_id)
+     SELECT x.environment, x.id, x.item_type_id, true, x.root_id, x.block_parent_id, 'draft',
+       x.attributes, x.updated_at, x.updated_at, x.event_id
+     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, id text, item_type_id text,
+       root_id text, block_parent_id text, attributes jsonb, updated_at timestamptz,
+       event_id text)
+     ON CONFLICT (environment, id) DO UPDATE SET
+       item_type_id = EXCLUDED.item_type_id, is_block = true, root_id = EXCLUDED.root_id,
+       block_parent_id = EXCLUDED.block_parent_id,
+       current_attributes = EXCLUDED.current_attributes, updated_at = EXCLUDED.updated_at,
+       last_event_id = EXCLUDED.last_event_id`,
+    [JSON.stringify(rows)],
+  );
+}
+
+export interface BlockSync {
+  environment: string;
+  rootId: string;
+  mode: RecordMode;
+  /** Every block id the record's new current version references, at any depth. */
+  referencedIds: string[];
+}
+
+/**
+ * After records were written: blocks their current version no longer references leave the
+ * current version; a publish copies the blocks' current version to their published one, an
+ * unpublish clears it; blocks left in neither version are deleted.
+ */
+export async function syncBlocks(db: Queryable, syncs: readonly BlockSync[]): Promise<void> {
+  if (syncs.length === 0) return;
+  const param = JSON.stringify(
+    syncs.map((s) => ({
+      environment: s.environment,
+      root_id: s.rootId,
+      mode: s.mode,
+      refs: s.referencedIds,
+    })),
+  );
+  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, root_id text, mode text, refs text[])`;
+  await db.query(
+    `UPDATE records b SET
+       current_attributes = CASE WHEN b.id = ANY(x.refs) THEN b.current_attributes END,
+       published_attributes = CASE x.mode
+         WHEN 'publish' THEN CASE WHEN b.id = ANY(x.refs) THEN b.current_attributes END
+         WHEN 'unpublish' THEN NULL
+         ELSE b.published_attributes END
+     FROM ${recordset}
+     WHERE b.is_block AND b.environment = x.environment AND b.root_id = x.root_id`,
+    [param],
+  );
+  await db.query(
+    `DELETE FROM records b USING ${recordset}
+     WHERE b.is_block AND b.environment = x.environment AND b.root_id = x.root_id
+       AND b.current_attributes IS NULL AND b.published_attributes IS NULL`,
+    [param],
+  );
+}
+
+export interface RecordDelete {
+  environment: string;
+  id: string;
+  updatedAt: Date;
+  currentVersion: string | null;
+}
+
+/** Deletes records with their blocks (and texts), leaving a tombstone against stale events. */
+export async function deleteRecords(
+  db: Queryable,
+  deletes: readonly RecordDelete[],
+): Promise<void> {
+  if (deletes.length === 0) return;
+  const param = JSON.stringify(
+    deletes.map((d) => ({
+      environment: d.environment,
+      id: d.id,
+      updated_at: d.updatedAt.toISOString(),
+      version_key: versionKey(d.currentVersion),
+    })),
+  );
+  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, id text, updated_at timestamptz, version_key text)`;
+  await db.query(
+    `DELETE FROM records r USING ${recordset}
+     WHERE r.environment = x.environment AND (r.id = x.id OR (r.is_block AND r.root_id = x.id))`,
+    [param],
+  );
+  await db.query(
+    `INSERT INTO record_tombstones (environment, id, updated_at, version_key)
+     SELECT DISTINCT ON (x.environment, x.id) x.environment, x.id, x.updated_at, x.version_key
+     FROM ${recordset}
+     ORDER BY x.environment, x.id, x.updated_at DESC
+     ON CONFLICT (environment, id) DO UPDATE SET updated_at = GREATEST(
+       record_tombstones.updated_at, EXCLUDED.updated_at), deleted_at = now()`,
+    [param],
+  );
+}
+
+/** One full-text document of a record: its text (and its blocks') in one locale and version. */
+export interface RecordText {
+  environment: string;
+  recordId: string;
+  itemTypeId: string;
+  version: ItemVersion;
+  locale: string;
+  /** A text search configuration name from textSearchConfig(). */
+  config: string;
+  text: string;
+}
+
+/**
+ * Replaces the documents of the given versions of the given records with `texts` (a version
+ * without texts in the list ends up with no documents, e.g. after an unpublish).
+ */
+export async function replaceRecordTexts(
+  db: Queryable,
+  clear: readonly { environment: string; recordId: string; versions: ItemVersion[] }[],
+  texts: readonly RecordText[],
+): Promise<void> {
+  if (clear.length > 0) {
+    await db.query(
+      `DELETE FROM record_texts t
+       USING jsonb_to_recordset($1::jsonb) AS x(environment text, record_id text, versions text[])
+       WHERE t.environment = x.environment AND t.record_id = x.record_id
+         AND t.version = ANY(x.versions)`,
+      [
+        JSON.stringify(
+          clear.map((c) => ({
+            environment: c.environment,
+            record_id: c.recordId,
+            versions: c.versions,
+          })),
+        ),
+      ],
+    );
+  }
+  if (texts.length === 0) return;
+  await db.query(
+    `INSERT INTO record_texts (environment, record_id, version, locale, item_type_id, document)
+     SELECT x.environment, x.record_id, x.version, x.locale, x.item_type_id,
+       to_tsvector(x.config::regconfig, x.text)
+     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, record_id text, version text,
+       locale text, item_type_id text, config text, text text)`,
+    [
+      JSON.stringify(
+        texts.map((t) => ({
+          environment: t.environment,
+          record_id: t.recordId,
+          version: t.version,
+          locale: t.locale,
+          item_type_id: t.itemTypeId,
+          config: t.config,
+          text: t.text,
+        })),
+      ),
+    ],
+  );
+}
+
+/** The columns StoredItem is read from; `r` is the records alias. */
+export const RECORD_COLUMNS = `r.id, r.item_type_id, r.is_block, r.root_id, r.parent_id,
+  r.position, r.status, r.current_attributes, r.published_attributes, r.creator_type,
+  r.creator_id, r.created_at, r.updated_at, r.published_at, r.first_published_at,
+  r.publication_scheduled_at, r.unpublishing_scheduled_at, r.is_valid,
+  r.is_current_version_valid, r.is_published_version_valid, r.current_version, r.stage`;
+
+export interface RecordRow extends Record<string, unknown> {
+  id: string;
+  item_type_id: string;
+  is_block: boolean;
+  root_id: string | null;
+  parent_id: string | null;
+  position: number | null;
+  status: StoredItem['status'];
+  current_attributes: Record<string, unknown> | null;
+  published_attributes: Record<string, unknown> | null;
+  creator_type: string | null;
+  creator_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+  published_at: Date | null;
+  first_published_at: Date | null;
+  publication_scheduled_at: Date | null;
+  unpublishing_scheduled_at: Date | null;
+  is_valid: boolean;
+  is_current_version_valid: boolean;
+  is_published_version_valid: boolean;
+  current_version: string | null;
+  stage: string | null;
+}
+
+/** Maps a row selected with RECORD_COLUMNS to the contract's StoredItem. */
+export function toStoredItem(row: RecordRow): StoredItem {
+  return {
+    id: row.id,
+    itemTypeId: row.item_type_id,
+    isBlock: row.is_block,
+    rootId: row.root_id,
+    parentId: row.parent_id,
+    position: row.position,
+    status: row.status,
+    currentAttributes: row.current_attributes,
+    publishedAttributes: row.published_attributes,
+    creator:
+      row.creator_type && row.creator_id ? { type: row.creator_type, id: row.creator_id } : null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    publishedAt: row.published_at,
+    firstPublishedAt: row.first_published_at,
+    publicationScheduledAt: row.publication_scheduled_at,
+    unpublishingScheduledAt: row.unpublishing_scheduled_at,
+    isValid: row.is_valid,
+    isCurrentVersionValid: row.is_current_version_valid,
+    isPublishedVersionValid: row.is_published_version_valid,
+    currentVersion: row.current_version,
+    stage: row.stage,
+  };
+}
+
+/** A record or block by id. */
+export async function findRecord(
+  db: Queryable,
+  environment: string,
+  id: string,
+): Promise<StoredItem | null> {
+  const { rows } = await db.query<RecordRow>(
+    `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.environment = $1 AND r.id = $2`,
+    [environment, id],
+  );
+  return rows[0] ? toStoredItem(rows[0]) : null;
+}
+
+/** All blocks owned by these records, by block id (for serializeItem with `nested`). */
+export async function loadBlocks(
+  db: Queryable,
+  environment: string,
+  rootIds: readonly string[],
+): Promise<Map<string, StoredItem>> {
+  if (rootIds.length === 0) return new Map();
+  const { rows } = await db.query<RecordRow>(
+    `SELECT ${RECORD_COLUMNS} FROM records r
+     WHERE r.environment = $1 AND r.is_block AND r.root_id = ANY($2::text[])`,
+    [environment, [...new Set(rootIds)]],
+  );
+  return new Map(rows.map((row) => [row.id, toStoredItem(row)]));
+}

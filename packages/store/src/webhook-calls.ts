@@ -1,0 +1,297 @@
+import type { Queryable } from './db.js';
+
+/** API.md §4.4: pending (not yet answered), success, failed, rescheduled (retry planned). */
+export type WebhookCallStatus = 'pending' | 'success' | 'failed' | 'rescheduled';
+export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
+  'pending',
+  'success',
+  'failed',
+  'rescheduled',
+];
+
+export interface WebhookCallRecord {
+  id: string;
+  eventId: string;
+  webhookId: string;
+  entityType: string;
+  eventType: string;
+  status: WebhookCallStatus;
+  createdAt: Date;
+  requestUrl: string | null;
+  requestHeaders: Record<string, string> | null;
+  requestPayload: string | null;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responsePayload: string | null;
+  failureReason: string | null;
+  attemptedAutoRetriesCount: number;
+  lastSentAt: Date | null;
+  nextRetryAt: Date | null;
+}
+
+interface WebhookCallRow extends Record<string, unknown> {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  entity_type: string;
+  event_type: string;
+  status: WebhookCallStatus;
+  created_at: Date;
+  request_url: string | null;
+  request_headers: Record<string, string> | null;
+  request_payload: string | null;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_payload: string | null;
+  failure_reason: string | null;
+  attempted_auto_retries_count: number;
+  last_sent_at: Date | null;
+  next_retry_at: Date | null;
+}
+
+const COLUMNS = `id, event_id, webhook_id, entity_type, event_type, status, created_at, request_url,
+  request_headers, request_payload, response_status, response_headers, response_payload,
+  failure_reason, attempted_auto_retries_count, last_sent_at, next_retry_at`;
+
+const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
+  id: row.id,
+  eventId: row.event_id,
+  webhookId: row.webhook_id,
+  entityType: row.entity_type,
+  eventType: row.event_type,
+  status: row.status,
+  createdAt: row.created_at,
+  requestUrl: row.request_url,
+  requestHeaders: row.request_headers,
+  requestPayload: row.request_payload,
+  responseStatus: row.response_status,
+  responseHeaders: row.response_headers,
+  responsePayload: row.response_payload,
+  failureReason: row.failure_reason,
+  attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+  lastSentAt: row.last_sent_at,
+  nextRetryAt: row.next_retry_at,
+});
+
+const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
+
+/**
+ * Creates the event's calls (one per webhook; existing ones are kept) and marks the event matched,
+ * in one statement. Returns the calls that still need a job: the new ones and any earlier one
+ * still pending (a previous run may have died before enqueuing). Marking the event matched here
+ * is safe because the calls are durable: the sweeper re-enqueues pending calls whose job is lost.
+ */
+export async function createWebhookCalls(
+  db: Queryable,
+  event: { id: string; entityType: string; eventType: string },
+  webhookIds: readonly string[],
+): Promise<{ id: string; webhookId: string }[]> {
+  const { rows } = await db.query<{ id: string; webhook_id: string }>(
+    `WITH inserted AS (
+       INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       SELECT $1, w, $2, $3 FROM unnest($4::bigint[]) AS w
+       ON CONFLICT (event_id, webhook_id) DO NOTHING
+       RETURNING id, webhook_id
+     ), matched AS (
+       UPDATE events SET matched_at = now() WHERE id = $1 AND matched_at IS NULL RETURNING 1
+     )
+     SELECT id, webhook_id FROM inserted
+     UNION ALL
+     SELECT id, webhook_id FROM webhook_calls WHERE event_id = $1 AND status = 'pending'`,
+    [event.id, event.entityType, event.eventType, webhookIds],
+  );
+  return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
+}
+
+export async function findWebhookCall(
+  db: Queryable,
+  id: string,
+): Promise<WebhookCallRecord | null> {
+  if (!isCallId(id)) return null;
+  const { rows } = await db.query<WebhookCallRow>(
+    `SELECT ${COLUMNS} FROM webhook_calls WHERE id = $1`,
+    [id],
+  );
+  return rows[0] ? toCall(rows[0]) : null;
+}
+
+/** The outcome of one attempt, as the deliver worker records it. */
+export interface WebhookCallAttempt {
+  status: Exclude<WebhookCallStatus, 'pending'>;
+  requestUrl: string;
+  requestHeaders: Record<string, string>;
+  requestPayload: string;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responsePayload: string | null;
+  failureReason: string | null;
+  attemptedAutoRetriesCount: number;
+  lastSentAt: Date;
+  nextRetryAt: Date | null;
+}
+
+export async function recordWebhookCallAttempt(
+  db: Queryable,
+  id: string,
+  attempt: WebhookCallAttempt,
+): Promise<void> {
+  await db.query(
+    `UPDATE webhook_calls SET status = $2, request_url = $3, request_headers = $4::json,
+       request_payload = $5, response_status = $6, response_headers = $7::json,
+       response_payload = $8, failure_reason = $9, attempted_auto_retries_count = $10,
+       last_sent_at = $11, next_retry_at = $12, enqueued_at = coalesce($12, enqueued_at)
+     WHERE id = $1`,
+    [
+      id,
+      attempt.status,
+      attempt.requestUrl,
+      JSON.stringify(attempt.requestHeaders),
+      attempt.requestPayload,
+      attempt.responseStatus,
+      attempt.responseHeaders ? JSON.stringify(attempt.responseHeaders) : null,
+      attempt.responsePayload,
+      attempt.failureReason,
+      attempt.attemptedAutoRetriesCount,
+      attempt.lastSentAt,
+      attempt.nextRetryAt,
+    ],
+  );
+}
+
+/** Ends a call without sending (its webhook was deleted or disabled): no retry stays planned. */
+export async function dropWebhookCall(db: Queryable, id: string, reason: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2
+     WHERE id = $1 AND status IN ('pending', 'rescheduled')`,
+    [id, reason],
+  );
+}
+
+/** Drops every planned retry of a webhook (it answered 410, or was disabled or deleted). */
+export async function dropPendingRetries(
+  db: Queryable,
+  webhookId: string,
+  reason: string,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2
+     WHERE webhook_id = $1 AND status = 'rescheduled'`,
+    [webhookId, reason],
+  );
+  return rowCount;
+}
+
+/** Notes that a job was just put in Redis for these calls (restarts the sweeper's clock). */
+export async function markWebhookCallsEnqueued(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(`UPDATE webhook_calls SET enqueued_at = now() WHERE id = ANY($1::bigint[])`, [
+    ids,
+  ]);
+}
+
+/**
+ * Calls whose job Redis may have lost: `pending` and enqueued before `pendingBefore`, or
+ * `rescheduled` and due before `dueBefore`. Oldest first.
+ */
+export async function listStrandedWebhookCalls(
+  db: Queryable,
+  options: { pendingBefore: Date; dueBefore: Date; limit: number },
+): Promise<
+  {
+    id: string;
+    webhookId: string;
+    status: 'pending' | 'rescheduled';
+    attemptedAutoRetriesCount: number;
+  }[]
+> {
+  const { rows } = await db.query<{
+    id: string;
+    webhook_id: string;
+    status: 'pending' | 'rescheduled';
+    attempted_auto_retries_count: number;
+  }>(
+    `(SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
+      WHERE status = 'pending' AND enqueued_at < $1 ORDER BY enqueued_at LIMIT $3)
+     UNION ALL
+     (SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
+      WHERE status = 'rescheduled' AND next_retry_at < $2 ORDER BY next_retry_at LIMIT $3)`,
+    [options.pendingBefore, options.dueBefore, options.limit],
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    webhookId: row.webhook_id,
+    status: row.status,
+    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+  }));
+}
+
+/** The columns GET /webhook_calls filters and orders on: the only identifiers reaching SQL. */
+const LIST_COLUMNS = {
+  webhook_id: 'webhook_id',
+  entity_type: 'entity_type',
+  event_type: 'event_type',
+  status: 'status',
+  created_at: 'created_at',
+  last_sent_at: 'last_sent_at',
+  next_retry_at: 'next_retry_at',
+} as const;
+export type WebhookCallListColumn = keyof typeof LIST_COLUMNS;
+
+export interface WebhookCallListQuery {
+  ids?: string[];
+  eq?: Partial<Record<'webhook_id' | 'entity_type' | 'event_type' | 'status', string>>;
+  range?: Partial<
+    Record<'created_at' | 'last_sent_at' | 'next_retry_at', { gt?: Date; lt?: Date }>
+  >;
+  orderBy: {
+    column: 'created_at' | 'last_sent_at' | 'next_retry_at' | 'webhook_id';
+    desc: boolean;
+  };
+  offset: number;
+  limit: number;
+}
+
+export async function listWebhookCalls(
+  db: Queryable,
+  query: WebhookCallListQuery,
+): Promise<{ calls: WebhookCallRecord[]; totalCount: number }> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const param = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  if (query.ids) where.push(`id = ANY(${param(query.ids.filter(isCallId))}::bigint[])`);
+  for (const [key, value] of Object.entries(query.eq ?? {})) {
+    if (value === undefined) continue;
+    const column = LIST_COLUMNS[key as WebhookCallListColumn];
+    if (key === 'webhook_id' && !isCallId(value)) where.push('false');
+    else where.push(`${column} = ${param(value)}`);
+  }
+  for (const [key, bounds] of Object.entries(query.range ?? {})) {
+    if (!bounds) continue;
+    const column = LIST_COLUMNS[key as WebhookCallListColumn];
+    if (bounds.gt) where.push(`${column} > ${param(bounds.gt)}`);
+    if (bounds.lt) where.push(`${column} < ${param(bounds.lt)}`);
+  }
+  const whereSql = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  const direction = query.orderBy.desc ? 'DESC' : 'ASC';
+  // Calls never sent (or with no retry planned) sort last whichever the direction.
+  const orderSql = `ORDER BY ${LIST_COLUMNS[query.orderBy.column]} ${direction} NULLS LAST, id ${direction}`;
+  const countParams = [...params];
+  const [page, count] = await Promise.all([
+    db.query<WebhookCallRow>(
+      `SELECT ${COLUMNS} FROM webhook_calls ${whereSql} ${orderSql}
+       LIMIT ${param(query.limit)} OFFSET ${param(query.offset)}`,
+      params,
+    ),
+    db.query<{ count: string }>(
+      `SELECT count(*)::bigint AS count FROM webhook_calls ${whereSql}`,
+      countParams,
+    ),
+  ]);
+  return { calls: page.rows.map(toCall), totalCount: Number(count.rows[0]?.count ?? 0) };
+}

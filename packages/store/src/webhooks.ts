@@ -1,0 +1,256 @@
+import { randomBytes } from 'node:crypto';
+import type { WebhookEventEntry } from '@herald/contract';
+import type { Queryable } from './db.js';
+
+/** A stored webhook, secrets included: the HTTP layer decides what to show. */
+export interface WebhookRecord {
+  id: string;
+  name: string;
+  url: string;
+  enabled: boolean;
+  headers: Record<string, string>;
+  events: WebhookEventEntry[];
+  customPayload: string | null;
+  httpBasicUser: string | null;
+  httpBasicPassword: string | null;
+  payloadApiVersion: string;
+  nestedItemsInPayload: boolean;
+  autoRetry: boolean;
+  signingSecret: string;
+  previousSigningSecret: string | null;
+  previousSecretExpiresAt: Date | null;
+  disabledReason: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a client sets (API.md §4.2), already validated. */
+export interface WebhookInput {
+  name: string;
+  url: string;
+  enabled: boolean;
+  headers: Record<string, string>;
+  events: WebhookEventEntry[];
+  customPayload: string | null;
+  httpBasicUser: string | null;
+  httpBasicPassword: string | null;
+  payloadApiVersion: string;
+  nestedItemsInPayload: boolean;
+  autoRetry: boolean;
+}
+
+/** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
+const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
+  name: { column: 'name' },
+  url: { column: 'url' },
+  enabled: { column: 'enabled' },
+  headers: { column: 'headers', json: true },
+  events: { column: 'events', json: true },
+  customPayload: { column: 'custom_payload' },
+  httpBasicUser: { column: 'http_basic_user' },
+  httpBasicPassword: { column: 'http_basic_password' },
+  payloadApiVersion: { column: 'payload_api_version' },
+  nestedItemsInPayload: { column: 'nested_items_in_payload' },
+  autoRetry: { column: 'auto_retry' },
+};
+
+const SELECT = `SELECT id, name, url, enabled, headers, events, custom_payload, http_basic_user,
+  http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret,
+  previous_signing_secret, previous_secret_expires_at, disabled_reason, created_at, updated_at`;
+const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
+
+interface WebhookRow extends Record<string, unknown> {
+  id: string;
+  name: string;
+  url: string;
+  enabled: boolean;
+  headers: Record<string, string>;
+  events: WebhookEventEntry[];
+  custom_payload: string | null;
+  http_basic_user: string | null;
+  http_basic_password: string | null;
+  payload_api_version: string;
+  nested_items_in_payload: boolean;
+  auto_retry: boolean;
+  signing_secret: string;
+  previous_signing_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toWebhook = (row: WebhookRow): WebhookRecord => ({
+  id: row.id,
+  name: row.name,
+  url: row.url,
+  enabled: row.enabled,
+  headers: row.headers,
+  events: row.events,
+  customPayload: row.custom_payload,
+  httpBasicUser: row.http_basic_user,
+  httpBasicPassword: row.http_basic_password,
+  payloadApiVersion: row.payload_api_version,
+  nestedItemsInPayload: row.nested_items_in_payload,
+  autoRetry: row.auto_retry,
+  signingSecret: row.signing_secret,
+  previousSigningSecret: row.previous_signing_secret,
+  previousSecretExpiresAt: row.previous_secret_expires_at,
+  disabledReason: row.disabled_reason,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+});
+
+/** Webhook ids are positive bigints; anything else cannot name a webhook. */
+export function isWebhookId(id: string): boolean {
+  return /^[1-9]\d{0,17}$/.test(id);
+}
+
+/** A Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
+export function generateSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** Inserts a webhook; a duplicate name raises the database's unique violation (23505). */
+export async function insertWebhook(
+  db: Queryable,
+  input: WebhookInput,
+  signingSecret = generateSigningSecret(),
+): Promise<WebhookRecord> {
+  const { rows } = await db.query<WebhookRow>(
+    `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
+       http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret)
+     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12)
+     ${RETURNING}`,
+    [
+      input.name,
+      input.url,
+      input.enabled,
+      JSON.stringify(input.headers),
+      JSON.stringify(input.events),
+      input.customPayload,
+      input.httpBasicUser,
+      input.httpBasicPassword,
+      input.payloadApiVersion,
+      input.nestedItemsInPayload,
+      input.autoRetry,
+      signingSecret,
+    ],
+  );
+  return toWebhook(rows[0]!);
+}
+
+export async function findWebhook(db: Queryable, id: string): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const { rows } = await db.query<WebhookRow>(`${SELECT} FROM webhooks WHERE id = $1`, [id]);
+  return rows[0] ? toWebhook(rows[0]) : null;
+}
+
+/** True when another webhook (not `exceptId`) has this name. */
+export async function isWebhookNameTaken(
+  db: Queryable,
+  name: string,
+  exceptId?: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM webhooks WHERE name = $1 AND id IS DISTINCT FROM $2::bigint',
+    [name, exceptId ?? null],
+  );
+  return rowCount > 0;
+}
+
+/** Every webhook, oldest first (GET /webhooks is not paginated). */
+export async function listWebhooks(db: Queryable): Promise<WebhookRecord[]> {
+  const { rows } = await db.query<WebhookRow>(`${SELECT} FROM webhooks ORDER BY id`);
+  return rows.map(toWebhook);
+}
+
+/** The webhooks delivery matches events against. */
+export async function listEnabledWebhooks(db: Queryable): Promise<WebhookRecord[]> {
+  const { rows } = await db.query<WebhookRow>(`${SELECT} FROM webhooks WHERE enabled ORDER BY id`);
+  return rows.map(toWebhook);
+}
+
+/**
+ * Sets the given fields; null when there is no such webhook. Enabling a webhook clears its
+ * disabled_reason. A duplicate name raises the unique violation (23505).
+ */
+export async function updateWebhook(
+  db: Queryable,
+  id: string,
+  patch: Partial<WebhookInput>,
+): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const sets: string[] = ['updated_at = now()'];
+  const params: unknown[] = [id];
+  for (const key of Object.keys(COLUMNS) as (keyof WebhookInput)[]) {
+    if (patch[key] === undefined) continue;
+    const { column, json } = COLUMNS[key];
+    params.push(json ? JSON.stringify(patch[key]) : patch[key]);
+    sets.push(`${column} = $${params.length}${json ? '::json' : ''}`);
+  }
+  if (patch.enabled === true) sets.push('disabled_reason = NULL');
+  const { rows } = await db.query<WebhookRow>(
+    `UPDATE webhooks SET ${sets.join(', ')} WHERE id = $1 ${RETURNING}`,
+    params,
+  );
+  return rows[0] ? toWebhook(rows[0]) : null;
+}
+
+/** Deletes and returns the webhook; null when there is none. */
+export async function deleteWebhook(db: Queryable, id: string): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const { rows } = await db.query<WebhookRow>(`DELETE FROM webhooks WHERE id = $1 ${RETURNING}`, [
+    id,
+  ]);
+  return rows[0] ? toWebhook(rows[0]) : null;
+}
+
+/**
+ * Replaces the signing secret; the old one keeps signing beside it for `graceMs` (a second
+ * rotation within that time ends the first one's grace).
+ */
+export async function rotateWebhookSecret(
+  db: Queryable,
+  id: string,
+  graceMs: number,
+  signingSecret = generateSigningSecret(),
+): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const { rows } = await db.query<WebhookRow>(
+    `UPDATE webhooks SET previous_signing_secret = signing_secret,
+       previous_secret_expires_at = now() + $3 * interval '1 millisecond',
+       signing_secret = $2, updated_at = now()
+     WHERE id = $1 ${RETURNING}`,
+    [id, signingSecret, graceMs],
+  );
+  return rows[0] ? toWebhook(rows[0]) : null;
+}
+
+/** Disables a webhook with a reason (e.g. its endpoint answered 410 Gone). */
+export async function disableWebhook(
+  db: Queryable,
+  id: string,
+  reason: string,
+): Promise<WebhookRecord | null> {
+  if (!isWebhookId(id)) return null;
+  const { rows } = await db.query<WebhookRow>(
+    `UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now()
+     WHERE id = $1 ${RETURNING}`,
+    [id, reason],
+  );
+  return rows[0] ? toWebhook(rows[0]) : null;
+}
+
+/** The secrets that sign at `now`: the current one, and the previous one during its grace. */
+export function activeSigningSecrets(webhook: WebhookRecord, now = new Date()): string[] {
+  const secrets = [webhook.signingSecret];
+  if (
+    webhook.previousSigningSecret &&
+    webhook.previousSecretExpiresAt &&
+    webhook.previousSecretExpiresAt > now
+  ) {
+    secrets.push(webhook.previousSigningSecret);
+  }
+  return secrets;
+}

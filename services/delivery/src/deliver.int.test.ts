@@ -1,0 +1,337 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { findWebhook, rotateWebhookSecret, type Db } from '@herald/store';
+import { createTestDb, randomId, type TestDb } from '@herald/testkit';
+import {
+  addWebhook,
+  emitEvents,
+  itemEvent,
+  startPipeline,
+  startReceiver,
+  waitForCall,
+  webhookInput,
+  type Pipeline,
+  type Receiver,
+} from './harness.test-support.js';
+
+let testDb: TestDb;
+let db: Db;
+let pipeline: Pipeline;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  db = testDb.db;
+  pipeline = await startPipeline(db);
+  receiver = await startReceiver();
+});
+
+afterAll(async () => {
+  await pipeline.close();
+  await receiver.close();
+  await testDb.cleanup();
+});
+
+/**
+ * Each test's webhooks listen to one environment of its own, so webhooks of earlier tests (which
+ * match every item event otherwise) never see this test's events.
+ */
+let env = 'main';
+const scoped = (url: string, overrides: Parameters<typeof webhookInput>[1] = {}) =>
+  webhookInput(url, {
+    events: [
+      {
+        entity_type: 'item',
+        event_types: ['create', 'update', 'delete', 'publish', 'unpublish'],
+        filters: [{ entity_type: 'environment', entity_ids: [env] }],
+      },
+    ],
+    ...overrides,
+  });
+const scopedEvent = (overrides: Parameters<typeof itemEvent>[0] = {}) =>
+  itemEvent({ environment: env, ...overrides });
+
+beforeEach(() => {
+  env = randomId('env');
+});
+
+/** A fresh receiver per test keeps request lists apart. */
+async function withReceiver(respond?: Receiver['respond']): Promise<Receiver> {
+  const r = await startReceiver(respond);
+  onTestFinished(() => r.close());
+  return r;
+}
+
+describe('the request Herald sends (API.md §6.1)', () => {
+  it('sends the default payload byte for byte, with custom headers, Basic auth and signatures', async () => {
+    const r = await withReceiver();
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      scoped(`${r.url}/hook`, {
+        headers: { 'X-Foo': 'Bar', 'User-Agent': 'custom-agent' },
+        httpBasicUser: 'user',
+        httpBasicPassword: 'p@ss:word',
+      }),
+    );
+    const event = scopedEvent({ relatedEntities: [{ type: 'field', id: 'f1' }] });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+
+    expect(r.requests).toHaveLength(1);
+    const request = r.requests[0]!;
+    const entity = event.entity as { id: string };
+    const expected = JSON.stringify({
+      webhook_call_id: call.id,
+      event_triggered_at: '2026-11-21T10:00:00.000Z',
+      attempted_auto_retries_count: 0,
+      webhook_id: webhook.id,
+      site_id: 'site-1',
+      environment: env,
+      is_environment_primary: true,
+      entity_type: 'item',
+      event_type: 'update',
+      entity: {
+        type: 'item',
+        id: entity.id,
+        attributes: { title: 'Hello "world"' },
+        relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
+        meta: { status: 'draft' },
+      },
+      related_entities: [{ type: 'field', id: 'f1' }],
+    });
+    expect(request.method).toBe('POST');
+    expect(request.url).toBe('/hook');
+    expect(request.body).toBe(expected);
+    expect(request.headers['content-type']).toBe('application/json');
+    expect(request.headers['user-agent']).toBe('custom-agent');
+    expect(request.headers['x-foo']).toBe('Bar');
+    expect(request.headers['authorization']).toBe(
+      `Basic ${Buffer.from('user:p@ss:word').toString('base64')}`,
+    );
+    expect(request.headers['webhook-id']).toBe(call.id);
+    const signed = {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': String(request.headers['webhook-signature']),
+    };
+    expect(() => new Webhook(webhook.signingSecret).verify(request.body, signed)).not.toThrow();
+
+    // The log keeps the request with the password redacted and the exact body.
+    expect(call.requestPayload).toBe(expected);
+    expect(call.requestUrl).toBe(`${r.url}/hook`);
+    expect(call.requestHeaders?.['Authorization']).toBe('Basic ***');
+    expect(JSON.stringify(call.requestHeaders)).not.toContain('p@ss');
+    expect(call.responseStatus).toBe(200);
+    expect(call.responsePayload).toBe('ok');
+    expect(call.lastSentAt).toBeInstanceOf(Date);
+    expect(call.nextRetryAt).toBeNull();
+  });
+
+  it('omits previous_entity unless the event carries one, and signs with both secrets during a rotation', async () => {
+    const r = await withReceiver();
+    const webhook = await addWebhook(db, pipeline, scoped(r.url));
+    const oldSecret = webhook.signingSecret;
+    const rotated = (await rotateWebhookSecret(db, webhook.id, 60_000))!;
+    const event = scopedEvent({ previousEntity: { type: 'item', id: 'prev' } });
+    await emitEvents(db, pipeline, [event]);
+    await waitForCall(db, event.id, webhook.id, ['success']);
+    const request = r.requests[0]!;
+    const body = JSON.parse(request.body) as Record<string, unknown>;
+    expect(Object.keys(body)).toEqual([
+      'webhook_call_id',
+      'event_triggered_at',
+      'attempted_auto_retries_count',
+      'webhook_id',
+      'site_id',
+      'environment',
+      'is_environment_primary',
+      'entity_type',
+      'event_type',
+      'entity',
+      'previous_entity',
+      'related_entities',
+    ]);
+    expect(body['previous_entity']).toEqual({ type: 'item', id: 'prev' });
+    const signature = String(request.headers['webhook-signature']);
+    expect(signature.split(' ')).toHaveLength(2);
+    const headers = {
+      'webhook-id': String(request.headers['webhook-id']),
+      'webhook-timestamp': String(request.headers['webhook-timestamp']),
+      'webhook-signature': signature,
+    };
+    for (const secret of [oldSecret, rotated.signingSecret]) {
+      expect(() => new Webhook(secret).verify(request.body, headers)).not.toThrow();
+    }
+    expect(() =>
+      new Webhook('whsec_' + Buffer.alloc(32, 7).toString('base64')).verify(request.body, headers),
+    ).toThrow();
+  });
+
+  it('renders custom_payload with JSON-string escaping for {{x}}, raw {{{x}}}, and the url', async () => {
+    const r = await withReceiver();
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      scoped(
+        `${r.url}/hooks/{{entity_type}}?event={{event_type}}&id={{#entity}}{{id}}{{/entity}}`,
+        {
+          customPayload:
+            '{"type":"{{event_type}}","title":"{{#entity}}{{#attributes}}{{title}}{{/attributes}}{{/entity}}","raw":{{{entity.attributes}}},"n":{{attempted_auto_retries_count}}}',
+        },
+      ),
+    );
+    const event = scopedEvent({
+      eventType: 'publish',
+      entity: {
+        type: 'item',
+        id: 'rec 1',
+        attributes: { title: 'a "quoted"\\ line\nbreak\u0001' },
+        relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
+        meta: {},
+      },
+    });
+    await emitEvents(db, pipeline, [event]);
+    await waitForCall(db, event.id, webhook.id, ['success']);
+    const request = r.requests[0]!;
+    expect(request.url).toBe('/hooks/item?event=publish&id=rec%201');
+    expect(request.body).toBe(
+      '{"type":"publish","title":"a \\"quoted\\"\\\\ line\\nbreak\\u0001","raw":{"title":"a \\"quoted\\"\\\\ line\\nbreak\\u0001"},"n":0}',
+    );
+    expect(JSON.parse(request.body)).toEqual({
+      type: 'publish',
+      title: 'a "quoted"\\ line\nbreak\u0001',
+      raw: { title: 'a "quoted"\\ line\nbreak\u0001' },
+      n: 0,
+    });
+  });
+});
+
+describe('outcomes (API.md §6.2)', () => {
+  it('does not follow a 3xx: one request, a failure with the 3xx status', async () => {
+    const r = await withReceiver((req, res) => {
+      if (req.url === '/moved') {
+        res.writeHead(302, { Location: '/elsewhere' }).end();
+      } else res.end('followed');
+    });
+    const webhook = await addWebhook(db, pipeline, scoped(`${r.url}/moved`, { autoRetry: false }));
+    const event = scopedEvent();
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+    expect(call.responseStatus).toBe(302);
+    expect(call.nextRetryAt).toBeNull();
+    expect(r.requests.map((q) => q.url)).toEqual(['/moved']);
+  });
+
+  it('410 Gone fails the call and disables the webhook with a reason', async () => {
+    const r = await withReceiver((_req, res) => res.writeHead(410).end('gone'));
+    const webhook = await addWebhook(db, pipeline, scoped(r.url));
+    const event = scopedEvent();
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+    expect(call.responseStatus).toBe(410);
+    expect(call.responsePayload).toBe('gone');
+    expect(call.nextRetryAt).toBeNull();
+    const disabled = await findWebhook(db, webhook.id);
+    expect(disabled?.enabled).toBe(false);
+    expect(disabled?.disabledReason).toMatch(/410/);
+  });
+
+  it('429 with Retry-After pushes the next attempt later than the schedule', async () => {
+    const r = await withReceiver((_req, res) => res.writeHead(429, { 'Retry-After': '2' }).end());
+    const webhook = await addWebhook(db, pipeline, scoped(r.url));
+    const event = scopedEvent();
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled']);
+    expect(call.responseStatus).toBe(429);
+    // The shrunk schedule says 150 ms; Retry-After says 2 s.
+    expect(call.nextRetryAt!.getTime() - call.lastSentAt!.getTime()).toBeGreaterThanOrEqual(1900);
+    expect(r.requests).toHaveLength(1);
+  });
+
+  it('a hang past the timeout is a failure with a timeout reason', async () => {
+    const r = await withReceiver(() => undefined); // never answers
+    const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
+    const event = scopedEvent();
+    const started = Date.now();
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+    expect(call.failureReason).toMatch(/timeout/);
+    expect(call.responseStatus).toBeNull();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(pipeline.settings.timeoutMs - 50);
+  });
+
+  it('a connection reset is a failure with a reset reason', async () => {
+    const r = await withReceiver((req, res) => res.socket?.destroy());
+    const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
+    const event = scopedEvent();
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+    expect(call.failureReason).toMatch(/reset|closed/);
+    expect(r.requests).toHaveLength(1);
+  });
+
+  it('retries on the (shrunk) schedule with jitter, counting attempts, then fails', async () => {
+    const r = await withReceiver((_req, res) => res.writeHead(500).end('boom'));
+    const webhook = await addWebhook(db, pipeline, scoped(r.url));
+    const event = scopedEvent();
+    await emitEvents(db, pipeline, [event]);
+    const seen: number[] = [];
+    await vi.waitFor(
+      async () => {
+        const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+        if (!seen.includes(call.attemptedAutoRetriesCount))
+          seen.push(call.attemptedAutoRetriesCount);
+        if (call.status !== 'failed') throw new Error('still retrying');
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+    expect(call.attemptedAutoRetriesCount).toBe(3);
+    expect(call.nextRetryAt).toBeNull();
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(r.requests).toHaveLength(4);
+    const counts = r.requests.map(
+      (q) =>
+        (JSON.parse(q.body) as { attempted_auto_retries_count: number })
+          .attempted_auto_retries_count,
+    );
+    expect(counts).toEqual([0, 1, 2, 3]);
+    // Same webhook-id on every attempt; gaps follow 150/300/450 ms within the jitter.
+    expect(new Set(r.requests.map((q) => q.headers['webhook-id']))).toEqual(new Set([call.id]));
+    const gaps = r.requests.slice(1).map((q, i) => q.at - r.requests[i]!.at);
+    pipeline.settings.retry.scheduleMs.forEach((ms, i) => {
+      expect(gaps[i]).toBeGreaterThanOrEqual(ms * 0.9 - 5);
+    });
+  });
+});
+
+describe('fairness (API.md §6.2)', () => {
+  it('a slow endpoint does not delay a fast one', async () => {
+    const slow = await withReceiver(() => undefined); // hangs until the timeout
+    const fast = await withReceiver();
+    const slowHook = await addWebhook(db, pipeline, scoped(slow.url, { autoRetry: false }));
+    const fastHook = await addWebhook(db, pipeline, scoped(fast.url, { autoRetry: false }));
+    // Both webhooks match every item event; send the slow one's backlog first.
+    const events = Array.from({ length: 60 }, () => scopedEvent());
+    const started = Date.now();
+    await emitEvents(db, pipeline, events);
+    await vi.waitFor(
+      () => {
+        if (fast.requests.length < events.length) throw new Error('fast not done');
+      },
+      { timeout: 5000, interval: 10 },
+    );
+    // Without the per-webhook limit, 60 hanging calls would take all 50 workers of the pool for
+    // the whole timeout; with it, the fast endpoint gets everything before the first one ends.
+    expect(Date.now() - started).toBeLessThan(pipeline.settings.timeoutMs);
+    expect(slow.requests.length).toBeLessThanOrEqual(pipeline.settings.maxInFlightPerWebhook);
+    await vi.waitFor(
+      async () => {
+        for (const e of events) await waitForCall(db, e.id, slowHook.id, ['failed'], 100);
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    expect(fastHook.id).toBeTruthy();
+  });
+});

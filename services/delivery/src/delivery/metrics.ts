@@ -1,0 +1,82 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/**
+ * Delivery metrics (API.md §7). Labels are bounded: outcome (success, rescheduled, failed),
+ * status_class (2xx…5xx, timeout, reset, dns, refused, blocked, error) and the queue name.
+ */
+export interface DeliveryMetrics {
+  deliveries: Counter<'outcome' | 'status_class'>;
+  deliveryDuration: Histogram<'status_class'>;
+  endToEndLatency: Histogram;
+  matchDuration: Histogram;
+  inFlight: Gauge;
+  queueDepth: Gauge<'queue'>;
+  queueOldestWaiting: Gauge<'queue'>;
+  /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
+  collectQueues?: () => Promise<void>;
+}
+
+const cache = new WeakMap<Registry, DeliveryMetrics>();
+
+/** Registered once per registry (the single-process mode shares one registry). */
+export function deliveryMetrics(registry: Registry): DeliveryMetrics {
+  const existing = cache.get(registry);
+  if (existing) return existing;
+  const registers = [registry];
+  // Both queue gauges are filled by one read; concurrent scrapes share it.
+  let collecting: Promise<void> | undefined;
+  const collect = async (): Promise<void> => {
+    collecting ??= (metrics.collectQueues?.() ?? Promise.resolve()).finally(() => {
+      collecting = undefined;
+    });
+    await collecting;
+  };
+  const metrics: DeliveryMetrics = {
+    deliveries: new Counter({
+      name: 'herald_deliveries_total',
+      help: 'Delivery attempts by the call status they led to and the response status class',
+      labelNames: ['outcome', 'status_class'] as const,
+      registers,
+    }),
+    deliveryDuration: new Histogram({
+      name: 'herald_delivery_duration_seconds',
+      help: 'Duration of one delivery attempt (connect to response body read)',
+      labelNames: ['status_class'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16],
+      registers,
+    }),
+    endToEndLatency: new Histogram({
+      name: 'herald_delivery_e2e_latency_seconds',
+      help: 'From the event accepted by POST /events to its 2xx answer from a webhook',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
+      registers,
+    }),
+    matchDuration: new Histogram({
+      name: 'herald_match_duration_seconds',
+      help: 'Matching one event against the in-memory webhook index (excluding storage)',
+      buckets: [0.000_005, 0.00001, 0.000_025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.005],
+      registers,
+    }),
+    inFlight: new Gauge({
+      name: 'herald_deliveries_in_flight',
+      help: 'Delivery attempts in flight in this process',
+      registers,
+    }),
+    queueDepth: new Gauge({
+      name: 'herald_queue_depth',
+      help: 'Jobs waiting, delayed or active per queue',
+      labelNames: ['queue'] as const,
+      registers,
+      collect,
+    }),
+    queueOldestWaiting: new Gauge({
+      name: 'herald_queue_oldest_waiting_seconds',
+      help: 'Age of the oldest job waiting to be processed per queue',
+      labelNames: ['queue'] as const,
+      registers,
+      collect,
+    }),
+  };
+  cache.set(registry, metrics);
+  return metrics;
+}

@@ -1,0 +1,243 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { vi } from 'vitest';
+import {
+  MATCH_EVENT_JOB,
+  eventJobId,
+  parseCidrList,
+  webhooksChangedChannel,
+  type WebhookEventEntry,
+} from '@herald/contract';
+import type { Redis } from '@herald/runtime';
+import {
+  findWebhookCall,
+  insertEvents,
+  insertWebhook,
+  type Db,
+  type NewEvent,
+  type WebhookCallRecord,
+  type WebhookInput,
+  type WebhookRecord,
+} from '@herald/store';
+import { randomId, silentLogger, testRedis } from '@herald/testkit';
+import { Registry } from 'prom-client';
+import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
+
+/** Test helpers shared by the delivery integration tests (real Redis, Postgres, HTTP). */
+
+export interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+export interface Receiver {
+  url: string;
+  requests: Received[];
+  /** Decides the answer; default 200 "ok". */
+  respond: (req: Received, res: ServerResponse) => void;
+  close(): Promise<void>;
+}
+
+/** A real node:http endpoint that records what it receives. */
+export async function startReceiver(
+  respond: Receiver['respond'] = (_req, res) => res.end('ok'),
+): Promise<Receiver> {
+  const sockets = new Set<Socket>();
+  const receiver: Receiver = {
+    url: '',
+    requests: [],
+    respond,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const received: Received = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: Date.now(),
+      };
+      receiver.requests.push(received);
+      receiver.respond(received, res);
+    });
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return receiver;
+}
+
+export function testSettings(overrides: Partial<DeliverySettings> = {}): DeliverySettings {
+  return {
+    redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+    redisPrefix: randomId('herald_test'),
+    siteId: 'site-1',
+    userAgent: 'Herald/test',
+    allowCidrs: parseCidrList('127.0.0.0/8'),
+    connectTimeoutMs: 500,
+    timeoutMs: 1500,
+    connectionsPerOrigin: 16,
+    responseMaxBytes: 65_536,
+    retry: { scheduleMs: [150, 300, 450], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
+    maxInFlightPerWebhook: 10,
+    deliverConcurrency: 50,
+    matchConcurrency: 10,
+    jobLockMs: 5000,
+    sweepIntervalMs: 60_000,
+    sweepAfterMs: 60_000,
+    indexReloadMs: 60_000,
+    ...overrides,
+  };
+}
+
+export interface Pipeline {
+  runtime: DeliveryRuntime;
+  settings: DeliverySettings;
+  redis: Redis;
+  registry: Registry;
+  close(): Promise<void>;
+}
+
+export async function startPipeline(
+  db: Db,
+  overrides: Partial<DeliverySettings> = {},
+): Promise<Pipeline> {
+  const settings = testSettings(overrides);
+  const redis = testRedis('producer');
+  const registry = new Registry();
+  const runtime = await startDelivery({ db, redis, logger: silentLogger(), registry }, settings);
+  return {
+    runtime,
+    settings,
+    redis,
+    registry,
+    async close() {
+      await runtime.close();
+      await redis.quit();
+    },
+  };
+}
+
+export const ITEM_EVENTS: WebhookEventEntry[] = [
+  { entity_type: 'item', event_types: ['create', 'update', 'delete', 'publish', 'unpublish'] },
+];
+
+export function webhookInput(url: string, overrides: Partial<WebhookInput> = {}): WebhookInput {
+  return {
+    name: randomId('hook'),
+    url,
+    enabled: true,
+    headers: {},
+    events: ITEM_EVENTS,
+    customPayload: null,
+    httpBasicUser: null,
+    httpBasicPassword: null,
+    payloadApiVersion: '3',
+    nestedItemsInPayload: false,
+    autoRetry: true,
+    ...overrides,
+  };
+}
+
+/** Stores a webhook, announces it as ingest does, and waits until the match index has it. */
+export async function addWebhook(
+  db: Db,
+  pipeline: Pipeline,
+  input: WebhookInput,
+): Promise<WebhookRecord> {
+  const webhook = await insertWebhook(db, input);
+  await pipeline.redis.publish(
+    webhooksChangedChannel(pipeline.settings.redisPrefix),
+    JSON.stringify({ id: webhook.id, change: 'created' }),
+  );
+  if (webhook.enabled) {
+    await vi.waitFor(() => {
+      if (!pipeline.runtime.index.has(webhook.id)) throw new Error('not indexed yet');
+    });
+  }
+  return webhook;
+}
+
+export function itemEvent(overrides: Partial<NewEvent> = {}): NewEvent {
+  const id = randomId('rec');
+  return {
+    id: randomId('evt'),
+    environment: 'main',
+    isEnvironmentPrimary: true,
+    entityType: 'item',
+    eventType: 'update',
+    entityId: id,
+    itemTypeId: 'model-article',
+    itemTypeApiKey: 'article',
+    occurredAt: new Date('2026-11-21T10:00:00.000Z'),
+    entity: {
+      type: 'item',
+      id,
+      attributes: { title: 'Hello "world"' },
+      relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
+      meta: { status: 'draft' },
+    },
+    previousEntity: null,
+    relatedEntities: [],
+    ...overrides,
+  };
+}
+
+/** Stores events as POST /events does and enqueues their match jobs. */
+export async function emitEvents(db: Db, pipeline: Pipeline, events: NewEvent[]): Promise<void> {
+  await insertEvents(db, events);
+  await pipeline.runtime.matchQueue.addBulk(
+    events.map((event) => ({
+      name: MATCH_EVENT_JOB,
+      data: { eventId: event.id },
+      opts: { jobId: eventJobId(event.id), removeOnComplete: true, removeOnFail: true },
+    })),
+  );
+}
+
+/** The call of (event, webhook), once the match worker created it. */
+export async function callOf(
+  db: Db,
+  eventId: string,
+  webhookId: string,
+): Promise<WebhookCallRecord> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM webhook_calls WHERE event_id = $1 AND webhook_id = $2',
+    [eventId, webhookId],
+  );
+  if (!rows[0]) throw new Error('no call yet');
+  return (await findWebhookCall(db, rows[0].id))!;
+}
+
+/** Waits until the call reaches one of the statuses. */
+export async function waitForCall(
+  db: Db,
+  eventId: string,
+  webhookId: string,
+  statuses: WebhookCallRecord['status'][],
+  timeout = 10_000,
+): Promise<WebhookCallRecord> {
+  return vi.waitFor(
+    async () => {
+      const call = await callOf(db, eventId, webhookId);
+      if (!statuses.includes(call.status)) throw new Error(`call is ${call.status}`);
+      return call;
+    },
+    { timeout, interval: 25 },
+  );
+}
+
+export { testRedis };

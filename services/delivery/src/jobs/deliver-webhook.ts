@@ -1,0 +1,250 @@
+import { randomBytes } from 'node:crypto';
+import { DelayedError, type Job, type Queue } from 'bullmq';
+import { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId } from '@herald/contract';
+import type { Logger } from '@herald/runtime';
+import {
+  activeSigningSecrets,
+  disableWebhook,
+  dropPendingRetries,
+  dropWebhookCall,
+  findEvent,
+  findWebhook,
+  findWebhookCall,
+  recordWebhookCallAttempt,
+  type Db,
+  type StoredEvent,
+  type WebhookCallRecord,
+  type WebhookCallStatus,
+  type WebhookRecord,
+} from '@herald/store';
+import type { HttpClient, SendResult } from '../delivery/http-client.js';
+import type { InFlightLimiter } from '../delivery/in-flight.js';
+import type { DeliveryMetrics } from '../delivery/metrics.js';
+import { buildDefaultPayload, serializeEntity } from '../delivery/payload.js';
+import { renderCustomPayload, renderUrl } from '../delivery/render.js';
+import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
+import { signWebhook } from '../delivery/signing.js';
+import { DELIVER_JOB_OPTIONS } from './match-event.js';
+
+export interface DeliverContext {
+  db: Db;
+  client: HttpClient;
+  limiter: InFlightLimiter;
+  deliverQueue: Queue<DeliverJobData>;
+  metrics: DeliveryMetrics;
+  logger: Logger;
+  siteId: string;
+  userAgent: string;
+  retry: RetryPolicy;
+  /** How long a job waits when its webhook is at its in-flight limit. */
+  inFlightWaitMs: number;
+}
+
+/** The status class label of an attempt (bounded). */
+export function statusClass(result: SendResult): string {
+  return result.kind === 'response' ? `${Math.floor(result.status / 100)}xx` : result.error;
+}
+
+/** Headers as sent; `redacted` is what the log stores (API.md §4.4). */
+function buildHeaders(
+  webhook: WebhookRecord,
+  callId: string,
+  userAgent: string,
+  body: string,
+  now: Date,
+): { headers: Record<string, string>; redacted: Record<string, string> } {
+  const headers: Record<string, string> = {};
+  const custom = Object.keys(webhook.headers).map((h) => h.toLowerCase());
+  if (!custom.includes('content-type')) headers['Content-Type'] = 'application/json';
+  if (!custom.includes('user-agent')) headers['User-Agent'] = userAgent;
+  Object.assign(headers, webhook.headers);
+  const redacted = { ...headers };
+  for (const name of Object.keys(redacted)) {
+    if (/^(authorization|proxy-authorization)$/i.test(name)) {
+      redacted[name] = `${redacted[name]?.split(' ')[0] ?? ''} ***`.trim();
+    }
+  }
+  if (webhook.httpBasicUser !== null) {
+    for (const name of Object.keys(headers)) {
+      if (name.toLowerCase() === 'authorization') {
+        delete headers[name];
+        delete redacted[name];
+      }
+    }
+    const credentials = `${webhook.httpBasicUser}:${webhook.httpBasicPassword ?? ''}`;
+    headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    redacted['Authorization'] = 'Basic ***';
+  }
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const signing = {
+    'webhook-id': callId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook(activeSigningSecrets(webhook, now), callId, timestamp, body),
+  };
+  return { headers: { ...headers, ...signing }, redacted: { ...redacted, ...signing } };
+}
+
+/** Whether this job still has work to do, given the call's stored state. */
+function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
+  if (data.resend) return true;
+  if (data.retry === undefined) return call.status === 'pending';
+  return call.status === 'rescheduled' && call.attemptedAutoRetriesCount < data.retry;
+}
+
+async function handler(
+  ctx: DeliverContext,
+  data: DeliverJobData,
+  job: Job<DeliverJobData>,
+  token: string | undefined,
+): Promise<void> {
+  // The in-flight limit comes first, so a job that must wait costs no database query.
+  const slot = `${job.id ?? data.callId}:${randomBytes(4).toString('hex')}`;
+  if (!(await ctx.limiter.acquire(data.webhookId, slot))) {
+    // The webhook is at its in-flight limit: step aside (this frees the worker slot for other
+    // webhooks) and come back later. Never worker.rateLimit(): that would pause the whole queue.
+    const wait = ctx.inFlightWaitMs * (1 + Math.random());
+    await job.moveToDelayed(Date.now() + wait, token);
+    throw new DelayedError();
+  }
+  ctx.metrics.inFlight.inc();
+  try {
+    await deliver(ctx, data);
+  } finally {
+    ctx.metrics.inFlight.dec();
+    await ctx.limiter.release(data.webhookId, slot);
+  }
+}
+
+async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
+  const call = await findWebhookCall(ctx.db, data.callId);
+  if (!call || !isDue(call, data)) return;
+  const [webhook, event] = await Promise.all([
+    findWebhook(ctx.db, call.webhookId),
+    findEvent(ctx.db, call.eventId),
+  ]);
+  if (!event) return dropWebhookCall(ctx.db, call.id, 'the event no longer exists');
+  if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
+  if (!webhook.enabled && !data.resend) {
+    return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
+  }
+  await attempt(ctx, data, call, webhook, event);
+}
+
+async function attempt(
+  ctx: DeliverContext,
+  data: DeliverJobData,
+  call: WebhookCallRecord,
+  webhook: WebhookRecord,
+  event: StoredEvent,
+): Promise<void> {
+  const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
+  const [entity, previousEntity] = await Promise.all([
+    serializeEntity(ctx.db, event.environment, event.entity, webhook.nestedItemsInPayload),
+    event.previousEntity === null || event.previousEntity === undefined
+      ? null
+      : serializeEntity(
+          ctx.db,
+          event.environment,
+          event.previousEntity,
+          webhook.nestedItemsInPayload,
+        ),
+  ]);
+  const payload = buildDefaultPayload({
+    callId: call.id,
+    webhookId: webhook.id,
+    siteId: ctx.siteId,
+    attemptedAutoRetriesCount: retriesCount,
+    event,
+    entity,
+    previousEntity,
+  });
+  const url = renderUrl(webhook.url, payload);
+  const body =
+    webhook.customPayload === null
+      ? JSON.stringify(payload)
+      : renderCustomPayload(webhook.customPayload, payload);
+  const sentAt = new Date();
+  const { headers, redacted } = buildHeaders(webhook, call.id, ctx.userAgent, body, sentAt);
+
+  const started = performance.now();
+  const result = await ctx.client.send(url, headers, body);
+  const seconds = (performance.now() - started) / 1000;
+  const klass = statusClass(result);
+  ctx.metrics.deliveryDuration.observe({ status_class: klass }, seconds);
+
+  const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
+  const gone = result.kind === 'response' && result.status === 410;
+  let status: Exclude<WebhookCallStatus, 'pending'>;
+  let nextRetryAt: Date | null = null;
+  let nextRetry: number | undefined;
+  if (ok) status = 'success';
+  else if (gone) status = 'failed';
+  else if (data.resend) {
+    // A failed manual resend leaves the automatic plan as it was.
+    status = call.status === 'rescheduled' ? 'rescheduled' : 'failed';
+    nextRetryAt = call.nextRetryAt;
+  } else if (webhook.autoRetry) {
+    const retryAfter =
+      result.kind === 'response' && (result.status === 429 || result.status === 503)
+        ? parseRetryAfter(result.headers['retry-after'])
+        : null;
+    const delay = retryDelayMs(ctx.retry, retriesCount + 1, retryAfter);
+    if (delay === null) status = 'failed';
+    else {
+      status = 'rescheduled';
+      nextRetry = retriesCount + 1;
+      nextRetryAt = new Date(Date.now() + delay);
+    }
+  } else status = 'failed';
+
+  const failureReason =
+    result.kind === 'error'
+      ? result.reason
+      : ok
+        ? null
+        : result.status >= 300 && result.status < 400
+          ? `HTTP ${result.status} (redirects are not followed)`
+          : `HTTP ${result.status}`;
+  if (gone) {
+    // Disabled first: from here on no new call is created and pending retries are dropped.
+    const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
+    await disableWebhook(ctx.db, webhook.id, reason);
+    await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
+    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
+  }
+  await recordWebhookCallAttempt(ctx.db, call.id, {
+    status,
+    requestUrl: url,
+    requestHeaders: redacted,
+    requestPayload: body,
+    responseStatus: result.kind === 'response' ? result.status : null,
+    responseHeaders: result.kind === 'response' ? result.headers : null,
+    responsePayload: result.kind === 'response' ? result.body : null,
+    failureReason,
+    attemptedAutoRetriesCount: retriesCount,
+    lastSentAt: sentAt,
+    nextRetryAt,
+  });
+  ctx.metrics.deliveries.inc({ outcome: status, status_class: klass });
+  if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
+
+  if (nextRetry !== undefined && nextRetryAt) {
+    await ctx.deliverQueue.add(
+      DELIVER_WEBHOOK_JOB,
+      { callId: call.id, webhookId: webhook.id, retry: nextRetry },
+      {
+        ...DELIVER_JOB_OPTIONS,
+        jobId: deliverJobId(call.id, nextRetry),
+        delay: Math.max(0, nextRetryAt.getTime() - Date.now()),
+      },
+    );
+  }
+  if (!ok) {
+    ctx.logger.info(
+      { callId: call.id, webhookId: webhook.id, status, statusClass: klass, reason: failureReason },
+      'delivery attempt failed',
+    );
+  }
+}
+
+export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };

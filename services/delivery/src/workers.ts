@@ -1,0 +1,231 @@
+import { Queue, Worker, type Job } from 'bullmq';
+import {
+  QUEUE_EVENT_MATCH,
+  QUEUE_WEBHOOK_DELIVER,
+  webhooksChangedChannel,
+  type CidrList,
+  type DeliverJobData,
+  type EventMatchJobData,
+  type WebhookChangedMessage,
+} from '@herald/contract';
+import { createRedis, type Logger, type Redis } from '@herald/runtime';
+import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
+import type { Registry } from 'prom-client';
+import { HttpClient } from './delivery/http-client.js';
+import { InFlightLimiter } from './delivery/in-flight.js';
+import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import type { RetryPolicy } from './delivery/schedule.js';
+import { deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
+import { matchEvent, type MatchContext } from './jobs/match-event.js';
+import { Sweeper } from './sweeper.js';
+import { WebhookIndex } from './webhook-index.js';
+
+/** Everything the delivery workers need, parsed from DeliveryConfig by main.ts. */
+export interface DeliverySettings {
+  redisUrl: string;
+  redisPrefix: string;
+  siteId: string;
+  userAgent: string;
+  allowCidrs: CidrList;
+  connectTimeoutMs: number;
+  timeoutMs: number;
+  connectionsPerOrigin: number;
+  responseMaxBytes: number;
+  retry: RetryPolicy;
+  maxInFlightPerWebhook: number;
+  deliverConcurrency: number;
+  matchConcurrency: number;
+  jobLockMs: number;
+  sweepIntervalMs: number;
+  sweepAfterMs: number;
+  indexReloadMs: number;
+}
+
+export interface DeliveryDeps {
+  db: Db;
+  /** A producer connection (fails fast) for queues, the in-flight counter and metrics. */
+  redis: Redis;
+  logger: Logger;
+  registry: Registry;
+}
+
+export interface DeliveryRuntime {
+  index: WebhookIndex;
+  matchQueue: Queue<EventMatchJobData>;
+  deliverQueue: Queue<DeliverJobData>;
+  sweeper: Sweeper;
+  metrics: DeliveryMetrics;
+  /** Stops taking jobs, lets in-flight ones finish, then closes queues and connections. */
+  close(): Promise<void>;
+}
+
+const errorMessage = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error);
+
+/** Starts the match and deliver workers, the index refresh and the sweeper. */
+export async function startDelivery(
+  deps: DeliveryDeps,
+  settings: DeliverySettings,
+): Promise<DeliveryRuntime> {
+  const { db, redis, logger } = deps;
+  const prefix = `{${settings.redisPrefix}}`;
+  const metrics = deliveryMetrics(deps.registry);
+
+  const matchQueue = new Queue<EventMatchJobData>(QUEUE_EVENT_MATCH, { connection: redis, prefix });
+  const deliverQueue = new Queue<DeliverJobData>(QUEUE_WEBHOOK_DELIVER, {
+    connection: redis,
+    prefix,
+  });
+  for (const queue of [matchQueue, deliverQueue]) {
+    queue.on('error', (error) =>
+      logger.warn({ err: errorMessage(error), queue: queue.name }, 'queue error'),
+    );
+  }
+
+  // The index: loaded before the match worker starts, refreshed on announcements and periodically.
+  const index = new WebhookIndex();
+  const reload = async (): Promise<void> => {
+    index.replaceAll(await listEnabledWebhooks(db));
+  };
+  await reload();
+  const subscriber = createRedis(settings.redisUrl, 'worker', logger);
+  const channel = webhooksChangedChannel(settings.redisPrefix);
+  subscriber.on('message', (_channel: string, text: string) => {
+    let message: WebhookChangedMessage;
+    try {
+      message = JSON.parse(text) as WebhookChangedMessage;
+    } catch {
+      return;
+    }
+    findWebhook(db, message.id)
+      .then((webhook) => index.upsert(message.id, webhook))
+      .catch((error: unknown) =>
+        logger.warn({ err: errorMessage(error) }, 'webhook index refresh failed'),
+      );
+  });
+  // After a reconnect, announcements may have been missed: reload everything.
+  let subscribedOnce = false;
+  subscriber.on('ready', () => {
+    if (subscribedOnce) reload().catch(() => undefined);
+    subscribedOnce = true;
+  });
+  await subscriber.subscribe(channel);
+  const reloadTimer = setInterval(() => {
+    reload().catch((error: unknown) =>
+      logger.warn({ err: errorMessage(error) }, 'webhook index reload failed'),
+    );
+  }, settings.indexReloadMs);
+
+  const client = new HttpClient({
+    connectTimeoutMs: settings.connectTimeoutMs,
+    totalTimeoutMs: settings.timeoutMs,
+    allowCidrs: settings.allowCidrs,
+    maxResponseBytes: settings.responseMaxBytes,
+    connectionsPerOrigin: settings.connectionsPerOrigin,
+  });
+  const limiter = new InFlightLimiter(
+    redis,
+    settings.redisPrefix,
+    settings.maxInFlightPerWebhook,
+    settings.timeoutMs + 10_000,
+  );
+
+  const matchContext: MatchContext = {
+    db,
+    index,
+    deliverQueue,
+    metrics,
+    logger: logger.child({ module: 'match' }),
+  };
+  const deliverContext: DeliverContext = {
+    db,
+    client,
+    limiter,
+    deliverQueue,
+    metrics,
+    logger: logger.child({ module: 'deliver' }),
+    siteId: settings.siteId,
+    userAgent: settings.userAgent,
+    retry: settings.retry,
+    inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
+  };
+
+  const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
+  const workerOptions = {
+    connection: workerConnection,
+    prefix,
+    lockDuration: settings.jobLockMs,
+    stalledInterval: settings.jobLockMs,
+    removeOnComplete: { count: 0 },
+    removeOnFail: { count: 0 },
+  };
+  const matchWorker = new Worker<EventMatchJobData>(
+    QUEUE_EVENT_MATCH,
+    async (job: Job<EventMatchJobData>) =>
+      matchEvent.handler(matchContext, matchEvent.schema.parse(job.data)),
+    { ...workerOptions, concurrency: settings.matchConcurrency },
+  );
+  const deliverWorker = new Worker<DeliverJobData>(
+    QUEUE_WEBHOOK_DELIVER,
+    async (job: Job<DeliverJobData>, token?: string) =>
+      deliverWebhook.handler(deliverContext, deliverWebhook.schema.parse(job.data), job, token),
+    { ...workerOptions, concurrency: settings.deliverConcurrency },
+  );
+  for (const worker of [matchWorker, deliverWorker]) {
+    worker.on('error', (error) =>
+      logger.warn({ err: errorMessage(error), queue: worker.name }, 'worker error'),
+    );
+    worker.on('failed', (job, error) => {
+      logger.warn({ err: errorMessage(error), queue: worker.name, jobId: job?.id }, 'job failed');
+    });
+  }
+
+  // Queue depth and oldest waiting age, read from Redis when /metrics is scraped.
+  const queues = [matchQueue, deliverQueue];
+  const collectQueues = async (): Promise<void> => {
+    await Promise.all(
+      queues.map(async (queue) => {
+        const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+        const depth = Object.values(counts).reduce((a, b) => a + b, 0);
+        metrics.queueDepth.set({ queue: queue.name }, depth);
+        const [oldest] = await queue.getJobs(['waiting'], 0, 0, true);
+        const since = oldest ? oldest.timestamp + (oldest.opts.delay ?? 0) : Date.now();
+        metrics.queueOldestWaiting.set(
+          { queue: queue.name },
+          Math.max(0, Date.now() - since) / 1000,
+        );
+      }),
+    ).catch(() => undefined);
+  };
+  metrics.collectQueues = collectQueues;
+
+  const sweeper = new Sweeper({
+    db,
+    matchQueue,
+    deliverQueue,
+    logger: logger.child({ module: 'sweeper' }),
+    intervalMs: settings.sweepIntervalMs,
+    afterMs: settings.sweepAfterMs,
+  });
+  sweeper.start();
+
+  return {
+    index,
+    matchQueue,
+    deliverQueue,
+    sweeper,
+    metrics,
+    async close() {
+      metrics.collectQueues = undefined;
+      clearInterval(reloadTimer);
+      await sweeper.stop();
+      // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout).
+      await Promise.all([matchWorker.close(), deliverWorker.close()]);
+      await Promise.all([matchQueue.close(), deliverQueue.close()]);
+      await client.close();
+      await Promise.all(
+        [subscriber, workerConnection].map((c) => c.quit().catch(() => c.disconnect())),
+      );
+    },
+  };
+}

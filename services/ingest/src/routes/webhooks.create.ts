@@ -1,0 +1,27 @@
+import type { RequestHandler } from 'express';
+import { ApiError } from '@herald/contract';
+import { insertWebhook } from '@herald/store';
+import { validateCreate } from '../webhooks/attributes.js';
+import type { WebhookRouteDeps } from '../webhooks/deps.js';
+import { readWebhookDocument } from '../webhooks/document.js';
+import { mapUniqueName } from '../webhooks/errors.js';
+import { publishWebhookChange } from '../webhooks/publish.js';
+import { serializeWebhook } from '../webhooks/serialize.js';
+import { uniquenessProblem } from '../webhooks/uniqueness.js';
+
+/** POST /webhooks → 201 with the webhook, its signing secret generated (API.md §4.2). */
+export function createWebhook(deps: WebhookRouteDeps): RequestHandler {
+  return async (req, res) => {
+    const attributes = readWebhookDocument(req.body, {});
+    const result = validateCreate(attributes, { allowCidrs: deps.ssrfAllowCidrs });
+    if (!result.ok) {
+      const taken = await uniquenessProblem(deps.db, attributes['name']);
+      throw ApiError.many([...result.errors, ...(taken ? [taken] : [])]);
+    }
+    const webhook = await insertWebhook(deps.db, result.value).catch((error: unknown) => {
+      throw mapUniqueName(error, result.value.name);
+    });
+    await publishWebhookChange(deps, { id: webhook.id, change: 'created' });
+    res.status(201).json({ data: serializeWebhook(webhook) });
+  };
+}

@@ -1,0 +1,31 @@
+import type { RequestHandler } from 'express';
+import { ApiError } from '@herald/contract';
+import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
+import { validateUpdate } from '../webhooks/attributes.js';
+import type { WebhookRouteDeps } from '../webhooks/deps.js';
+import { readWebhookDocument } from '../webhooks/document.js';
+import { mapUniqueName, webhookNotFound } from '../webhooks/errors.js';
+import { publishWebhookChange } from '../webhooks/publish.js';
+import { serializeWebhook } from '../webhooks/serialize.js';
+import { uniquenessProblem } from '../webhooks/uniqueness.js';
+
+/** PUT /webhooks/:id with any subset of the attributes, same rules as create → 200. */
+export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id: string }> {
+  return async (req, res) => {
+    const { id } = req.params;
+    if (!isWebhookId(id)) throw webhookNotFound(id);
+    const attributes = readWebhookDocument(req.body, { id });
+    const result = validateUpdate(attributes, { allowCidrs: deps.ssrfAllowCidrs });
+    if (!result.ok) {
+      if (!(await findWebhook(deps.db, id))) throw webhookNotFound(id);
+      const taken = await uniquenessProblem(deps.db, attributes['name'], id);
+      throw ApiError.many([...result.errors, ...(taken ? [taken] : [])]);
+    }
+    const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {
+      throw mapUniqueName(error, result.value.name);
+    });
+    if (!webhook) throw webhookNotFound(id);
+    await publishWebhookChange(deps, { id, change: 'updated' });
+    res.json({ data: serializeWebhook(webhook) });
+  };
+}

@@ -1,0 +1,21 @@
+import { webhooksChangedChannel, type WebhookChangedMessage } from '@herald/contract';
+import type { Logger, Redis } from '@herald/runtime';
+
+/**
+ * Announces a committed webhook change so the match workers refresh their index within a second.
+ * Postgres already holds the change and the workers also reload periodically, so a Redis outage
+ * here is logged, not turned into a failed request.
+ */
+export async function publishWebhookChange(
+  deps: { redis: Redis; redisPrefix: string; logger: Logger },
+  message: WebhookChangedMessage,
+): Promise<void> {
+  try {
+    await deps.redis.publish(webhooksChangedChannel(deps.redisPrefix), JSON.stringify(message));
+  } catch (error) {
+    deps.logger.warn(
+      { err: error instanceof Error ? error.message : String(error), webhookId: message.id },
+      'could not publish a webhook change; match workers will pick it up on their next reload',
+    );
+  }
+}

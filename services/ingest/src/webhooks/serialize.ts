@@ -1,0 +1,26 @@
+import type { WebhookRecord } from '@herald/store';
+
+/** The webhook resource of API.md §4.1 (admins only see it, so the signing secret is shown). */
+export function serializeWebhook(webhook: WebhookRecord) {
+  return {
+    type: 'webhook' as const,
+    id: webhook.id,
+    attributes: {
+      name: webhook.name,
+      url: webhook.url,
+      enabled: webhook.enabled,
+      headers: webhook.headers,
+      events: webhook.events,
+      http_basic_user: webhook.httpBasicUser,
+      http_basic_password: webhook.httpBasicPassword,
+      custom_payload: webhook.customPayload,
+      payload_api_version: webhook.payloadApiVersion,
+      nested_items_in_payload: webhook.nestedItemsInPayload,
+      auto_retry: webhook.autoRetry,
+      signing_secret: webhook.signingSecret,
+      disabled_reason: webhook.disabledReason,
+      created_at: webhook.createdAt.toISOString(),
+      updated_at: webhook.updatedAt.toISOString(),
+    },
+  };
+}
