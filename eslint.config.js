@@ -41,7 +41,16 @@ export default tseslint.config(
     },
   },
   {
+    // Tests and benchmarks are outside the packages' tsconfigs (they are not built); they are
+    // typed by tsconfig.tests.json, so lint them with that project.
     files: ['**/*.test.ts', 'bench/**/*.ts'],
+    languageOptions: {
+      parserOptions: {
+        projectService: false,
+        project: './tsconfig.tests.json',
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
     rules: {
       '@typescript-eslint/no-non-null-assertion': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',

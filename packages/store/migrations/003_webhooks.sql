@@ -19,6 +19,8 @@ CREATE TABLE webhooks (
   previous_signing_secret     text,
   previous_secret_expires_at  timestamptz,
   disabled_reason             text,
+  -- Bumped by a trigger on every update: readers (the list cache, match workers) compare it.
+  version                     integer NOT NULL DEFAULT 1,
   created_at                  timestamptz NOT NULL DEFAULT now(),
   updated_at                  timestamptz NOT NULL DEFAULT now()
 );
@@ -26,3 +28,12 @@ CREATE TABLE webhooks (
 CREATE UNIQUE INDEX webhooks_name_key ON webhooks (name);
 -- The match workers load enabled webhooks.
 CREATE INDEX webhooks_enabled_idx ON webhooks (id) WHERE enabled;
+
+CREATE FUNCTION webhooks_bump_version() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW.version := OLD.version + 1;
+  RETURN NEW;
+END
+$$;
+CREATE TRIGGER webhooks_bump_version BEFORE UPDATE ON webhooks
+  FOR EACH ROW EXECUTE FUNCTION webhooks_bump_version();

@@ -85,6 +85,8 @@ export {
   isWebhookNameTaken,
   listEnabledWebhooks,
   listWebhooks,
+  listWebhookVersions,
+  findWebhooks,
   rotateWebhookSecret,
   updateWebhook,
   type WebhookInput,

@@ -20,6 +20,8 @@ export interface WebhookRecord {
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
   disabledReason: string | null;
+  /** Bumped on every update (by a trigger, so no write path can forget it). */
+  version: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -56,16 +58,16 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
 
 const SELECT = `SELECT id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret,
-  previous_signing_secret, previous_secret_expires_at, disabled_reason, created_at, updated_at`;
+  previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
 interface WebhookRow extends Record<string, unknown> {
+  headers: Record<string, string>;
+  events: WebhookEventEntry[];
   id: string;
   name: string;
   url: string;
   enabled: boolean;
-  headers: Record<string, string>;
-  events: WebhookEventEntry[];
   custom_payload: string | null;
   http_basic_user: string | null;
   http_basic_password: string | null;
@@ -76,6 +78,7 @@ interface WebhookRow extends Record<string, unknown> {
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
   disabled_reason: string | null;
+  version: number;
   created_at: Date;
   updated_at: Date;
 }
@@ -97,6 +100,7 @@ const toWebhook = (row: WebhookRow): WebhookRecord => ({
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
   disabledReason: row.disabled_reason,
+  version: row.version,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
 });
@@ -162,6 +166,30 @@ export async function isWebhookNameTaken(
 /** Every webhook, oldest first (GET /webhooks is not paginated). */
 export async function listWebhooks(db: Queryable): Promise<WebhookRecord[]> {
   const { rows } = await db.query<WebhookRow>(`${SELECT} FROM webhooks ORDER BY id`);
+  return rows.map(toWebhook);
+}
+
+/** Each webhook's id and version (bumped on every update), oldest first. */
+export async function listWebhookVersions(
+  db: Queryable,
+): Promise<{ id: string; version: number }[]> {
+  const { rows } = await db.query<{ id: string; version: number }>(
+    'SELECT id, version FROM webhooks ORDER BY id',
+  );
+  return rows;
+}
+
+/** The webhooks among `ids` that exist, oldest first. */
+export async function findWebhooks(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<WebhookRecord[]> {
+  const valid = ids.filter(isWebhookId);
+  if (!valid.length) return [];
+  const { rows } = await db.query<WebhookRow>(
+    `${SELECT} FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    [valid],
+  );
   return rows.map(toWebhook);
 }
 

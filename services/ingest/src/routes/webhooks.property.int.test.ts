@@ -1,0 +1,167 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import type { Redis } from '@herald/runtime';
+import { createApp } from '../app.js';
+
+/** Any body sent to the webhook endpoints gets a 2xx or a documented 4xx, never a 500. */
+
+let testDb: TestDb;
+let redis: Redis;
+let server: TestServer;
+let admin: string;
+let existingId: string;
+
+beforeAll(async () => {
+  testDb = await createTestDb('postgres');
+  redis = testRedis();
+  server = await serve(createApp(testDeps(testDb.db, redis)));
+  admin = await createTestToken(testDb.db, 'admin');
+  const response = await post('/webhooks', {
+    data: {
+      type: 'webhook',
+      attributes: {
+        name: 'existing',
+        url: 'https://example.com/',
+        headers: {},
+        events: [],
+        custom_payload: null,
+        http_basic_user: null,
+        http_basic_password: null,
+      },
+    },
+  });
+  existingId = ((await response.json()) as { data: { id: string } }).data.id;
+});
+
+afterAll(async () => {
+  await server.close();
+  await redis.quit();
+  await testDb.cleanup();
+});
+
+function post(path: string, body: unknown, method = 'POST') {
+  return fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+const pick = <T>(...values: T[]) => fc.constantFrom(...values);
+/** Values that are sometimes right and often subtly wrong, to reach deep into the validator. */
+const text = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'grapheme' }),
+  pick('item', 'item_type', 'cda_cache_tags', 'environment_type', 'publish', 'create', '', ' '),
+  pick('https://example.com/{{x}}', 'http://[::1]/', 'http://{{a}}/', 'https://a.test/{{#a}}'),
+  pick('{{#entity}}{{id}}{{/entity}}', '{{', '{{/x}}', '{{=<% %>=}}', '{{{a}}'),
+);
+const leaf = fc.oneof(text, fc.integer(), fc.double(), fc.boolean(), fc.constant(null));
+const value = fc.letrec<{ v: unknown }>((tie) => ({
+  v: fc.oneof(
+    { depthSize: 'small' },
+    leaf,
+    fc.array(tie('v'), { maxLength: 4 }),
+    fc.dictionary(text, tie('v'), { maxKeys: 4 }),
+  ),
+})).v;
+const filter = fc.record(
+  {
+    entity_type: fc.oneof(
+      pick('item_type', 'item', 'build_trigger', 'environment', 'environment_type'),
+      value,
+    ),
+    entity_ids: fc.oneof(
+      fc.array(fc.oneof(text, pick('primary', 'sandbox')), { maxLength: 3 }),
+      value,
+    ),
+  },
+  { requiredKeys: [] },
+);
+const entry = fc.record(
+  {
+    entity_type: fc.oneof(pick('item', 'item_type', 'upload', 'cda_cache_tags', 'sso_user'), value),
+    event_types: fc.oneof(fc.array(fc.oneof(pick('create', 'publish', 'invalidate'), text)), value),
+    filter: fc.oneof(filter, value),
+    filters: fc.oneof(fc.array(filter, { maxLength: 3 }), value),
+  },
+  { requiredKeys: [] },
+);
+const attributes = fc.record(
+  {
+    name: fc.oneof(text, value),
+    url: fc.oneof(text, value, fc.webUrl()),
+    headers: fc.oneof(fc.dictionary(text, fc.oneof(text, value), { maxKeys: 5 }), value),
+    events: fc.oneof(fc.array(entry, { maxLength: 3 }), value),
+    custom_payload: fc.oneof(text, value),
+    http_basic_user: fc.oneof(text, value),
+    http_basic_password: fc.oneof(text, value),
+    enabled: fc.oneof(fc.boolean(), value),
+    payload_api_version: fc.oneof(pick('3'), value),
+    nested_items_in_payload: fc.oneof(fc.boolean(), value),
+    auto_retry: fc.oneof(fc.boolean(), value),
+    signing_secret: value,
+    extra: value,
+  },
+  { requiredKeys: [] },
+);
+const body = fc.oneof(
+  fc.record({ data: fc.record({ type: pick('webhook'), attributes }) }),
+  fc.record(
+    {
+      data: fc.record(
+        { type: fc.oneof(pick('webhook'), value), id: value, attributes: value },
+        { requiredKeys: [] },
+      ),
+    },
+    { requiredKeys: [] },
+  ),
+  value,
+);
+
+async function expectDocumented(response: Response, sent: unknown): Promise<void> {
+  const status = response.status;
+  const json = (await response.json()) as { data: unknown };
+  // Created/updated, invalid JSON:API, or invalid fields: never a 5xx, never a missing route.
+  // (The JSON parser is strict: a top-level string or number is refused as 400 INVALID_JSON_BODY.)
+  const expected = typeof sent === 'object' && sent !== null ? [200, 201, 422] : [400, 422];
+  expect(expected, JSON.stringify(json).slice(0, 500)).toContain(status);
+  if (status >= 400) {
+    const errors = json.data as { type: string; attributes: { code: string; details: object } }[];
+    expect(Array.isArray(errors)).toBe(true);
+    for (const error of errors) {
+      expect(error.type).toBe('api_error');
+      expect(error.attributes.code).toMatch(/^[A-Z_]+$/);
+      expect(typeof error.attributes.details).toBe('object');
+    }
+  }
+}
+
+describe('arbitrary webhook bodies', () => {
+  it('POST /webhooks never answers 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (generated) => {
+        await expectDocumented(await post('/webhooks', generated), generated);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('PUT /webhooks/:id never answers 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(body, async (generated) => {
+        await expectDocumented(await post(`/webhooks/${existingId}`, generated, 'PUT'), generated);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
