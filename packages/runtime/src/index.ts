@@ -25,3 +25,10 @@ export {
   type CommonConfig,
   type HttpConfig,
 } from './boot.js';
+export {
+  EnqueueUnavailableError,
+  createEventMatchQueue,
+  enqueueEventMatches,
+  queuePrefix,
+  type EventMatchQueue,
+} from './queues.js';

@@ -132,7 +132,9 @@ for (const kind of ['postgres', 'pglite'] as const) {
     });
 
     it('upserts, publishes, ignores stale writes, syncs blocks, deletes', async () => {
-      expect(await upsertRecords(t.db, [write({})])).toEqual(new Set(['main\u0000r1']));
+      expect(await upsertRecords(t.db, [write({})])).toEqual(
+        new Map([['main\u0000r1', { inserted: true }]]),
+      );
       await upsertRecords(t.db, [
         write({
           mode: 'publish',
@@ -151,7 +153,7 @@ for (const kind of ['postgres', 'pglite'] as const) {
       expect(r?.publishedAttributes).toEqual({ title: 'a' });
       // stale
       expect(await upsertRecords(t.db, [write({ attributes: { title: 'old' } })])).toEqual(
-        new Set(),
+        new Map(),
       );
       expect((await findRecord(t.db, 'main', 'r1'))?.currentAttributes).toEqual({ title: 'b' });
 
@@ -209,10 +211,10 @@ for (const kind of ['postgres', 'pglite'] as const) {
       expect(await findRecord(t.db, 'main', 'r1')).toBeNull();
       expect(
         await upsertRecords(t.db, [write({ updatedAt: new Date('2026-01-03T00:00:00Z') })]),
-      ).toEqual(new Set());
+      ).toEqual(new Map());
       expect(
         await upsertRecords(t.db, [write({ updatedAt: new Date('2026-01-05T00:00:00Z') })]),
-      ).toEqual(new Set(['main\u0000r1']));
+      ).toEqual(new Map([['main\u0000r1', { inserted: true }]]));
     });
   });
 }

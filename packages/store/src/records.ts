@@ -50,13 +50,13 @@ export const recordKey = (environment: string, id: string): string => `${environ
  * Upserts top-level records in one statement. An event older than the stored record (by
  * updated_at, then current_version) or than its deletion changes nothing: it is not returned.
  * At most one write per record per call (ON CONFLICT cannot touch a row twice in a statement).
- * Returns the keys (recordKey) of the records written.
+ * Returns the records written, by recordKey, each saying whether it was inserted (new).
  */
 export async function upsertRecords(
   db: Queryable,
   writes: readonly RecordWrite[],
-): Promise<Set<string>> {
-  if (writes.length === 0) return new Set();
+): Promise<Map<string, { inserted: boolean }>> {
+  if (writes.length === 0) return new Map();
   const rows = writes.map((w) => ({
     environment: w.environment,
     id: w.id,
@@ -84,7 +84,7 @@ export async function upsertRecords(
   }));
   // On insert the mode is spelled into status/published_attributes; on conflict EXCLUDED.status
   // ('published' ⇔ publish) and EXCLUDED.last_event_type ('unpublish') tell the mode apart.
-  const { rows: written } = await db.query<{ environment: string; id: string }>(
+  const { rows: written } = await db.query<{ environment: string; id: string; inserted: boolean }>(
     `INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
        status, current_attributes, published_attributes, creator_type, creator_id, created_at,
        updated_at, published_at, first_published_at, publication_scheduled_at,
@@ -151,10 +151,12 @@ export async function upsertRecords(
        last_event_id = EXCLUDED.last_event_id,
        last_event_type = EXCLUDED.last_event_type
      WHERE (r.updated_at, r.version_key COLLATE "C") <= (EXCLUDED.updated_at, EXCLUDED.version_key)
-     RETURNING r.environment, r.id`,
+     RETURNING r.environment, r.id, (r.xmax = 0) AS inserted`,
     [JSON.stringify(rows)],
   );
-  return new Set(written.map((row) => recordKey(row.environment, row.id)));
+  return new Map(
+    written.map((row) => [recordKey(row.environment, row.id), { inserted: row.inserted }]),
+  );
 }
 
 /** A block of a record's current version, extracted from an expanded block field. */

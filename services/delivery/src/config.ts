@@ -62,6 +62,14 @@ export const deliveryEnv = {
   WEBHOOK_INDEX_RELOAD_MS: int(100, 3_600_000).default(30_000),
   /** `site_id` of the default payload. */
   SITE_ID: z.string().min(1).default('herald'),
+  /** How often the sweeper looks for stored events not yet matched, and enqueues them. */
+  EVENT_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  /** Events younger than this are left to the ingest request still enqueuing them. */
+  EVENT_SWEEP_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+  /** Event ids read and enqueued per round trip by the sweeper. */
+  EVENT_SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
+  /** How long one sweeper enqueue waits for Redis before trying again next interval. */
+  EVENT_SWEEP_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(5000),
 };
 
 export const DeliveryConfig = z.object({

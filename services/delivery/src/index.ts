@@ -12,3 +12,8 @@ export {
   type DeliveryRuntime,
   type DeliverySettings,
 } from './workers.js';
+export {
+  startEventSweeper,
+  sweepUnmatchedEvents,
+  type EventSweeperOptions,
+} from './sweep-events.js';

@@ -3,6 +3,7 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
+  createEventMatchQueue,
   createMetrics,
   listen,
   openDatabase,
@@ -10,6 +11,7 @@ import {
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { deliverySettings, loadConfig } from './config.js';
+import { startEventSweeper } from './sweep-events.js';
 import { startDelivery } from './workers.js';
 
 async function main(): Promise<void> {
@@ -29,6 +31,19 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  const sweeper = startEventSweeper({
+    db,
+    queue: eventMatchQueue,
+    logger,
+    registry: metrics.registry,
+    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
+    graceMs: config.EVENT_SWEEP_GRACE_MS,
+    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
+    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
+  });
+  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
   // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
   // the ones in flight while /readyz already answers 503.
   const delivery = await startDelivery(

@@ -1,21 +1,32 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
-import { createApiApp, type ApiAppDeps } from '@herald/runtime';
+import {
+  EnvironmentResolver,
+  createApiApp,
+  type ApiAppDeps,
+  type EventMatchQueue,
+} from '@herald/runtime';
 import { consoleRouter } from './routes/console.static.js';
+import { eventsRouter } from './routes/events.create.js';
 import { webhooksRouter } from './routes/webhooks.router.js';
 
 /** What the ingest routes need; grows as resources are added. */
-export interface IngestDeps extends ApiAppDeps {
-  /** Folder of the built web console (CONSOLE_DIR); /console answers 404 when it is not built. */
-  consoleDir?: string | undefined;
+export type IngestDeps = ApiAppDeps & {
+  /** Producer side of the `event-match` queue (createEventMatchQueue). */
+  eventMatchQueue: EventMatchQueue;
+  /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
+  enqueueTimeoutMs: number;
   /** CIDRs exempt from the SSRF blocked ranges (SSRF_ALLOW_CIDRS); none when absent. */
   ssrfAllowCidrs?: CidrList;
-}
+  /** Folder of the built web console (CONSOLE_DIR); /console answers 404 when it is not built. */
+  consoleDir?: string | undefined;
+};
 
 /** The ingest service's routes: /webhooks, /webhook_calls, /events. */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs: deps.ssrfAllowCidrs ?? [] }));
+  router.use(eventsRouter(deps));
   return router;
 }
 
@@ -25,5 +36,10 @@ export function ingestPublicRouters(deps: IngestDeps): Router[] {
 }
 
 export function createApp(deps: IngestDeps): Express {
-  return createApiApp(deps, [ingestRouter(deps)], ingestPublicRouters(deps));
+  // One resolver for the plumbing and the routes, so environment events can invalidate it.
+  const withResolver = {
+    ...deps,
+    environments: deps.environments ?? new EnvironmentResolver(deps.db),
+  };
+  return createApiApp(withResolver, [ingestRouter(withResolver)], ingestPublicRouters(deps));
 }

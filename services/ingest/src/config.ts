@@ -24,6 +24,11 @@ export const ingestEnv = {
         return z.NEVER;
       }
     }),
+  /**
+   * How long POST /events waits for Redis to take the event ids after the commit; past it (or
+   * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
+   */
+  ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 };
 
 export const IngestConfig = z.object({

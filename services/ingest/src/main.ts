@@ -4,6 +4,7 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
+  createEventMatchQueue,
   createMetrics,
   httpSettings,
   listen,
@@ -22,7 +23,11 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   const app = createApp({
+    eventMatchQueue,
+    enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     db,
     redis,
     logger,

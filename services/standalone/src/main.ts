@@ -5,13 +5,14 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
+  createEventMatchQueue,
   createMetrics,
   httpSettings,
   listen,
   openDatabase,
   openRedis,
 } from '@herald/runtime';
-import { deliverySettings, startDelivery } from '@herald/delivery';
+import { deliverySettings, startDelivery, startEventSweeper } from '@herald/delivery';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -45,7 +46,11 @@ async function main(): Promise<void> {
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
   const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
   const metrics = createMetrics();
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   const app = createApp({
+    eventMatchQueue,
+    enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     db,
     redis,
     logger,
@@ -63,6 +68,17 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const sweeper = startEventSweeper({
+    db,
+    queue: eventMatchQueue,
+    logger,
+    registry: metrics.registry,
+    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
+    graceMs: config.EVENT_SWEEP_GRACE_MS,
+    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
+    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
+  });
+  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
   // Registered last so it closes first: workers stop taking jobs and finish those in flight.
   const delivery = await startDelivery(
     { db, redis, logger, registry: metrics.registry },

@@ -6,6 +6,7 @@ import {
   createTestToken,
   serve,
   testDeps,
+  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -31,7 +32,7 @@ beforeAll(async () => {
   redisPrefix = deps.redisPrefix;
   await subscriber.subscribe(webhooksChangedChannel(redisPrefix));
   subscriber.on('message', (_channel: string, message: string) => messages.push(message));
-  server = await serve(createApp(deps));
+  server = await serve(createApp(withEventMatchQueue(deps)));
   admin = await createTestToken(testDb.db, 'admin');
   readOnly = await createTestToken(testDb.db, 'read_only');
   producer = await createTestToken(testDb.db, 'producer');
@@ -393,7 +394,7 @@ describe('SSRF allow-list at creation', () => {
 
     const allowing = await serve(
       createApp({
-        ...testDeps(testDb.db, redis),
+        ...withEventMatchQueue(testDeps(testDb.db, redis)),
         ssrfAllowCidrs: parseCidrList('127.0.0.0/8,::1/128'),
       }),
     );

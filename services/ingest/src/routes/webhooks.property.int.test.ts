@@ -5,6 +5,7 @@ import {
   createTestToken,
   serve,
   testDeps,
+  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -23,7 +24,7 @@ let existingId: string;
 beforeAll(async () => {
   testDb = await createTestDb('postgres');
   redis = testRedis();
-  server = await serve(createApp(testDeps(testDb.db, redis)));
+  server = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
   admin = await createTestToken(testDb.db, 'admin');
   const response = await post('/webhooks', {
     data: {

@@ -1,0 +1,591 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ApiError,
+  type EntityType,
+  type ErrorEntry,
+  type EventType,
+  type ItemVersion,
+  type ModelInfo,
+} from '@herald/contract';
+import {
+  buildSearchTexts,
+  deleteEnvironment,
+  deleteModel,
+  deleteRecords,
+  findModelsByIdOrApiKey,
+  insertEvents,
+  listEnvironments,
+  loadBlocks,
+  loadModels,
+  promoteEnvironment,
+  recordKey,
+  replaceRecordTexts,
+  syncBlocks,
+  textSearchConfig,
+  upsertBlocks,
+  upsertEnvironment,
+  upsertModel,
+  upsertRecords,
+  type BlockSync,
+  type BlockWrite,
+  type Db,
+  type FieldWrite,
+  type ModelWrite,
+  type NewEvent,
+  type Queryable,
+  type RecordDelete,
+  type RecordText,
+  type RecordWrite,
+  type TextBlock,
+} from '@herald/store';
+import type { ValidEvent } from '../routes/events.validators.js';
+import { extractItem, type ExtractedItem } from './item-values.js';
+
+export interface AcceptedEvent {
+  id: string;
+  status: 'accepted' | 'duplicate';
+  entityType: EntityType;
+  eventType: EventType;
+}
+
+export interface AcceptResult {
+  events: AcceptedEvent[];
+  /** Ids stored by this call, in request order: the ones to enqueue. */
+  acceptedIds: string[];
+  /** An environment event was applied (the environment cache is stale). */
+  environmentsChanged: boolean;
+}
+
+interface EnvState {
+  locales: string[];
+  isPrimary: boolean;
+}
+
+type Plan =
+  | { kind: 'item-write'; write: RecordWrite; extracted: ExtractedItem }
+  | { kind: 'item-delete'; delete: RecordDelete }
+  | { kind: 'model-upsert'; environment: string; model: ModelWrite; fields: FieldWrite[] }
+  | { kind: 'model-delete'; environment: string; id: string }
+  | { kind: 'environment-upsert'; id: string; locales: string[] | undefined }
+  | { kind: 'environment-promote'; id: string }
+  | { kind: 'environment-delete'; id: string }
+  | { kind: 'none' };
+
+type ItemPlan = Extract<Plan, { kind: 'item-write' | 'item-delete' }>;
+
+/**
+ * Accepts a validated batch durably (API.md §5, ARCHITECTURE.md): in one transaction, stores the
+ * events (a repeated id is a duplicate, never stored or applied twice) and applies the new ones
+ * to the record store, validating item attributes against their models. Any problem throws a
+ * 422 and rolls the whole batch back. Enqueuing is the caller's job, after this resolves.
+ */
+export async function acceptEvents(
+  db: Db,
+  events: readonly ValidEvent[],
+  requestEnvironment: string,
+  now = new Date(),
+): Promise<AcceptResult> {
+  const ids = events.map((event) => event.id ?? randomUUID());
+  const firstIndex = new Map<string, number>();
+  ids.forEach((id, i) => {
+    if (!firstIndex.has(id)) firstIndex.set(id, i);
+  });
+
+  return db.transaction(async (tx) => {
+    const { rows: known } = await tx.query<{ id: string }>(
+      'SELECT id FROM events WHERE id = ANY($1::text[])',
+      [[...firstIndex.keys()]],
+    );
+    const stored = new Set(known.map((row) => row.id));
+    const fresh = events.flatMap((event, i) => {
+      const id = ids[i]!;
+      return firstIndex.get(id) === i && !stored.has(id) ? [{ event, id }] : [];
+    });
+
+    const planner = new Planner(now, requestEnvironment);
+    await planner.load(
+      tx,
+      fresh.map((f) => f.event),
+    );
+    const planned = fresh.map(({ event, id }) => planner.plan(event, id));
+    if (planner.errors.length > 0) throw ApiError.many(planner.errors.slice(0, 100));
+
+    const inserted = await insertEvents(
+      tx,
+      planned.map((p) => p.row),
+    );
+    await applyPlans(
+      tx,
+      planned.filter((p) => inserted.has(p.row.id)).map((p) => p.plan),
+      planner,
+    );
+
+    return {
+      events: events.map((event, i) => ({
+        id: ids[i]!,
+        status: inserted.has(ids[i]!) && firstIndex.get(ids[i]!) === i ? 'accepted' : 'duplicate',
+        entityType: event.attributes.entity_type,
+        eventType: event.attributes.event_type,
+      })),
+      acceptedIds: planned.map((p) => p.row.id).filter((id) => inserted.has(id)),
+      environmentsChanged: planned.some(
+        (p) => inserted.has(p.row.id) && p.plan.kind.startsWith('environment-'),
+      ),
+    };
+  });
+}
+
+/** Model ids referenced by expanded blocks anywhere inside a record's attributes. */
+function collectBlockModelIds(value: unknown, out: Set<string>, depth = 0): void {
+  if (!value || typeof value !== 'object' || depth > 40) return;
+  if (Array.isArray(value)) {
+    for (const v of value) collectBlockModelIds(v, out, depth + 1);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  const id = (record['relationships'] as { item_type?: { data?: { id?: unknown } } } | undefined)
+    ?.item_type?.data?.id;
+  if (typeof id === 'string') out.add(id);
+  for (const v of Object.values(record)) collectBlockModelIds(v, out, depth + 1);
+}
+
+const date = (value: string | null | undefined): Date | null => (value ? new Date(value) : null);
+
+/**
+ * Walks the batch in order against a simulated state of environments and models, so that an
+ * item event may use a model created earlier in the same batch. Produces the event rows and what
+ * each event does to the store, collecting every validation problem.
+ */
+class Planner {
+  readonly errors: ErrorEntry[] = [];
+  readonly environments = new Map<string, EnvState>();
+  /** Models by environment, by id. */
+  readonly models = new Map<string, Map<string, ModelInfo>>();
+
+  constructor(
+    private readonly now: Date,
+    private readonly requestEnvironment: string,
+  ) {}
+
+  environmentOf(event: ValidEvent): string {
+    if (event.kind === 'environment') return event.environmentEntity.id;
+    return event.attributes.environment ?? this.requestEnvironment;
+  }
+
+  modelsOf(environment: string): Map<string, ModelInfo> {
+    let models = this.models.get(environment);
+    if (!models) {
+      models = new Map();
+      this.models.set(environment, models);
+    }
+    return models;
+  }
+
+  /** Loads the environments and every model the batch names (by id or api_key). */
+  async load(db: Queryable, events: readonly ValidEvent[]): Promise<void> {
+    for (const env of await listEnvironments(db)) {
+      this.environments.set(env.id, { locales: env.locales, isPrimary: env.isPrimary });
+    }
+    const keys = new Map<string, Set<string>>();
+    for (const event of events) {
+      const environment = this.environmentOf(event);
+      const set = keys.get(environment) ?? new Set<string>();
+      keys.set(environment, set);
+      if (event.kind === 'item') {
+        const modelId = event.item.relationships?.item_type.data.id;
+        if (modelId) set.add(modelId);
+        collectBlockModelIds(event.item.attributes, set);
+      } else if (event.kind === 'item_type') {
+        set.add(event.itemType.id);
+        if (event.itemType.attributes) set.add(event.itemType.attributes.api_key);
+      }
+    }
+    for (const [environment, set] of keys) {
+      if (set.size === 0 || !this.environments.has(environment)) continue;
+      const found = await findModelsByIdOrApiKey(db, environment, [...set]);
+      const models = this.modelsOf(environment);
+      for (const model of found.values()) models.set(model.id, model);
+    }
+  }
+
+  plan(event: ValidEvent, id: string): { row: NewEvent; plan: Plan } {
+    const environment = this.environmentOf(event);
+    const prefix = `data.${event.index}.attributes`;
+    let plan: Plan = { kind: 'none' };
+    let itemTypeId: string | null = null;
+    let itemTypeApiKey: string | null = null;
+
+    if (event.kind === 'environment') {
+      plan = this.planEnvironment(event, prefix);
+    } else if (!this.environments.has(environment)) {
+      this.errors.push(
+        ApiError.field(`${prefix}.environment`, 'VALIDATION_INCLUSION', 'unknown environment'),
+      );
+    } else if (event.kind === 'item_type') {
+      plan = this.planModel(event, environment, prefix);
+      itemTypeId = event.itemType.id;
+      itemTypeApiKey =
+        event.itemType.attributes?.api_key ??
+        this.modelsOf(environment).get(event.itemType.id)?.apiKey ??
+        null;
+    } else if (event.kind === 'item') {
+      itemTypeId = event.item.relationships?.item_type.data.id ?? null;
+      itemTypeApiKey = itemTypeId
+        ? (this.modelsOf(environment).get(itemTypeId)?.apiKey ?? null)
+        : null;
+      plan = this.planItem(event, environment, id, prefix);
+    }
+
+    const state = this.environments.get(environment);
+    const row: NewEvent = {
+      id,
+      environment,
+      isEnvironmentPrimary: state?.isPrimary ?? false,
+      entityType: event.attributes.entity_type,
+      eventType: event.attributes.event_type,
+      entityId: event.attributes.entity.id,
+      itemTypeId,
+      itemTypeApiKey,
+      occurredAt: date(event.attributes.occurred_at) ?? this.now,
+      entity: event.attributes.entity,
+      previousEntity: event.attributes.previous_entity ?? null,
+      relatedEntities: event.attributes.related_entities,
+    };
+    return { row, plan };
+  }
+
+  private planEnvironment(event: ValidEvent & { kind: 'environment' }, prefix: string): Plan {
+    const id = event.environmentEntity.id;
+    const existing = this.environments.get(id);
+    const eventType = event.attributes.event_type as 'create' | 'update' | 'promote' | 'delete';
+    switch (eventType) {
+      case 'create':
+      case 'update': {
+        const locales = event.environmentEntity.attributes?.locales;
+        this.environments.set(id, {
+          locales: locales ?? existing?.locales ?? ['en'],
+          isPrimary: existing?.isPrimary ?? false,
+        });
+        return { kind: 'environment-upsert', id, locales };
+      }
+      case 'promote':
+        if (!existing) {
+          this.errors.push(
+            ApiError.field(`${prefix}.entity.id`, 'VALIDATION_INCLUSION', 'unknown environment'),
+          );
+          return { kind: 'none' };
+        }
+        for (const state of this.environments.values()) state.isPrimary = false;
+        existing.isPrimary = true;
+        return { kind: 'environment-promote', id };
+      case 'delete':
+        if (existing?.isPrimary) {
+          this.errors.push(
+            ApiError.field(
+              `${prefix}.entity.id`,
+              'VALIDATION_INCLUSION',
+              'the primary environment cannot be deleted; promote another one first',
+            ),
+          );
+          return { kind: 'none' };
+        }
+        this.environments.delete(id);
+        this.models.delete(id);
+        return { kind: 'environment-delete', id };
+    }
+  }
+
+  private planModel(
+    event: ValidEvent & { kind: 'item_type' },
+    environment: string,
+    prefix: string,
+  ): Plan {
+    const models = this.modelsOf(environment);
+    const { id, attributes } = event.itemType;
+    if (event.attributes.event_type === 'delete') {
+      models.delete(id);
+      return { kind: 'model-delete', environment, id };
+    }
+    if (!attributes) return { kind: 'none' };
+    const clash = [...models.values()].find((m) => m.apiKey === attributes.api_key && m.id !== id);
+    if (clash) {
+      this.errors.push(
+        ApiError.field(
+          `${prefix}.entity.attributes.api_key`,
+          'VALIDATION_UNIQUENESS',
+          `another model (${clash.id}) already has the api_key ${attributes.api_key}`,
+        ),
+      );
+      return { kind: 'none' };
+    }
+    const fields: FieldWrite[] = event.fields.map((field) => {
+      const { api_key, field_type, localized, label, position, ...rest } = field.attributes;
+      return {
+        apiKey: api_key,
+        fieldType: field_type,
+        localized,
+        id: field.id ?? null,
+        label: label ?? null,
+        position,
+        attributes: rest,
+      };
+    });
+    const model: ModelWrite = {
+      id,
+      apiKey: attributes.api_key,
+      name: attributes.name,
+      modularBlock: attributes.modular_block,
+      sortable: attributes.sortable,
+      tree: attributes.tree,
+      draftModeActive: attributes.draft_mode_active,
+      attributes,
+    };
+    models.set(id, {
+      ...model,
+      fields: fields.map(({ apiKey, fieldType, localized }) => ({ apiKey, fieldType, localized })),
+    });
+    return { kind: 'model-upsert', environment, model, fields };
+  }
+
+  private planItem(
+    event: ValidEvent & { kind: 'item' },
+    environment: string,
+    eventId: string,
+    prefix: string,
+  ): Plan {
+    const { item } = event;
+    const meta = item.meta ?? {};
+    const updatedAt = date(meta.updated_at) ?? date(event.attributes.occurred_at) ?? this.now;
+    const currentVersion =
+      meta.current_version === null || meta.current_version === undefined
+        ? null
+        : String(meta.current_version);
+    if (event.attributes.event_type === 'delete') {
+      return {
+        kind: 'item-delete',
+        delete: { environment, id: item.id, updatedAt, currentVersion },
+      };
+    }
+    const modelId = item.relationships?.item_type.data.id;
+    const models = this.modelsOf(environment);
+    const model = modelId ? models.get(modelId) : undefined;
+    const modelPath = `${prefix}.entity.relationships.item_type.data.id`;
+    if (!modelId || !model) {
+      this.errors.push(ApiError.field(modelPath, 'VALIDATION_INCLUSION', 'unknown model'));
+      return { kind: 'none' };
+    }
+    if (model.modularBlock) {
+      this.errors.push(
+        ApiError.field(
+          modelPath,
+          'VALIDATION_INCLUSION',
+          'is a block model: blocks travel inside their record',
+        ),
+      );
+      return { kind: 'none' };
+    }
+    const extracted = extractItem(model, item.attributes, item.id, `${prefix}.entity.attributes`, {
+      models,
+      locales: this.environments.get(environment)?.locales ?? [],
+      errors: this.errors,
+    });
+    const eventType = event.attributes.event_type;
+    const mode =
+      eventType === 'publish'
+        ? 'publish'
+        : eventType === 'unpublish'
+          ? 'unpublish'
+          : model.draftModeActive
+            ? 'save'
+            : 'publish';
+    const creator = item.relationships?.creator?.data ?? null;
+    const position = item.attributes['position'] ?? meta.position;
+    const parentId = item.attributes['parent_id'];
+    return {
+      kind: 'item-write',
+      extracted,
+      write: {
+        environment,
+        id: item.id,
+        itemTypeId: model.id,
+        mode,
+        eventId,
+        eventType,
+        attributes: extracted.attributes,
+        parentId: model.tree && typeof parentId === 'string' ? parentId : null,
+        position: Number.isInteger(position) ? (position as number) : null,
+        creator,
+        createdAt: date(meta.created_at) ?? updatedAt,
+        updatedAt,
+        publishedAt: date(meta.published_at) ?? this.now,
+        firstPublishedAt: date(meta.first_published_at),
+        publicationScheduledAt: date(meta.publication_scheduled_at),
+        unpublishingScheduledAt: date(meta.unpublishing_scheduled_at),
+        isValid: meta.is_valid ?? true,
+        isCurrentVersionValid: meta.is_current_version_valid ?? meta.is_valid ?? true,
+        isPublishedVersionValid: meta.is_published_version_valid ?? meta.is_valid ?? true,
+        currentVersion,
+        stage: meta.stage ?? null,
+      },
+    };
+  }
+}
+
+/** Applies the plans in order; consecutive item events go to the store in bulk. */
+async function applyPlans(db: Queryable, plans: readonly Plan[], planner: Planner): Promise<void> {
+  let run: ItemPlan[] = [];
+  const flush = async () => {
+    if (run.length > 0) await applyItemRun(db, run, planner);
+    run = [];
+  };
+  for (const plan of plans) {
+    switch (plan.kind) {
+      case 'item-write':
+      case 'item-delete':
+        run.push(plan);
+        continue;
+      case 'none':
+        continue;
+      case 'model-upsert':
+        await flush();
+        await upsertModel(db, plan.environment, plan.model, plan.fields);
+        continue;
+      case 'model-delete':
+        await flush();
+        await deleteModel(db, plan.environment, plan.id);
+        continue;
+      case 'environment-upsert':
+        await flush();
+        await upsertEnvironment(db, plan.id, plan.locales);
+        continue;
+      case 'environment-promote':
+        await flush();
+        await promoteEnvironment(db, plan.id);
+        continue;
+      case 'environment-delete':
+        await flush();
+        await deleteEnvironment(db, plan.id);
+        continue;
+    }
+  }
+  await flush();
+}
+
+/**
+ * Item events in bulk. A record touched several times is written in successive rounds (one
+ * write per record per statement), which keeps the events' order for that record.
+ */
+async function applyItemRun(db: Queryable, run: ItemPlan[], planner: Planner): Promise<void> {
+  const rounds: ItemPlan[][] = [];
+  const seen = new Map<string, number>();
+  for (const plan of run) {
+    const target = plan.kind === 'item-write' ? plan.write : plan.delete;
+    const key = recordKey(target.environment, target.id);
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (rounds[round] ??= []).push(plan);
+  }
+  for (const round of rounds) {
+    const deletes = round.flatMap((p) => (p.kind === 'item-delete' ? [p.delete] : []));
+    const writes = round.flatMap((p) => (p.kind === 'item-write' ? [p] : []));
+    await deleteRecords(db, deletes);
+    const written = await upsertRecords(
+      db,
+      writes.map((p) => p.write),
+    );
+    const applied = writes.filter((p) => written.has(recordKey(p.write.environment, p.write.id)));
+    if (applied.length > 0) await writeBlocksAndTexts(db, applied, written, planner);
+  }
+}
+
+async function writeBlocksAndTexts(
+  db: Queryable,
+  applied: readonly (ItemPlan & { kind: 'item-write' })[],
+  written: ReadonlyMap<string, { inserted: boolean }>,
+  planner: Planner,
+): Promise<void> {
+  const isNew = (w: RecordWrite) => written.get(recordKey(w.environment, w.id))?.inserted ?? false;
+  const blocks: BlockWrite[] = applied.flatMap(({ write, extracted }) =>
+    extracted.blocks.map((b) => ({
+      environment: write.environment,
+      id: b.id,
+      itemTypeId: b.itemTypeId,
+      rootId: write.id,
+      blockParentId: b.parentId,
+      attributes: b.attributes,
+      updatedAt: write.updatedAt,
+      eventId: write.eventId,
+    })),
+  );
+  await upsertBlocks(db, blocks);
+  // A new record without blocks has no blocks to reconcile.
+  const syncs: BlockSync[] = applied
+    .filter(({ write, extracted }) => !isNew(write) || extracted.referencedIds.length > 0)
+    .map(({ write, extracted }) => ({
+      environment: write.environment,
+      rootId: write.id,
+      mode: write.mode,
+      referencedIds: extracted.referencedIds,
+    }));
+  await syncBlocks(db, syncs);
+
+  // The text of blocks given by id only comes from the store.
+  const storedBlocks = new Map<string, Map<string, TextBlock>>();
+  const needStored = applied.filter((p) => p.extracted.idOnlyRefs.length > 0);
+  for (const environment of new Set(needStored.map((p) => p.write.environment))) {
+    const loaded = await loadBlocks(
+      db,
+      environment,
+      needStored.filter((p) => p.write.environment === environment).map((p) => p.write.id),
+    );
+    const models = planner.modelsOf(environment);
+    const missing = [...new Set([...loaded.values()].map((b) => b.itemTypeId))].filter(
+      (id) => !models.has(id),
+    );
+    for (const model of (await loadModels(db, environment, missing)).values()) {
+      models.set(model.id, model);
+    }
+    storedBlocks.set(
+      environment,
+      new Map(
+        [...loaded.values()].map((b) => [
+          b.id,
+          { itemTypeId: b.itemTypeId, attributes: b.currentAttributes ?? {} },
+        ]),
+      ),
+    );
+  }
+
+  const clear: { environment: string; recordId: string; versions: ItemVersion[] }[] = [];
+  const texts: RecordText[] = [];
+  for (const { write, extracted } of applied) {
+    const versions: ItemVersion[] = write.mode === 'save' ? ['current'] : ['current', 'published'];
+    if (!isNew(write)) clear.push({ environment: write.environment, recordId: write.id, versions });
+    const blockMap = new Map(storedBlocks.get(write.environment));
+    for (const b of extracted.blocks) blockMap.set(b.id, b);
+    const byLocale = buildSearchTexts({
+      itemTypeId: write.itemTypeId,
+      attributes: write.attributes,
+      locales: planner.environments.get(write.environment)?.locales ?? [],
+      models: planner.modelsOf(write.environment),
+      blocks: blockMap,
+    });
+    const textVersions: ItemVersion[] =
+      write.mode === 'publish' ? ['current', 'published'] : ['current'];
+    for (const [locale, text] of byLocale) {
+      if (!text) continue;
+      for (const version of textVersions) {
+        texts.push({
+          environment: write.environment,
+          recordId: write.id,
+          itemTypeId: write.itemTypeId,
+          version,
+          locale,
+          config: textSearchConfig(locale),
+          text,
+        });
+      }
+    }
+  }
+  await replaceRecordTexts(db, clear, texts);
+}

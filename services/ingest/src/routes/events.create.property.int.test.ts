@@ -1,0 +1,163 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEventMatchQueue, type EventMatchQueue, type Redis } from '@herald/runtime';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import { createApp } from '../app.js';
+
+let t: TestDb;
+let redis: Redis;
+let queue: EventMatchQueue;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  t = await createTestDb('postgres');
+  redis = testRedis();
+  const deps = testDeps(t.db, redis);
+  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
+  server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
+  token = await createTestToken(t.db, 'producer');
+  const seed = await send(
+    JSON.stringify({
+      data: {
+        type: 'event',
+        attributes: {
+          entity_type: 'item_type',
+          event_type: 'create',
+          entity: { type: 'item_type', id: 'post', attributes: { name: 'Post', api_key: 'post' } },
+          related_entities: [
+            {
+              type: 'field',
+              id: 'f-title',
+              attributes: { api_key: 'title', field_type: 'string' },
+            },
+            { type: 'field', id: 'f-n', attributes: { api_key: 'n', field_type: 'integer' } },
+            {
+              type: 'field',
+              id: 'f-blocks',
+              attributes: { api_key: 'blocks', field_type: 'rich_text' },
+            },
+          ],
+        },
+      },
+    }),
+  );
+  expect(seed.status).toBe(202);
+});
+
+afterAll(async () => {
+  await server.close();
+  await queue.obliterate({ force: true });
+  await queue.close();
+  await redis.quit();
+  await t.cleanup();
+});
+
+async function send(body: string): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${server.url}/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text) as unknown };
+}
+
+/** 202 with one status per event, or a 4xx in the error envelope: never a 500. */
+function expectContractAnswer(answer: { status: number; body: unknown }): void {
+  if (answer.status === 202) {
+    const { data } = answer.body as { data: { type: string; attributes: { status: string } }[] };
+    for (const entry of data) expect(['accepted', 'duplicate']).toContain(entry.attributes.status);
+    return;
+  }
+  expect(answer.status).toBeGreaterThanOrEqual(400);
+  expect(answer.status).toBeLessThan(500);
+  const { data } = answer.body as {
+    data: { type: string; attributes: { code: string; details: object } }[];
+  };
+  expect(data.length).toBeGreaterThan(0);
+  for (const entry of data) {
+    expect(entry.type).toBe('api_error');
+    expect(typeof entry.attributes.code).toBe('string');
+    expect(typeof entry.attributes.details).toBe('object');
+  }
+}
+
+const word = fc.constantFrom('post', 'nope', 'title', 'n', 'blocks', 'main', 'x', '', 'a:b', '1');
+/** Events that are often nearly valid, so the deeper validators are reached too. */
+const eventLike = fc.record(
+  {
+    type: fc.oneof(fc.constant('event'), fc.jsonValue()),
+    id: fc.oneof(fc.uuid(), word, fc.jsonValue()),
+    attributes: fc.record(
+      {
+        entity_type: fc.oneof(
+          fc.constantFrom('item', 'item_type', 'environment', 'upload', 'sso_user'),
+          fc.jsonValue(),
+        ),
+        event_type: fc.oneof(
+          fc.constantFrom('create', 'update', 'delete', 'publish', 'unpublish', 'promote'),
+          fc.jsonValue(),
+        ),
+        environment: fc.oneof(word, fc.jsonValue()),
+        occurred_at: fc.oneof(
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          fc.string(),
+        ),
+        entity: fc.oneof(
+          fc.record(
+            {
+              type: fc.constantFrom('item', 'item_type', 'environment'),
+              id: fc.oneof(word, fc.string()),
+              attributes: fc.dictionary(word, fc.jsonValue()),
+              relationships: fc.record({
+                item_type: fc.record({
+                  data: fc.record({ type: fc.constant('item_type'), id: word }),
+                }),
+              }),
+              meta: fc.dictionary(
+                fc.constantFrom('updated_at', 'current_version', 'status'),
+                fc.jsonValue(),
+              ),
+            },
+            { requiredKeys: ['type', 'id'] },
+          ),
+          fc.jsonValue(),
+        ),
+        related_entities: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 3 }), fc.jsonValue()),
+      },
+      { requiredKeys: [] },
+    ),
+  },
+  { requiredKeys: [] },
+);
+
+describe('POST /events under arbitrary input', () => {
+  it('answers arbitrary JSON with a 202 or a 4xx in the envelope, never a 500', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.jsonValue().map((value) => JSON.stringify(value)),
+          fc.jsonValue().map((value) => JSON.stringify({ data: value })),
+          fc
+            .array(eventLike, { minLength: 1, maxLength: 4 })
+            .map((data) => JSON.stringify({ data })),
+          eventLike.map((data) => JSON.stringify({ data })),
+          fc.string(),
+        ),
+        async (body) => {
+          expectContractAnswer(await send(body));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,82 @@
+import { Router, type RequestHandler } from 'express';
+import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@herald/contract';
+import { context, enqueueEventMatches, requireRole } from '@herald/runtime';
+import type { IngestDeps } from '../app.js';
+import { acceptEvents } from '../events/accept-events.js';
+import { ingestMetrics } from '../events/metrics.js';
+import { validateEventsBody } from './events.validators.js';
+
+/** Counts a rejected batch, labelling each event by its types when they are valid values. */
+function countRejected(deps: IngestDeps, body: unknown): void {
+  const metrics = ingestMetrics(deps.metrics.registry);
+  const data = (body as { data?: unknown } | null)?.data;
+  const list = Array.isArray(data) ? data.slice(0, 1000) : [data];
+  for (const raw of list) {
+    const attributes = (raw as { attributes?: Record<string, unknown> } | null)?.attributes;
+    const entityType = attributes?.['entity_type'];
+    const eventType = attributes?.['event_type'];
+    const valid = isEntityType(entityType) && isEventTypeOf(entityType, eventType);
+    metrics.events.inc({
+      entity_type: valid ? entityType : 'invalid',
+      event_type: valid ? String(eventType) : 'invalid',
+      outcome: 'rejected',
+    });
+  }
+}
+
+/**
+ * POST /events (API.md §5): validate the batch whole, store it and apply it to the record store
+ * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
+ * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
+ */
+export function eventsCreate(deps: IngestDeps): RequestHandler {
+  const metrics = ingestMetrics(deps.metrics.registry);
+  const log = deps.logger.child({ module: 'events' });
+  return async (req, res, next) => {
+    try {
+      const body: unknown = req.body;
+      let result;
+      try {
+        const events = validateEventsBody(body);
+        metrics.batchSize.observe(events.length);
+        result = await acceptEvents(deps.db, events, context(res).environment?.id ?? 'main');
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 422) countRejected(deps, body);
+        throw error;
+      }
+      if (result.environmentsChanged) deps.environments?.invalidate();
+      for (const event of result.events) {
+        metrics.events.inc({
+          entity_type: event.entityType,
+          event_type: event.eventType,
+          outcome: event.status,
+        });
+      }
+      try {
+        await enqueueEventMatches(deps.eventMatchQueue, result.acceptedIds, deps.enqueueTimeoutMs);
+      } catch (error) {
+        metrics.enqueueFailures.inc();
+        log.warn(
+          { err: (error as Error).message, events: result.acceptedIds.length },
+          'events stored but not enqueued; the sweeper will enqueue them',
+        );
+      }
+      const answer: EventsAccepted = {
+        data: result.events.map((event) => ({
+          type: 'event',
+          id: event.id,
+          attributes: { status: event.status },
+        })),
+      };
+      res.status(202).json(answer);
+    } catch (error) {
+      next(error);
+    }
+  };
+}
+
+export function eventsRouter(deps: IngestDeps): Router {
+  const router = Router();
+  router.post('/events', requireRole('producer'), eventsCreate(deps));
+  return router;
+}
