@@ -10,6 +10,7 @@ import {
   openRedis,
 } from '@herald/runtime';
 import { createApp } from './app.js';
+import { IndexManager } from './index-manager.js';
 import { loadConfig } from './config.js';
 
 async function main(): Promise<void> {
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
     lifecycle,
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
+    indexes: new IndexManager(db, logger, config.READ_EXPRESSION_INDEXES),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

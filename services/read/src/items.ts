@@ -1,0 +1,216 @@
+import {
+  ApiError,
+  serializeItem,
+  type ItemResource,
+  type ItemVersion,
+  type ModelInfo,
+  type StoredItem,
+} from '@herald/contract';
+import {
+  findModelsByIdOrApiKey,
+  loadBlocks,
+  loadModels,
+  RECORD_COLUMNS,
+  sqlState,
+  textSearchConfig,
+  toStoredItem,
+  type Db,
+  type Environment,
+  type RecordRow,
+} from '@herald/store';
+import type { IndexManager } from './index-manager.js';
+import type { QueryDuration } from './metrics.js';
+import { compileListQuery } from './query/compile.js';
+import { parseListParams, resolveListQuery } from './query/list-query.js';
+
+export interface ItemsDeps {
+  db: Db;
+  indexes: IndexManager;
+  queryDuration: QueryDuration;
+}
+
+export interface ItemsPage {
+  data: ItemResource[];
+  meta: { total_count: number };
+}
+
+/**
+ * Errors Postgres raises on what the request asked for (not on a fault of ours): an invalid or
+ * too complex regular expression, a program limit hit by a huge operand.
+ */
+function requestError(error: unknown, param: string): ApiError | null {
+  const state = sqlState(error);
+  if (state === undefined) return null;
+  if (state === '2201B' || state.startsWith('54')) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new ApiError(
+      'INVALID_FILTER_FIELDS_PARAM',
+      { param, message: `Invalid regular expression: ${message}` },
+      { cause: error },
+    );
+  }
+  return null;
+}
+
+/** GET /items (API.md §3.2): validates, compiles, counts, loads a page, serializes. */
+export async function listItems(
+  deps: ItemsDeps,
+  environment: Environment,
+  raw: Record<string, unknown>,
+): Promise<ItemsPage> {
+  const params = parseListParams(raw);
+  const models: ModelInfo[] = [];
+  if (params.types) {
+    const found = await findModelsByIdOrApiKey(deps.db, environment.id, params.types);
+    const unknown = params.types.filter((key) => !found.has(key));
+    if (unknown.length > 0) {
+      throw new ApiError('INVALID_FILTER', {
+        param: 'filter[type]',
+        message: `Unknown model${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`,
+        unknown,
+      });
+    }
+    for (const key of params.types) {
+      const model = found.get(key)!;
+      if (!models.some((m) => m.id === model.id)) models.push(model);
+    }
+  }
+  const query = resolveListQuery(params, {
+    locales: environment.locales,
+    models,
+    textSearchConfig,
+  });
+  const compiled = compileListQuery(query, environment.id);
+
+  // Regular expressions are Postgres AREs: Postgres itself is the judge of their validity.
+  for (const [index, regexp] of compiled.regexps.entries()) {
+    try {
+      await deps.db.query(`SELECT '' ${regexp.caseSensitive ? '~' : '~*'} $1`, [regexp.pattern]);
+    } catch (error) {
+      throw requestError(error, `filter[fields] (regular expression ${index + 1})`) ?? error;
+    }
+  }
+  deps.indexes.ensure(compiled.indexes);
+
+  const started = process.hrtime.bigint();
+  let rows: RecordRow[];
+  let total: number;
+  try {
+    if (query.offset === 0) {
+      const [count, page] = await Promise.all([
+        deps.db.query<{ count: string }>(compiled.count.text, compiled.count.values),
+        deps.db.query<RecordRow>(compiled.list.text, compiled.list.values),
+      ]);
+      total = Number(count.rows[0]?.count ?? 0);
+      rows = page.rows;
+    } else {
+      // Count first: an offset past the end needs no page query (a huge offset stays cheap).
+      const count = await deps.db.query<{ count: string }>(
+        compiled.count.text,
+        compiled.count.values,
+      );
+      total = Number(count.rows[0]?.count ?? 0);
+      rows =
+        query.offset >= total
+          ? []
+          : (await deps.db.query<RecordRow>(compiled.list.text, compiled.list.values)).rows;
+    }
+  } catch (error) {
+    throw requestError(error, 'filter[fields]') ?? error;
+  } finally {
+    deps.queryDuration.observe(
+      { shape: compiled.shape },
+      Number(process.hrtime.bigint() - started) / 1e9,
+    );
+  }
+
+  const items = rows.map(toStoredItem);
+  const data = await serializeItems(
+    deps.db,
+    environment.id,
+    items,
+    query.version,
+    query.nested,
+    models,
+  );
+  return { data, meta: { total_count: total } };
+}
+
+/** GET /items/:id: the record or block, or null (404) without a version of that kind. */
+export async function retrieveItem(
+  deps: Pick<ItemsDeps, 'db'>,
+  environment: Environment,
+  id: string,
+  version: ItemVersion,
+  nested: boolean,
+): Promise<ItemResource | null> {
+  const { rows } = await deps.db.query<RecordRow>(
+    `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.environment = $1 AND r.id = $2`,
+    [environment.id, id],
+  );
+  if (!rows[0]) return null;
+  const [item] = await serializeItems(
+    deps.db,
+    environment.id,
+    [toStoredItem(rows[0])],
+    version,
+    nested,
+    [],
+  );
+  return item ?? null;
+}
+
+/** Serializes records of one version (API.md §3.1), with their blocks when nested. */
+async function serializeItems(
+  db: Db,
+  environment: string,
+  items: StoredItem[],
+  version: ItemVersion,
+  nested: boolean,
+  known: readonly ModelInfo[],
+): Promise<ItemResource[]> {
+  if (items.length === 0) return [];
+  let blocks: Map<string, StoredItem> | undefined;
+  const modelIds = new Set(items.map((item) => item.itemTypeId));
+  if (nested) {
+    blocks = await loadBlocks(
+      db,
+      environment,
+      items.map((item) => item.rootId ?? item.id),
+    );
+    for (const block of blocks.values()) modelIds.add(block.itemTypeId);
+  }
+  const models = new Map(known.map((model) => [model.id, model]));
+  const missing = [...modelIds].filter((id) => !models.has(id));
+  for (const [id, model] of await loadModels(db, environment, missing)) models.set(id, model);
+  const children = await treeChildren(db, environment, items, models);
+  const data: ItemResource[] = [];
+  for (const item of items) {
+    const resource = serializeItem(item, {
+      version,
+      nested,
+      ...(blocks ? { blocks } : {}),
+      models,
+      hasChildren: models.get(item.itemTypeId)?.tree ? children.has(item.id) : null,
+    });
+    if (resource) data.push(resource);
+  }
+  return data;
+}
+
+/** Which of the given records of tree models have children (meta.has_children). */
+async function treeChildren(
+  db: Db,
+  environment: string,
+  items: StoredItem[],
+  models: Map<string, ModelInfo>,
+): Promise<Set<string>> {
+  const ids = items.filter((item) => models.get(item.itemTypeId)?.tree).map((item) => item.id);
+  if (ids.length === 0) return new Set();
+  const { rows } = await db.query<{ parent_id: string }>(
+    `SELECT DISTINCT parent_id FROM records
+     WHERE environment = $1 AND parent_id = ANY($2::text[]) AND NOT is_block`,
+    [environment, ids],
+  );
+  return new Set(rows.map((row) => row.parent_id));
+}

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import { upsertEnvironment } from '@herald/store';
+import type { Redis } from '@herald/runtime';
+import { createApp } from '../app.js';
+import { IndexManager } from '../index-manager.js';
+import { defineModel, putRecord } from '../../test/seed.js';
+
+/** The same SQL on the embedded PGlite: migration 004, counts, filters, search, lazy indexes. */
+
+let t: TestDb;
+let redis: Redis;
+let server: TestServer;
+let token: string;
+let indexes: IndexManager;
+
+beforeAll(async () => {
+  t = await createTestDb('pglite');
+  redis = testRedis();
+  await upsertEnvironment(t.db, 'main', ['en', 'it']);
+  await defineModel(t.db, 'main', {
+    id: 'm1',
+    apiKey: 'post',
+    fields: [
+      { apiKey: 'title', fieldType: 'string', localized: true },
+      { apiKey: 'views', fieldType: 'integer' },
+      { apiKey: 'at', fieldType: 'date_time' },
+      { apiKey: 'refs', fieldType: 'links' },
+      { apiKey: 'content', fieldType: 'structured_text' },
+    ],
+  });
+  for (let i = 0; i < 4; i++) {
+    await putRecord(t.db, 'main', ['en', 'it'], {
+      id: `r${i}`,
+      itemTypeId: 'm1',
+      mode: i < 3 ? 'publish' : 'save',
+      createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)),
+      attributes: {
+        title: { en: `Title ${i}`, it: `Titolo ${i}` },
+        views: i * 10,
+        at: `2024-01-0${i + 1}T10:00:00`,
+        refs: [`r${(i + 1) % 4}`],
+        content: {
+          schema: 'dast',
+          document: { type: 'root', children: [{ type: 'span', value: `word${i}` }] },
+        },
+      },
+    });
+  }
+  token = await createTestToken(t.db, 'read_only');
+  const deps = testDeps(t.db, redis);
+  indexes = new IndexManager(t.db, deps.logger, true);
+  server = await serve(createApp({ ...deps, indexes }));
+});
+
+afterAll(async () => {
+  await server?.close();
+  await indexes?.idle();
+  redis?.disconnect();
+  await t?.cleanup();
+});
+
+async function list(query: string): Promise<{ ids: string[]; total: number }> {
+  const res = await fetch(`${server.url}/items?${query}`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  const body = (await res.json()) as { data: { id: string }[]; meta: { total_count: number } };
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return { ids: body.data.map((i) => i.id), total: body.meta.total_count };
+}
+
+describe('GET /items on PGlite', () => {
+  it('counts, filters, sorts and searches like on Postgres', async () => {
+    expect(await list('filter[type]=post')).toEqual({ ids: ['r0', 'r1', 'r2'], total: 3 });
+    expect((await list('filter[type]=post&version=current')).total).toBe(4);
+    expect(
+      await list('filter[type]=post&filter[fields][views][gte]=10&order_by=views_DESC'),
+    ).toEqual({ ids: ['r2', 'r1'], total: 2 });
+    expect(
+      (await list('filter[type]=post&filter[fields][at][lt]=2024-01-02T10:00:00Z')).ids,
+    ).toEqual(['r0']);
+    expect((await list('filter[type]=post&filter[fields][refs][any_in][]=r2')).ids).toEqual(['r1']);
+    expect(
+      (await list('filter[type]=post&filter[fields][content][matches][pattern]=WORD2')).ids,
+    ).toEqual(['r2']);
+    expect(
+      (await list('filter[type]=post&filter[fields][title][matches][pattern]=^titolo 1&locale=it'))
+        .ids,
+    ).toEqual(['r1']);
+    expect((await list('filter[query]=titolo&locale=it&page[limit]=1')).total).toBe(3);
+  });
+
+  it('answers an invalid regular expression with 422', async () => {
+    const res = await fetch(
+      `${server.url}/items?filter[type]=post&filter[fields][title][matches][pattern]=(`,
+      { headers: { Authorization: `Bearer ${token}` } },
+    );
+    expect(res.status).toBe(422);
+    expect(await res.text()).toContain('INVALID_FILTER_FIELDS_PARAM');
+  });
+});

@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import { upsertEnvironment } from '@herald/store';
+import type { Redis } from '@herald/runtime';
+import { createApp } from '../app.js';
+import { IndexManager } from '../index-manager.js';
+import { defineModel, putRecord } from '../../test/seed.js';
+
+/** Any query string gets a 200 or a 4xx in the error envelope, never a 500. */
+
+let t: TestDb;
+let redis: Redis;
+let server: TestServer;
+let token: string;
+let indexes: IndexManager;
+
+const FIELDS = ['title', 'views', 'rating', 'day', 'at', 'flag', 'body', 'refs', 'place', 'nope'];
+
+beforeAll(async () => {
+  t = await createTestDb('postgres');
+  redis = testRedis();
+  await upsertEnvironment(t.db, 'main', ['en', 'it']);
+  await defineModel(t.db, 'main', {
+    id: 'm1',
+    apiKey: 'post',
+    sortable: true,
+    fields: [
+      { apiKey: 'title', fieldType: 'string', localized: true },
+      { apiKey: 'views', fieldType: 'integer' },
+      { apiKey: 'rating', fieldType: 'float' },
+      { apiKey: 'day', fieldType: 'date' },
+      { apiKey: 'at', fieldType: 'date_time' },
+      { apiKey: 'flag', fieldType: 'boolean' },
+      { apiKey: 'body', fieldType: 'structured_text' },
+      { apiKey: 'refs', fieldType: 'links' },
+      { apiKey: 'place', fieldType: 'lat_lon' },
+    ],
+  });
+  for (let i = 0; i < 5; i++) {
+    await putRecord(t.db, 'main', ['en', 'it'], {
+      id: `r${i}`,
+      itemTypeId: 'm1',
+      mode: i % 2 ? 'publish' : 'save',
+      createdAt: new Date(Date.UTC(2024, 0, 1, 0, 0, i)),
+      position: i,
+      attributes: {
+        title: { en: `Title ${i}`, it: null },
+        views: i * 10,
+        rating: i / 3,
+        day: `2024-01-0${i + 1}`,
+        at: `2024-01-0${i + 1}T10:00:00Z`,
+        flag: i % 2 === 0,
+        refs: [`r${(i + 1) % 5}`],
+        place: { latitude: 45, longitude: 9 + i },
+      },
+    });
+  }
+  token = await createTestToken(t.db, 'read_only');
+  const deps = testDeps(t.db, redis);
+  indexes = new IndexManager(t.db, deps.logger, false);
+  server = await serve(createApp({ ...deps, indexes }));
+});
+
+afterAll(async () => {
+  await server?.close();
+  redis?.disconnect();
+  await t?.cleanup();
+});
+
+const OPERATORS = [
+  'eq',
+  'neq',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'in',
+  'not_in',
+  'notIn',
+  'any_in',
+  'anyIn',
+  'all_in',
+  'matches',
+  'not_matches',
+  'is_blank',
+  'isPresent',
+  'exists',
+  'near',
+  'bogus',
+];
+
+const value = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.constantFrom(
+    'true',
+    'false',
+    '1',
+    '-1',
+    '0',
+    '1e309',
+    '2024-01-02',
+    '2024-01-02T10:00:00',
+    '2024-02-30',
+    'null',
+    '(',
+    '[a-',
+    '\\',
+    '%',
+    '%00',
+    '%zz',
+    ',',
+    'r1,r2',
+    '99999999999999999999',
+  ),
+  fc.integer().map(String),
+  fc.double().map(String),
+  fc.string({ unit: 'binary', maxLength: 12 }).map(encodeURIComponent),
+);
+
+const key = fc.oneof(
+  fc.constantFrom(
+    'nested',
+    'version',
+    'locale',
+    'order_by',
+    'page[limit]',
+    'page[offset]',
+    'filter[ids]',
+    'filter[type]',
+    'filter[query]',
+    'filter[only_valid]',
+    'filter',
+    'page',
+    'filter[fields]',
+  ),
+  fc
+    .tuple(
+      fc.constantFrom(...FIELDS, 'id', '_status', '_created_at', 'position', 'parent_id'),
+      fc.constantFrom(...OPERATORS),
+      fc.constantFrom(
+        '',
+        '[]',
+        '[pattern]',
+        '[regexp]',
+        '[case_sensitive]',
+        '[latitude]',
+        '[radius]',
+        '[0]',
+        '[x][y]',
+      ),
+    )
+    .map(([f, op, tail]) => `filter[fields][${f}][${op}]${tail}`),
+  fc.string({ maxLength: 15 }),
+);
+
+const pair = fc.tuple(key, value).map(([k, v]) => `${k}=${v}`);
+const structured = fc.array(pair, { maxLength: 8 }).map((pairs) => {
+  const withType = pairs.some((p) => p.startsWith('filter[fields]'))
+    ? ['filter[type]=post', ...pairs]
+    : pairs;
+  return withType.join('&');
+});
+const anyString = fc
+  .string({ unit: 'binary', maxLength: 200 })
+  .map((s) => encodeURI(s).replace(/#/g, '%23'));
+
+describe('GET /items property: never a 500', () => {
+  it('answers every generated query string with 200 or a 4xx envelope', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(structured, anyString), async (query) => {
+        const res = await fetch(`${server.url}/items?${query}`, {
+          headers: { Authorization: `Bearer ${token}` },
+        });
+        const body = (await res.json()) as { data?: unknown; meta?: unknown };
+        expect(res.status, `${query} → ${JSON.stringify(body)}`).toBeLessThan(500);
+        if (res.status === 200) {
+          expect(Array.isArray(body.data)).toBe(true);
+          expect(body.meta).toMatchObject({ total_count: expect.any(Number) });
+        } else {
+          expect(res.status).toBeGreaterThanOrEqual(400);
+          const [entry] = body.data as { type: string; attributes: { code: string } }[];
+          expect(entry!.type).toBe('api_error');
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});

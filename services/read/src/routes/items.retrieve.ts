@@ -1,0 +1,45 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { ApiError } from '@herald/contract';
+import { context, requireRole } from '@herald/runtime';
+import { retrieveItem, type ItemsDeps } from '../items.js';
+
+/** GET /items/:id query parameters (API.md §3.2: `nested`, `version`). */
+export const ItemsRetrieveQuery = z.looseObject({
+  nested: z.enum(['true', 'false']).optional(),
+  version: z.enum(['published', 'current']).optional(),
+});
+export type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
+
+export function itemsRetrieveRoute(deps: Pick<ItemsDeps, 'db'>): Router {
+  const router = Router();
+  router.get('/items/:id', requireRole('read_only'), async (req, res) => {
+    const ctx = context(res);
+    const parsed = ItemsRetrieveQuery.safeParse(ctx.query);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const param = String(issue.path[0] ?? '');
+      throw new ApiError('INVALID_PARAMS', {
+        param,
+        message:
+          param === 'nested' ? 'must be "true" or "false"' : 'must be "published" or "current"',
+      });
+    }
+    const id = String(req.params['id'] ?? '');
+    const item = await retrieveItem(
+      deps,
+      ctx.environment!,
+      id,
+      parsed.data.version ?? 'published',
+      parsed.data.nested === 'true',
+    );
+    if (!item) {
+      throw new ApiError('NOT_FOUND', {
+        message: `No record ${id} with a ${parsed.data.version ?? 'published'} version`,
+        id,
+      });
+    }
+    res.status(200).json({ data: item });
+  });
+  return router;
+}

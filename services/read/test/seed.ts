@@ -1,0 +1,161 @@
+import type { ItemVersion, ModelInfo } from '@herald/contract';
+import {
+  buildSearchTexts,
+  loadModels,
+  replaceRecordTexts,
+  syncBlocks,
+  textSearchConfig,
+  upsertBlocks,
+  upsertModel,
+  upsertRecords,
+  type Db,
+  type RecordMode,
+} from '@herald/store';
+
+/**
+ * Writes models and records through the store's repositories, the way the events path does
+ * (API.md §5.2), for tests that run before POST /events is available in this tree.
+ */
+
+export interface SeedField {
+  apiKey: string;
+  fieldType: string;
+  localized?: boolean;
+}
+
+export interface SeedModel {
+  id: string;
+  apiKey: string;
+  sortable?: boolean;
+  tree?: boolean;
+  modularBlock?: boolean;
+  fields: SeedField[];
+}
+
+export async function defineModel(db: Db, environment: string, model: SeedModel): Promise<void> {
+  await upsertModel(
+    db,
+    environment,
+    {
+      id: model.id,
+      apiKey: model.apiKey,
+      name: model.apiKey,
+      modularBlock: model.modularBlock ?? false,
+      sortable: model.sortable ?? false,
+      tree: model.tree ?? false,
+      draftModeActive: true,
+      attributes: {},
+    },
+    model.fields.map((f, position) => ({
+      apiKey: f.apiKey,
+      fieldType: f.fieldType,
+      localized: f.localized ?? false,
+      id: null,
+      label: null,
+      position,
+      attributes: {},
+    })),
+  );
+}
+
+export interface SeedBlock {
+  id: string;
+  itemTypeId: string;
+  /** The record or block whose field holds it. */
+  parentId: string;
+  attributes: Record<string, unknown>;
+}
+
+export interface SeedRecord {
+  id: string;
+  itemTypeId: string;
+  attributes: Record<string, unknown>;
+  mode: RecordMode;
+  createdAt: Date;
+  updatedAt?: Date;
+  position?: number | null;
+  parentId?: string | null;
+  isValid?: boolean;
+  blocks?: SeedBlock[];
+}
+
+/** One record event: the record, its blocks, and its full-text documents. */
+export async function putRecord(
+  db: Db,
+  environment: string,
+  locales: readonly string[],
+  record: SeedRecord,
+): Promise<void> {
+  const updatedAt = record.updatedAt ?? record.createdAt;
+  await db.transaction(async (tx) => {
+    await upsertRecords(tx, [
+      {
+        environment,
+        id: record.id,
+        itemTypeId: record.itemTypeId,
+        mode: record.mode,
+        eventId: `evt-${record.id}-${updatedAt.getTime()}`,
+        eventType: record.mode === 'publish' ? 'publish' : 'update',
+        attributes: record.attributes,
+        parentId: record.parentId ?? null,
+        position: record.position ?? null,
+        creator: { type: 'access_token', id: '1' },
+        createdAt: record.createdAt,
+        updatedAt,
+        publishedAt: updatedAt,
+        firstPublishedAt: null,
+        publicationScheduledAt: null,
+        unpublishingScheduledAt: null,
+        isValid: record.isValid ?? true,
+        isCurrentVersionValid: record.isValid ?? true,
+        isPublishedVersionValid: record.isValid ?? true,
+        currentVersion: String(updatedAt.getTime()),
+        stage: null,
+      },
+    ]);
+    const blocks = record.blocks ?? [];
+    await upsertBlocks(
+      tx,
+      blocks.map((b) => ({
+        environment,
+        id: b.id,
+        itemTypeId: b.itemTypeId,
+        rootId: record.id,
+        blockParentId: b.parentId,
+        attributes: b.attributes,
+        updatedAt,
+        eventId: `evt-${record.id}`,
+      })),
+    );
+    await syncBlocks(tx, [
+      { environment, rootId: record.id, mode: record.mode, referencedIds: blocks.map((b) => b.id) },
+    ]);
+    const modelIds = new Set([record.itemTypeId, ...blocks.map((b) => b.itemTypeId)]);
+    const models: Map<string, ModelInfo> = await loadModels(tx, environment, [...modelIds]);
+    const texts = buildSearchTexts({
+      itemTypeId: record.itemTypeId,
+      attributes: record.attributes,
+      locales,
+      models,
+      blocks: new Map(blocks.map((b) => [b.id, b])),
+    });
+    const versions: ItemVersion[] =
+      record.mode === 'publish' ? ['current', 'published'] : ['current'];
+    const cleared: ItemVersion[] = record.mode === 'save' ? ['current'] : ['current', 'published'];
+    await replaceRecordTexts(
+      tx,
+      [{ environment, recordId: record.id, versions: cleared }],
+      versions.flatMap((version) =>
+        [...texts].map(([locale, text]) => ({
+          environment,
+          recordId: record.id,
+          itemTypeId: record.itemTypeId,
+          version,
+          locale,
+          config: textSearchConfig(locale),
+          text,
+        })),
+      ),
+    );
+  });
+}
