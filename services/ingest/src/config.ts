@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { parseCidrList } from '@herald/contract';
+import { deliveryEnv } from '@herald/delivery';
 import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
+  /** `site_id` of delivered payloads; ingest renders previews with it (same variable as delivery). */
+  SITE_ID: deliveryEnv.SITE_ID,
   /**
    * Folder of the built web console (services/console/dist), served at /console. Unset: the
    * build beside this service in the repository. A folder without index.html: /console is a 404.

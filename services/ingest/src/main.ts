@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     redisPrefix: config.REDIS_PREFIX,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
+    siteId: config.SITE_ID,
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

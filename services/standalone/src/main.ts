@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
+    siteId: config.SITE_ID,
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
   });

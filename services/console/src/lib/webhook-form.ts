@@ -150,7 +150,11 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
 }
 
 /** The attributes of a `webhook_preview` request (API.md §4.2): what shapes the request sent. */
-export function previewAttributes(form: WebhookForm, eventId: string): Record<string, unknown> {
+export function previewAttributes(
+  form: WebhookForm,
+  eventId: string,
+  webhookId?: string,
+): Record<string, unknown> {
   const attributes: Record<string, unknown> = {
     url: form.url.trim(),
     custom_payload: form.useCustomPayload ? form.customPayload : null,
@@ -158,6 +162,8 @@ export function previewAttributes(form: WebhookForm, eventId: string): Record<st
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
     nested_items_in_payload: form.nestedItemsInPayload,
   };
+  // An existing webhook's id goes in the payload's webhook_id, as delivery would put it.
+  if (webhookId) attributes['webhook_id'] = webhookId;
   if (eventId.trim() !== '') attributes['event_id'] = eventId.trim();
   return attributes;
 }

@@ -409,7 +409,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             </a>
           </div>
         </form>
-        <PreviewPanel form={form} onProblems={setPreviewProblems} />
+        <PreviewPanel form={form} webhookId={webhook?.id} onProblems={setPreviewProblems} />
       </div>
 
       {dialog === 'delete' && webhook && (

@@ -16,14 +16,19 @@ const PREVIEW_DEBOUNCE_MS = 350;
  */
 export function PreviewPanel({
   form,
+  webhookId,
   onProblems,
 }: {
   form: WebhookForm;
+  webhookId: string | undefined;
   onProblems: (problems: FieldProblem[]) => void;
 }) {
   const { client } = useApp();
   const [eventId, setEventId] = useState('');
-  const attributes = useMemo(() => previewAttributes(form, eventId), [form, eventId]);
+  const attributes = useMemo(
+    () => previewAttributes(form, eventId, webhookId),
+    [form, eventId, webhookId],
+  );
   const key = JSON.stringify(attributes);
   const debouncedKey = useDebounced(key, PREVIEW_DEBOUNCE_MS);
 
@@ -107,6 +112,11 @@ export function PreviewPanel({
       {preview.error && problems.length === 0 && <ErrorNote error={preview.error} />}
       {rendered && !preview.error && (
         <div class={stale ? 'preview-body is-stale' : 'preview-body'}>
+          <p class="muted small" data-testid="preview-event">
+            {rendered['sample_event'] === true
+              ? `A sample ${String(rendered['entity_type'])}.${String(rendered['event_type'])} event; the call id is shown as "preview".`
+              : `Event ${String(rendered['event_id'])} (${String(rendered['entity_type'])}.${String(rendered['event_type'])}); the call id is shown as "preview".`}
+          </p>
           <h3>URL</h3>
           <p class="mono break" data-testid="preview-url">
             POST {rendered.url}
