@@ -41,8 +41,8 @@ export default tseslint.config(
     },
   },
   {
-    // Tests and benchmarks are outside the packages' tsconfigs (they are not built); they are
-    // typed by tsconfig.tests.json, so lint them with that project.
+    // Tests and benchmarks are outside the packages' tsconfig.json (which exclude them):
+    // type-check them with tsconfig.tests.json instead of the nearest project.
     files: ['**/*.test.ts', 'bench/**/*.ts'],
     languageOptions: {
       parserOptions: {

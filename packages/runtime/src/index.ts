@@ -32,3 +32,4 @@ export {
   queuePrefix,
   type EventMatchQueue,
 } from './queues.js';
+export { ssrfEnv } from './ssrf-env.js';

@@ -1,27 +1,13 @@
 import { z } from 'zod';
-import { parseCidrList } from '@herald/contract';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 import type { DeliverySettings } from './workers.js';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** The delivery service's own variables (beside commonEnv). */
 export const deliveryEnv = {
-  /**
-   * CIDRs (comma-separated) exempt from the SSRF blocked ranges of API.md §6.3, at webhook creation
-   * and at delivery. Default none; for local development use "127.0.0.0/8,::1/128".
-   */
-  SSRF_ALLOW_CIDRS: z
-    .string()
-    .default('')
-    .transform((value, ctx) => {
-      try {
-        return parseCidrList(value);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message });
-        return z.NEVER;
-      }
-    }),
+  /** SSRF_ALLOW_CIDRS: the blocked ranges are checked on every resolved address at connect time. */
+  ...ssrfEnv,
   /** Time allowed to open a connection to a webhook endpoint. */
   DELIVERY_CONNECT_TIMEOUT_MS: int(100, 60_000).default(2000),
   /** Time allowed for a whole delivery attempt (connect, send, answer). */

@@ -11,8 +11,8 @@ import {
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { deliverySettings, loadConfig } from './config.js';
-import { startEventSweeper } from './sweep-events.js';
 import { startDelivery } from './workers.js';
+import { startEventSweeper } from './sweep-events.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -31,6 +31,14 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
+  // the ones in flight while /readyz already answers 503.
+  const delivery = await startDelivery(
+    { db, redis, logger, registry: metrics.registry },
+    deliverySettings(config, config.REDIS_URL),
+  );
+  lifecycle.onShutdown('delivery-workers', () => delivery.close());
+  logger.info({ url }, 'delivery listening; workers started');
   const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   const sweeper = startEventSweeper({
@@ -44,14 +52,7 @@ async function main(): Promise<void> {
     enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
   });
   lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
-  // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
-  // the ones in flight while /readyz already answers 503.
-  const delivery = await startDelivery(
-    { db, redis, logger, registry: metrics.registry },
-    deliverySettings(config, config.REDIS_URL),
-  );
-  lifecycle.onShutdown('delivery-workers', () => delivery.close());
-  logger.info({ url }, 'delivery listening; workers started');
+  logger.info({ url }, 'delivery listening');
 }
 
 main().catch((error: unknown) => {

@@ -127,7 +127,7 @@ export async function startDelivery(
     redis,
     settings.redisPrefix,
     settings.maxInFlightPerWebhook,
-    settings.timeoutMs + 10_000,
+    settings.timeoutMs + 5000,
   );
 
   const matchContext: MatchContext = {

@@ -9,6 +9,7 @@ import {
 } from '@herald/runtime';
 import { consoleRouter } from './routes/console.static.js';
 import { eventsRouter } from './routes/events.create.js';
+import { webhookCallsRouter } from './routes/webhook-calls.router.js';
 import { webhookPreviewRouter } from './routes/webhooks.preview.js';
 import { webhooksRouter } from './routes/webhooks.router.js';
 
@@ -40,6 +41,7 @@ export function ingestRouter(deps: IngestDeps): Router {
     }),
   );
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));
+  router.use(webhookCallsRouter(deps));
   router.use(eventsRouter(deps));
   return router;
 }

@@ -1,10 +1,16 @@
 import { z } from 'zod';
-import { parseCidrList } from '@herald/contract';
 import { deliveryEnv } from '@herald/delivery';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
+  /** SSRF_ALLOW_CIDRS: also checked when a webhook's URL names an IP address literally. */
+  ...ssrfEnv,
+  /**
+   * How long POST /events waits for Redis to take the event ids after the commit; past it (or
+   * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
+   */
+  ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   /** `site_id` of delivered payloads; ingest renders previews with it (same variable as delivery). */
   SITE_ID: deliveryEnv.SITE_ID,
   /**
@@ -12,26 +18,6 @@ export const ingestEnv = {
    * build beside this service in the repository. A folder without index.html: /console is a 404.
    */
   CONSOLE_DIR: z.string().min(1).optional(),
-  /**
-   * CIDRs (comma-separated) exempt from the SSRF blocked ranges of API.md §6.3, at webhook creation
-   * and at delivery. Default none; for local development use "127.0.0.0/8,::1/128".
-   */
-  SSRF_ALLOW_CIDRS: z
-    .string()
-    .default('')
-    .transform((value, ctx) => {
-      try {
-        return parseCidrList(value);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message });
-        return z.NEVER;
-      }
-    }),
-  /**
-   * How long POST /events waits for Redis to take the event ids after the commit; past it (or
-   * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
-   */
-  ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
 };
 
 export const IngestConfig = z.object({

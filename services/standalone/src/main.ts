@@ -12,7 +12,8 @@ import {
   openDatabase,
   openRedis,
 } from '@herald/runtime';
-import { deliverySettings, startDelivery, startEventSweeper } from '@herald/delivery';
+import { deliverySettings, startDelivery } from '@herald/delivery';
+import { startEventSweeper } from '@herald/delivery';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -59,8 +60,8 @@ async function main(): Promise<void> {
     redisPrefix: config.REDIS_PREFIX,
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
-    http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
+    http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,
@@ -69,6 +70,12 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  // Registered last so it closes first: workers stop taking jobs and finish those in flight.
+  const delivery = await startDelivery(
+    { db, redis, logger, registry: metrics.registry },
+    deliverySettings(config, redisUrl),
+  );
+  lifecycle.onShutdown('delivery-workers', () => delivery.close());
   const sweeper = startEventSweeper({
     db,
     queue: eventMatchQueue,
@@ -80,12 +87,6 @@ async function main(): Promise<void> {
     enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
   });
   lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
-  // Registered last so it closes first: workers stop taking jobs and finish those in flight.
-  const delivery = await startDelivery(
-    { db, redis, logger, registry: metrics.registry },
-    deliverySettings(config, redisUrl),
-  );
-  lifecycle.onShutdown('delivery-workers', () => delivery.close());
   logger.info({ url, database: db.kind }, 'herald listening');
   const tokenHint = config.HERALD_ADMIN_TOKEN
     ? 'the admin token is the HERALD_ADMIN_TOKEN you set'

@@ -9,8 +9,8 @@ import { WebhookListCache } from '../webhooks/list-cache.js';
 export function listWebhooksRoute(deps: WebhookRouteDeps): RequestHandler {
   const cache = new WebhookListCache();
   return async (_req, res) => {
-    const data = await cache.render(deps.db);
+    const body = await cache.render(deps.db);
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.send(`{"data":${data}}`);
+    res.send(body);
   };
 }

@@ -10,14 +10,20 @@ import { serializeWebhook } from './serialize.js';
  */
 export class WebhookListCache {
   readonly #entries = new Map<string, { version: number; json: string }>();
+  /** The last body rendered and the ids:versions it was rendered from. */
+  #last: { key: string; body: Buffer } | undefined;
 
-  /** The `data` array of GET /webhooks as JSON text, oldest webhook first. */
-  async render(db: Queryable): Promise<string> {
+  /** The GET /webhooks body `{"data":[...]}`, oldest webhook first. */
+  async render(db: Queryable): Promise<Buffer> {
     const versions = await listWebhookVersions(db);
+    const key = versions.map(({ id, version }) => `${id}:${version}`).join(',');
+    if (this.#last?.key === key) return this.#last.body;
     const stale = versions
       .filter(({ id, version }) => this.#entries.get(id)?.version !== version)
       .map(({ id }) => id);
     if (stale.length) {
+      // Rows deleted since the versions were read must not be served from an older entry.
+      for (const id of stale) this.#entries.delete(id);
       for (const webhook of await findWebhooks(db, stale)) {
         this.#entries.set(webhook.id, {
           version: webhook.version,
@@ -35,6 +41,8 @@ export class WebhookListCache {
       const entry = this.#entries.get(id);
       if (entry) parts.push(entry.json);
     }
-    return `[${parts.join(',')}]`;
+    const body = Buffer.from(`{"data":[${parts.join(',')}]}`);
+    this.#last = { key, body };
+    return body;
   }
 }

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { parseCidrList } from '@herald/contract';
+
+/**
+ * The SSRF allow-list (API.md §6.3), read by ingest (webhook URLs at creation) and delivery (every
+ * resolved address at connect time): spread `ssrfEnv` into each service's config.
+ */
+export const ssrfEnv = {
+  /**
+   * CIDRs (comma- or space-separated) exempt from the blocked address ranges. Default none; for
+   * local development and tests use "127.0.0.0/8,::1/128".
+   */
+  SSRF_ALLOW_CIDRS: z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      try {
+        return parseCidrList(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+};

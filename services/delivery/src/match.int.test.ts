@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
+import { findEvent, type Db, type NewEvent } from '@herald/store';
+import { createTestDb, randomId, type TestDb } from '@herald/testkit';
+import {
+  addWebhook,
+  emitEvents,
+  itemEvent,
+  startPipeline,
+  startReceiver,
+  waitForCall,
+  webhookInput,
+  type Pipeline,
+  type Receiver,
+} from './harness.test-support.js';
+
+let testDb: TestDb;
+let db: Db;
+let pipeline: Pipeline;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  db = testDb.db;
+  pipeline = await startPipeline(db);
+  receiver = await startReceiver();
+});
+
+afterAll(async () => {
+  await pipeline.close();
+  await receiver.close();
+  await testDb.cleanup();
+});
+
+/** The webhooks (by name) whose calls the events produced, once every event is matched. */
+async function matchedNames(events: NewEvent[], names: Map<string, string>): Promise<string[][]> {
+  await vi.waitFor(async () => {
+    for (const event of events) {
+      if (!(await findEvent(db, event.id))?.matchedAt) throw new Error('not matched yet');
+    }
+  });
+  return Promise.all(
+    events.map(async (event) => {
+      const { rows } = await db.query<{ webhook_id: string }>(
+        'SELECT webhook_id FROM webhook_calls WHERE event_id = $1',
+        [event.id],
+      );
+      return rows.map((r) => names.get(r.webhook_id) ?? '?').sort();
+    }),
+  );
+}
+
+describe('matching (API.md §4.3)', () => {
+  it('applies every filter kind, ANDs filters, ORs ids, and honours entity and event types', async () => {
+    const env = randomId('env');
+    const sandbox = randomId('sandbox');
+    const rec = randomId('rec');
+    const entry = (
+      entity_type: WebhookEventEntry['entity_type'],
+      event_types: string[],
+      filters: WebhookEventEntry['filters'] = [],
+    ): WebhookEventEntry => ({
+      entity_type,
+      event_types,
+      filters: [{ entity_type: 'environment', entity_ids: [env, sandbox] }, ...(filters ?? [])],
+    });
+    const specs: Record<string, WebhookEventEntry[]> = {
+      all_item_publish: [entry('item', ['publish'])],
+      by_item: [
+        entry('item', ['publish', 'update'], [{ entity_type: 'item', entity_ids: [rec, 'other'] }]),
+      ],
+      by_model_id: [
+        entry('item', ['publish'], [{ entity_type: 'item_type', entity_ids: ['m-1'] }]),
+      ],
+      by_model_key: [
+        entry('item', ['publish'], [{ entity_type: 'item_type', entity_ids: ['article'] }]),
+      ],
+      primary_only: [
+        entry('item', ['publish'], [{ entity_type: 'environment_type', entity_ids: ['primary'] }]),
+      ],
+      sandbox_only: [
+        entry('item', ['publish'], [{ entity_type: 'environment_type', entity_ids: ['sandbox'] }]),
+      ],
+      model_and_item: [
+        entry(
+          'item',
+          ['publish'],
+          [
+            { entity_type: 'item_type', entity_ids: ['article'] },
+            { entity_type: 'item', entity_ids: ['nope'] },
+          ],
+        ),
+      ],
+      model_events: [
+        entry('item_type', ['update'], [{ entity_type: 'item_type', entity_ids: ['article'] }]),
+      ],
+      build: [
+        entry(
+          'build_trigger',
+          ['deploy_succeeded'],
+          [{ entity_type: 'build_trigger', entity_ids: ['bt-1'] }],
+        ),
+      ],
+      seed_filter_shape: [
+        {
+          entity_type: 'item',
+          event_types: ['unpublish'],
+          filter: { entity_type: 'environment', entity_ids: [sandbox] },
+        },
+      ],
+    };
+    const names = new Map<string, string>();
+    for (const [name, events] of Object.entries(specs)) {
+      const webhook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(receiver.url, { name: `${name}-${env}`, events }),
+      );
+      names.set(webhook.id, name);
+    }
+    // A disabled webhook gets no calls.
+    const disabled = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { enabled: false, events: [entry('item', ['publish'])] }),
+    );
+    names.set(disabled.id, 'disabled');
+
+    const publish = (overrides: Partial<NewEvent>) =>
+      itemEvent({
+        environment: env,
+        eventType: 'publish',
+        itemTypeId: 'm-1',
+        itemTypeApiKey: 'article',
+        ...overrides,
+      });
+    const events: NewEvent[] = [
+      publish({ entityId: rec }),
+      publish({ entityId: randomId('rec'), itemTypeId: 'm-2', itemTypeApiKey: 'page' }),
+      publish({ environment: sandbox, isEnvironmentPrimary: false }),
+      itemEvent({ environment: env, eventType: 'update', entityId: rec }),
+      itemEvent({ environment: sandbox, isEnvironmentPrimary: false, eventType: 'unpublish' }),
+      itemEvent({
+        environment: env,
+        entityType: 'item_type',
+        eventType: 'update',
+        entityId: 'm-1',
+        itemTypeId: 'm-1',
+        itemTypeApiKey: 'article',
+        entity: { type: 'item_type', id: 'm-1', attributes: { api_key: 'article' } },
+      }),
+      itemEvent({
+        environment: env,
+        entityType: 'build_trigger',
+        eventType: 'deploy_succeeded',
+        entityId: 'bt-1',
+        itemTypeId: null,
+        itemTypeApiKey: null,
+        entity: { type: 'build_trigger', id: 'bt-1' },
+      }),
+      itemEvent({
+        environment: env,
+        entityType: 'build_trigger',
+        eventType: 'deploy_succeeded',
+        entityId: 'bt-2',
+        itemTypeId: null,
+        itemTypeApiKey: null,
+        entity: { type: 'build_trigger', id: 'bt-2' },
+      }),
+      // Another environment: nothing listens there.
+      publish({ environment: randomId('elsewhere') }),
+    ];
+    await emitEvents(db, pipeline, events);
+    expect(await matchedNames(events, names)).toEqual([
+      ['all_item_publish', 'by_item', 'by_model_id', 'by_model_key', 'primary_only'],
+      ['all_item_publish', 'primary_only'],
+      ['all_item_publish', 'by_model_id', 'by_model_key', 'sandbox_only'],
+      ['by_item'],
+      ['seed_filter_shape'],
+      ['model_events'],
+      ['build'],
+      [],
+      [],
+    ]);
+  });
+
+  it('follows webhook changes announced on pub/sub and creates each call once', async () => {
+    const env = randomId('env');
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, {
+        events: [
+          {
+            entity_type: 'item',
+            event_types: ['update'],
+            filters: [{ entity_type: 'environment', entity_ids: [env] }],
+          },
+        ],
+      }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+    // The same event enqueued again (a sweeper, a retry) creates no second call and no second send.
+    await pipeline.runtime.matchQueue.add(
+      'match-event',
+      { eventId: event.id },
+      { jobId: `again-${event.id}` },
+    );
+    await pipeline.runtime.sweeper.sweep();
+    const { rows } = await db.query('SELECT id FROM webhook_calls WHERE event_id = $1', [event.id]);
+    expect(rows).toEqual([{ id: call.id }]);
+  });
+});
+
+describe('SSRF guard (API.md §6.3)', () => {
+  it('refuses loopback, literal or resolved, when the allow-list does not hold it', async () => {
+    const strictDb = await createTestDb();
+    const strict = await startPipeline(strictDb.db, { allowCidrs: parseCidrList('') });
+    const local = await startReceiver();
+    try {
+      const port = new URL(local.url).port;
+      const literal = await addWebhook(
+        strictDb.db,
+        strict,
+        webhookInput(`http://127.0.0.1:${port}/x`, { autoRetry: false }),
+      );
+      const named = await addWebhook(
+        strictDb.db,
+        strict,
+        webhookInput(`http://localhost:${port}/y`, { autoRetry: false }),
+      );
+      const event = itemEvent();
+      await emitEvents(strictDb.db, strict, [event]);
+      const a = await waitForCall(strictDb.db, event.id, literal.id, ['failed']);
+      const b = await waitForCall(strictDb.db, event.id, named.id, ['failed']);
+      expect(a.failureReason).toMatch(/blocked address range: loopback/);
+      expect(b.failureReason).toMatch(/localhost resolves to .*loopback/);
+      expect(local.requests).toHaveLength(0);
+      expect(a.requestPayload).toContain('"webhook_call_id"');
+    } finally {
+      await strict.close();
+      await local.close();
+      await strictDb.cleanup();
+    }
+  });
+});

@@ -1,0 +1,198 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Queue } from 'bullmq';
+import { MATCH_EVENT_JOB, QUEUE_EVENT_MATCH, eventJobId } from '@herald/contract';
+import { createRedis, type Redis } from '@herald/runtime';
+import { insertEvents, insertWebhook, type Db, type NewEvent } from '@herald/store';
+import {
+  TEST_DATABASE_URL,
+  createTestDb,
+  randomId,
+  silentLogger,
+  type TestDb,
+} from '@herald/testkit';
+import { itemEvent, startReceiver, webhookInput, type Receiver } from './harness.test-support.js';
+
+// "Nothing lost" (ARCHITECTURE.md decision 1): the built delivery service runs as a child process
+// against this file's schema and its own Redis database (so FLUSHDB touches nothing shared).
+const REDIS_URL = 'redis://127.0.0.1:6379/9';
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+let testDb: TestDb;
+let db: Db;
+let redis: Redis;
+let prefix: string;
+let matchQueue: Queue;
+const children = new Set<ChildProcess>();
+
+function startDelivery(): ChildProcess {
+  const url = new URL(TEST_DATABASE_URL);
+  url.searchParams.set('options', `-c search_path=${testDb.schema!}`);
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env['PATH'],
+      DATABASE_URL: url.toString(),
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'silent',
+      MIGRATE_ON_START: 'false',
+      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+      DELIVERY_TIMEOUT_MS: '1000',
+      DELIVERY_CONNECT_TIMEOUT_MS: '500',
+      DELIVERY_RETRY_SCHEDULE_MS: '300,300,300',
+      DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: '1000',
+      DELIVERY_CONCURRENCY: '50',
+      DELIVERY_JOB_LOCK_MS: '2000',
+      DELIVERY_SWEEP_INTERVAL_MS: '300',
+      DELIVERY_SWEEP_AFTER_MS: '1500',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  return child;
+}
+
+async function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
+}
+
+async function emit(events: NewEvent[], enqueue = true): Promise<void> {
+  await insertEvents(db, events);
+  if (!enqueue) return;
+  await matchQueue.addBulk(
+    events.map((e) => ({
+      name: MATCH_EVENT_JOB,
+      data: { eventId: e.id },
+      opts: { jobId: eventJobId(e.id), removeOnComplete: true, removeOnFail: true },
+    })),
+  );
+}
+
+async function statusCounts(webhookId: string): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ status: string; n: string }>(
+    'SELECT status, count(*) AS n FROM webhook_calls WHERE webhook_id = $1 GROUP BY status',
+    [webhookId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+/** Distinct webhook-ids received (a call answered after a kill may legitimately arrive twice). */
+const distinctCalls = (receiver: Receiver): number =>
+  new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size;
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  db = testDb.db;
+  prefix = randomId('herald_test');
+  redis = createRedis(REDIS_URL, 'producer', silentLogger());
+  matchQueue = new Queue(QUEUE_EVENT_MATCH, { connection: redis, prefix: `{${prefix}}` });
+});
+
+afterAll(async () => {
+  for (const child of children) await stop(child, 'SIGKILL');
+  await matchQueue.close();
+  await redis.flushdb();
+  await redis.quit();
+  await testDb.cleanup();
+});
+
+describe('nothing lost', () => {
+  it('every call completes after kill -9 of the delivery process mid-batch', async () => {
+    // Answers after 30 ms, so that the batch is still in flight when the process dies.
+    const receiver = await startReceiver((_req, res) => setTimeout(() => res.end('ok'), 30));
+    try {
+      const webhook = await insertWebhook(
+        db,
+        webhookInput(receiver.url, { name: randomId('kill') }),
+      );
+      const first = startDelivery();
+      const events = Array.from({ length: 300 }, () => itemEvent());
+      await emit(events);
+      await vi.waitFor(
+        () => {
+          if (receiver.requests.length < 30) throw new Error('not started');
+        },
+        { timeout: 20_000, interval: 10 },
+      );
+      await stop(first, 'SIGKILL');
+      const receivedAtKill = distinctCalls(receiver);
+      expect(receivedAtKill).toBeLessThan(events.length);
+
+      startDelivery();
+      await vi.waitFor(
+        async () => {
+          const counts = await statusCounts(webhook.id);
+          if (counts['success'] !== events.length) throw new Error(JSON.stringify(counts));
+        },
+        { timeout: 45_000, interval: 200 },
+      );
+      expect(distinctCalls(receiver)).toBe(events.length);
+      const { rows } = await db.query<{ n: string }>(
+        'SELECT count(*) AS n FROM events WHERE matched_at IS NULL',
+      );
+      expect(Number(rows[0]!.n)).toBe(0);
+    } finally {
+      for (const child of children) await stop(child, 'SIGTERM');
+      await receiver.close();
+    }
+  });
+
+  it('every call completes after Redis loses its state (FLUSHDB), retries and unmatched events included', async () => {
+    // Each call fails once (a retry job is then delayed in Redis), then succeeds.
+    const failedOnce = new Set<string>();
+    const receiver = await startReceiver((req, res) => {
+      const id = String(req.headers['webhook-id']);
+      if (failedOnce.has(id)) {
+        res.end('ok');
+      } else {
+        failedOnce.add(id);
+        res.writeHead(500).end('try again');
+      }
+    });
+    try {
+      await db.query('DELETE FROM webhooks');
+      const webhook = await insertWebhook(
+        db,
+        webhookInput(receiver.url, { name: randomId('flush') }),
+      );
+      const child = startDelivery();
+      const events = Array.from({ length: 100 }, () => itemEvent());
+      await emit(events);
+      await vi.waitFor(
+        () => {
+          if (failedOnce.size < 20) throw new Error('not started');
+        },
+        { timeout: 20_000, interval: 10 },
+      );
+      await redis.flushdb();
+      // Events stored while Redis was away never got a job at all.
+      const orphans = Array.from({ length: 20 }, () => itemEvent());
+      await emit(orphans, false);
+
+      const total = events.length + orphans.length;
+      await vi.waitFor(
+        async () => {
+          const counts = await statusCounts(webhook.id);
+          if (counts['success'] !== total) throw new Error(JSON.stringify(counts));
+        },
+        { timeout: 45_000, interval: 200 },
+      );
+      const { rows } = await db.query<{ n: string }>(
+        'SELECT count(*) AS n FROM webhook_calls WHERE webhook_id = $1 AND attempted_auto_retries_count >= 1',
+        [webhook.id],
+      );
+      expect(Number(rows[0]!.n)).toBe(total);
+      await stop(child, 'SIGTERM');
+      expect(child.exitCode).toBe(0);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createApp } from '../app.js';
+import { createEventMatchQueue } from '@herald/runtime';
+import type { Db } from '@herald/store';
+import {
+  createTestDb,
+  createTestToken,
+  randomId,
+  serve,
+  silentLogger,
+  testDeps,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import {
+  addWebhook,
+  emitEvents,
+  itemEvent,
+  startPipeline,
+  startReceiver,
+  waitForCall,
+  webhookInput,
+  type Pipeline,
+  type Receiver,
+} from '../../../delivery/src/harness.test-support.js';
+
+// The /webhook_calls API of services/ingest (API.md §4.4) against calls made by real deliveries.
+let testDb: TestDb;
+let db: Db;
+let pipeline: Pipeline;
+let api: TestServer;
+let token: string;
+let receiver: Receiver;
+let failing = true;
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  db = testDb.db;
+  pipeline = await startPipeline(db, {
+    retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
+  });
+  api = await serve(
+    createApp({
+      ...testDeps(db, pipeline.redis),
+      redisPrefix: pipeline.settings.redisPrefix,
+      eventMatchQueue: createEventMatchQueue(
+        pipeline.redis,
+        pipeline.settings.redisPrefix,
+        silentLogger(),
+      ),
+      enqueueTimeoutMs: 1000,
+    }),
+  );
+  token = await createTestToken(db, 'admin');
+  receiver = await startReceiver((_req, res) => res.writeHead(failing ? 503 : 200).end());
+});
+
+afterAll(async () => {
+  await api.close();
+  await pipeline.close();
+  await receiver.close();
+  await testDb.cleanup();
+});
+
+const get = async (path: string) => {
+  const response = await fetch(`${api.url}${path}`, {
+    headers: { Authorization: `Bearer ${token}` },
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+};
+
+describe('/webhook_calls', () => {
+  it('lists with filters, order and paging, retrieves, and resends', async () => {
+    const env = randomId('env');
+    const events = [
+      {
+        entity_type: 'item' as const,
+        event_types: ['update', 'publish'],
+        filters: [{ entity_type: 'environment' as const, entity_ids: [env] }],
+      },
+    ];
+    const a = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { events, httpBasicUser: 'u', httpBasicPassword: 'secret-pass' }),
+    );
+    const b = await addWebhook(db, pipeline, webhookInput(receiver.url, { events }));
+    const update = itemEvent({ environment: env, eventType: 'update' });
+    const publish = itemEvent({ environment: env, eventType: 'publish' });
+    await emitEvents(db, pipeline, [update]);
+    await waitForCall(db, update.id, a.id, ['rescheduled']);
+    await waitForCall(db, update.id, b.id, ['rescheduled']);
+    await emitEvents(db, pipeline, [publish]);
+    const rescheduled = await waitForCall(db, publish.id, a.id, ['rescheduled']);
+    await waitForCall(db, publish.id, b.id, ['rescheduled']);
+
+    const all = await get('/webhook_calls?page[limit]=2&order_by=created_at_desc');
+    expect(all.status).toBe(200);
+    expect((all.body['meta'] as { total_count: number }).total_count).toBe(4);
+    const page = all.body['data'] as { id: string; attributes: Record<string, unknown> }[];
+    expect(page).toHaveLength(2);
+    expect(page[0]!.attributes['event_type']).toBe('publish');
+
+    const byWebhook = await get(
+      `/webhook_calls?filter[fields][webhook_id][eq]=${a.id}&filter[fields][event_type][eq]=publish`,
+    );
+    const only = byWebhook.body['data'] as {
+      id: string;
+      attributes: Record<string, unknown>;
+      relationships: unknown;
+    }[];
+    expect(only.map((c) => c.id)).toEqual([rescheduled.id]);
+    expect(only[0]!.relationships).toEqual({ webhook: { data: { type: 'webhook', id: a.id } } });
+    expect(only[0]!.attributes['status']).toBe('rescheduled');
+    expect(only[0]!.attributes['response_status']).toBe(503);
+    expect(
+      (only[0]!.attributes['request_headers'] as Record<string, string>)['Authorization'],
+    ).toBe('Basic ***');
+    expect(JSON.stringify(only[0])).not.toContain('secret-pass');
+
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    const none = await get(`/webhook_calls?filter[fields][created_at][gt]=${future}`);
+    expect((none.body['meta'] as { total_count: number }).total_count).toBe(0);
+    const ids = await get(
+      `/webhook_calls?filter[ids]=${rescheduled.id}&filter[fields][status][eq]=rescheduled`,
+    );
+    expect((ids.body['data'] as unknown[]).length).toBe(1);
+
+    for (const bad of [
+      'page[limit]=501',
+      'order_by=name_asc',
+      'filter[fields][status][eq]=nope',
+      'filter[fields][created_at][gt]=yesterday',
+      'filter[fields][url][eq]=x',
+    ]) {
+      const response = await get(`/webhook_calls?${bad}`);
+      expect(response.status, bad).toBe(422);
+      expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
+    }
+
+    const one = await get(`/webhook_calls/${rescheduled.id}`);
+    expect(one.status).toBe(200);
+    expect((one.body['data'] as { id: string }).id).toBe(rescheduled.id);
+    expect((await get('/webhook_calls/999999')).status).toBe(404);
+    expect((await get('/webhook_calls/nope')).status).toBe(404);
+
+    // Resend: sent again now with the same webhook-id; the success ends the planned retry.
+    failing = false;
+    const before = receiver.requests.length;
+    const resend = await fetch(`${api.url}/webhook_calls/${rescheduled.id}/resend_webhook`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(resend.status).toBe(204);
+    expect(await resend.text()).toBe('');
+    const done = await waitForCall(db, publish.id, a.id, ['success']);
+    expect(done.nextRetryAt).toBeNull();
+    const resent = receiver.requests.slice(before);
+    expect(resent).toHaveLength(1);
+    expect(resent[0]!.headers['webhook-id']).toBe(rescheduled.id);
+    await vi.waitFor(async () => {
+      expect((await get(`/webhook_calls/${rescheduled.id}`)).body['data']).toMatchObject({
+        attributes: { status: 'success', next_retry_at: null },
+      });
+    });
+    const missing = await fetch(`${api.url}/webhook_calls/424242/resend_webhook`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(missing.status).toBe(404);
+  });
+});

@@ -1,0 +1,102 @@
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { ApiError } from '@herald/contract';
+import { context } from '@herald/runtime';
+import { WEBHOOK_CALL_STATUSES, listWebhookCalls, type Db } from '@herald/store';
+import { serializeWebhookCall } from '../webhook-calls/serialize.js';
+
+const ORDERS = [
+  'created_at_asc',
+  'created_at_desc',
+  'last_sent_at_asc',
+  'last_sent_at_desc',
+  'next_retry_at_asc',
+  'next_retry_at_desc',
+  'webhook_id_asc',
+  'webhook_id_desc',
+] as const;
+
+const dateBound = z
+  .string()
+  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO-8601 date-time')
+  .transform((v) => new Date(v));
+const range = z.object({ gt: dateBound.optional(), lt: dateBound.optional() }).strict();
+const eq = z.object({ eq: z.string().min(1) }).strict();
+
+/** GET /webhook_calls query (API.md §4.4). */
+export const WebhookCallListQuery = z
+  .object({
+    page: z
+      .object({
+        offset: z.coerce.number().int().min(0).default(0),
+        limit: z.coerce.number().int().min(1).max(500).default(30),
+      })
+      .strict()
+      .default({ offset: 0, limit: 30 }),
+    filter: z
+      .object({
+        ids: z
+          .union([z.string(), z.array(z.string())])
+          .transform((v) => (Array.isArray(v) ? v : v.split(',')))
+          .optional(),
+        fields: z
+          .object({
+            webhook_id: eq.optional(),
+            entity_type: eq.optional(),
+            event_type: eq.optional(),
+            status: z
+              .object({ eq: z.enum(WEBHOOK_CALL_STATUSES as [string, ...string[]]) })
+              .strict()
+              .optional(),
+            created_at: range.optional(),
+            last_sent_at: range.optional(),
+            next_retry_at: range.optional(),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .optional(),
+    order_by: z.enum(ORDERS).default('created_at_asc'),
+  })
+  .strict();
+export type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
+
+/** GET /webhook_calls → 200, paginated, with meta.total_count. */
+export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
+  return async (_req, res) => {
+    const parsed = WebhookCallListQuery.safeParse(context(res).query);
+    if (!parsed.success) {
+      throw ApiError.many(
+        parsed.error.issues.map((issue) => ({
+          code: 'INVALID_PARAMS' as const,
+          details: { param: issue.path.join('.'), message: issue.message },
+        })),
+      );
+    }
+    const query = parsed.data;
+    const fields = query.filter?.fields;
+    const order = query.order_by.match(/^(.*)_(asc|desc)$/)!;
+    const { calls, totalCount } = await listWebhookCalls(deps.db, {
+      ...(query.filter?.ids ? { ids: query.filter.ids } : {}),
+      eq: {
+        webhook_id: fields?.webhook_id?.eq,
+        entity_type: fields?.entity_type?.eq,
+        event_type: fields?.event_type?.eq,
+        status: fields?.status?.eq,
+      },
+      range: {
+        created_at: fields?.created_at,
+        last_sent_at: fields?.last_sent_at,
+        next_retry_at: fields?.next_retry_at,
+      },
+      orderBy: {
+        column: order[1] as 'created_at' | 'last_sent_at' | 'next_retry_at' | 'webhook_id',
+        desc: order[2] === 'desc',
+      },
+      offset: query.page.offset,
+      limit: query.page.limit,
+    });
+    res.json({ data: calls.map(serializeWebhookCall), meta: { total_count: totalCount } });
+  };
+}

@@ -1,0 +1,28 @@
+import type { WebhookCallRecord } from '@herald/store';
+
+const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
+
+/** The webhook_call resource of API.md §4.4 (`failure_reason` is an extension). */
+export function serializeWebhookCall(call: WebhookCallRecord) {
+  return {
+    type: 'webhook_call' as const,
+    id: call.id,
+    attributes: {
+      entity_type: call.entityType,
+      event_type: call.eventType,
+      created_at: call.createdAt.toISOString(),
+      request_url: call.requestUrl,
+      request_headers: call.requestHeaders,
+      request_payload: call.requestPayload,
+      response_status: call.responseStatus,
+      response_headers: call.responseHeaders,
+      response_payload: call.responsePayload,
+      attempted_auto_retries_count: call.attemptedAutoRetriesCount,
+      last_sent_at: iso(call.lastSentAt),
+      next_retry_at: iso(call.nextRetryAt),
+      status: call.status,
+      failure_reason: call.failureReason,
+    },
+    relationships: { webhook: { data: { type: 'webhook' as const, id: call.webhookId } } },
+  };
+}
