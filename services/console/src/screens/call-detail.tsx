@@ -121,8 +121,8 @@ export function CallDetail({ id }: { id: string }) {
                 <p class="muted">
                   {attributes.status === 'pending'
                     ? 'Not answered yet.'
-                    : typeof attributes['error'] === 'string'
-                      ? attributes['error']
+                    : typeof attributes['failure_reason'] === 'string'
+                      ? attributes['failure_reason']
                       : 'No response was received.'}
                 </p>
               )}

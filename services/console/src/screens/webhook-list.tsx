@@ -85,9 +85,6 @@ export function WebhookList() {
       )}
       {list.length > 0 && (
         <table class="table table-cards" aria-describedby="webhooks-caption">
-          <caption id="webhooks-caption" class="muted small">
-            Last call and success rate over the {RECENT_CALLS} most recent calls.
-          </caption>
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -165,6 +162,11 @@ export function WebhookList() {
             })}
           </tbody>
         </table>
+      )}
+      {list.length > 0 && (
+        <p id="webhooks-caption" class="muted small">
+          Last call and success rate over the {RECENT_CALLS} most recent calls.
+        </p>
       )}
     </section>
   );
