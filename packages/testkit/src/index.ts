@@ -10,7 +10,9 @@ import {
   answerClientErrors,
   createLogger,
   createMetrics,
+  createEventMatchQueue,
   createRedis,
+  type EventMatchQueue,
   type HttpSettings,
   type Logger,
   type Metrics,
@@ -129,11 +131,15 @@ export interface TestDeps {
   lifecycle: Lifecycle;
   http: HttpSettings;
   redisPrefix: string;
+  /** The ingest service's producer side of `event-match`, on the test's prefix. */
+  eventMatchQueue: EventMatchQueue;
+  enqueueTimeoutMs: number;
 }
 
 /** The dependencies an API app needs, on real Postgres and Redis. */
 export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {}): TestDeps {
   const logger = silentLogger();
+  const redisPrefix = randomId('herald_test');
   return {
     db,
     redis,
@@ -141,7 +147,9 @@ export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {})
     metrics: createMetrics({ defaultMetrics: false }),
     lifecycle: new Lifecycle(logger),
     http: testHttpSettings(http),
-    redisPrefix: randomId('herald_test'),
+    redisPrefix,
+    eventMatchQueue: createEventMatchQueue(redis, redisPrefix, logger),
+    enqueueTimeoutMs: 5000,
   };
 }
 

@@ -90,6 +90,13 @@ const RULES: Rule[] = [
   ['name blank', { name: '   ' }, 'name', 'VALIDATION_REQUIRED'],
   ['name null', { name: null }, 'name', 'VALIDATION_REQUIRED'],
   ['name not a string', { name: 12 }, 'name', 'VALIDATION_TYPE'],
+  ['name with a lone surrogate', { name: 'a\ud800b' }, 'name', 'VALIDATION_FORMAT'],
+  [
+    'filter id with a lone surrogate',
+    { events: withFilter({ entity_type: 'item', entity_ids: ['ok', 'x\udc00'] }) },
+    'events.0.filter.entity_ids.1',
+    'VALIDATION_FORMAT',
+  ],
   ['name over 255 chars', { name: 'n'.repeat(256) }, 'name', 'VALIDATION_LENGTH'],
   // url
   ['url not a string', { url: ['https://x.test'] }, 'url', 'VALIDATION_TYPE'],
@@ -532,6 +539,7 @@ describe('POST /webhooks validation', () => {
   it('accepts the valid edge cases', async () => {
     for (const overrides of [
       { name: 'n'.repeat(255) },
+      { name: 'emoji 😀 and 中文' },
       { url: `https://example.com/${'a'.repeat(2048 - 20)}` },
       { headers: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}`, 'v'])) },
       { events: [] },

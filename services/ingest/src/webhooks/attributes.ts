@@ -156,7 +156,18 @@ function validate(
   }
 
   const value: Partial<WebhookInput> = {};
-  const has = (key: WireAttribute) => Object.hasOwn(attributes, key);
+  const has = (key: WireAttribute) => {
+    if (!Object.hasOwn(attributes, key)) return false;
+    // Lone surrogates would be silently replaced on the way into Postgres: refuse them instead.
+    const malformed = findIllFormed(attributes[key], key);
+    if (malformed === undefined) return true;
+    problems.add(
+      malformed,
+      'VALIDATION_FORMAT',
+      `${malformed} holds a lone surrogate; send valid Unicode`,
+    );
+    return false;
+  };
   if (has('name')) setIf(value, 'name', checkName(attributes['name'], problems));
   if (has('url')) setIf(value, 'url', checkUrl(attributes['url'], context, problems));
   if (has('headers')) setIf(value, 'headers', checkHeaders(attributes['headers'], problems));
@@ -191,6 +202,28 @@ function validate(
     } else value.payloadApiVersion = given;
   }
   return problems.entries.length ? { ok: false, errors: problems.entries } : { ok: true, value };
+}
+
+// In a `u` regex a surrogate pair is one code point, so only lone surrogates match.
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** The path of the first string (value or key) that is not well-formed UTF-16, if any. */
+function findIllFormed(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : undefined;
+  if (Array.isArray(value)) {
+    for (const [index, item] of value.entries()) {
+      const found = findIllFormed(item, `${path}.${index}`);
+      if (found) return found;
+    }
+  } else if (isObject(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      const found = LONE_SURROGATE.test(key)
+        ? `${path}.${key}`
+        : findIllFormed(item, `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }
 
 /** Assigns only values that passed (a failed check returns undefined). */
