@@ -31,7 +31,6 @@ CREATE TABLE events (
   matched_at             timestamptz
 );
 CREATE INDEX events_unmatched ON events (seq) WHERE matched_at IS NULL;
-CREATE INDEX events_by_entity ON events (environment, entity_type, entity_id);
 
 -- Models (item types) of an environment, from item_type events.
 CREATE TABLE item_types (
@@ -71,6 +70,9 @@ CREATE TABLE fields (
 -- `published_attributes` (NULL = no published version). Block-typed fields hold block ids; the
 -- blocks are rows of their own with `is_block` and their top-level `root_id`. Meta columns of
 -- API.md §3.1 are real columns so that filters and ordering use indexes.
+-- No foreign key to item_types here nor from record_texts to records: a per-row RI check costs
+-- more than the rest of the insert on the ingest hot path. The repositories delete records and
+-- texts with their model or environment (models.ts, environments.ts, records.ts).
 CREATE TABLE records (
   environment                text NOT NULL,
   id                         text NOT NULL,
@@ -107,7 +109,6 @@ CREATE TABLE records (
   last_event_id              text,
   last_event_type            text,
   PRIMARY KEY (environment, id),
-  FOREIGN KEY (environment, item_type_id) REFERENCES item_types (environment, id) ON DELETE CASCADE,
   CHECK (is_block = (root_id IS NOT NULL)),
   CHECK (is_block OR current_attributes IS NOT NULL)
 );
@@ -138,7 +139,6 @@ CREATE TABLE record_texts (
   locale       text NOT NULL,
   item_type_id text NOT NULL,
   document     tsvector NOT NULL,
-  PRIMARY KEY (environment, record_id, version, locale),
-  FOREIGN KEY (environment, record_id) REFERENCES records (environment, id) ON DELETE CASCADE
+  PRIMARY KEY (environment, record_id, version, locale)
 );
 CREATE INDEX record_texts_document ON record_texts USING gin (document);

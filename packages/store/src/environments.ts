@@ -64,5 +64,9 @@ export async function promoteEnvironment(db: Queryable, id: string): Promise<voi
 
 /** Deletes an environment with its models and records. */
 export async function deleteEnvironment(db: Queryable, id: string): Promise<void> {
+  for (const table of ['record_texts', 'records', 'record_tombstones']) {
+    await db.query(`DELETE FROM ${table} WHERE environment = $1`, [id]);
+  }
+  // Models and fields go by cascade.
   await db.query('DELETE FROM environments WHERE id = $1', [id]);
 }

@@ -23,16 +23,9 @@ export interface StoredEvent extends NewEvent {
   matchedAt: Date | null;
 }
 
-/**
- * Inserts the events in one statement; an id already stored (or repeated earlier in the list) is
- * skipped. Returns the ids that were inserted: the others are duplicates.
- */
-export async function insertEvents(
-  db: Queryable,
-  events: readonly NewEvent[],
-): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
-  const rows = events.map((e, n) => ({
+/** The rows of insertEvents' recordset; `n` keeps the request order (seq follows it). */
+export function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
+  return events.map((e, n) => ({
     n,
     id: e.id,
     environment: e.environment,
@@ -47,23 +40,37 @@ export async function insertEvents(
     previous_entity: e.previousEntity ?? null,
     related_entities: e.relatedEntities,
   }));
-  // Ordered by n (the request order), so seq follows it.
-  const { rows: inserted } = await db.query<{ id: string }>(
-    `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+}
+
+/** Inserts the events of the recordset in `param`, skipping stored ids; returns the new ids. */
+export function insertEventsSql(param: string): string {
+  return `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
        entity_id, item_type_id, item_type_api_key, occurred_at, entity, previous_entity,
        related_entities)
      SELECT x.id, x.environment, x.is_environment_primary, x.entity_type, x.event_type,
        x.entity_id, x.item_type_id, x.item_type_api_key, x.occurred_at, x.entity,
        x.previous_entity, x.related_entities
-     FROM jsonb_to_recordset($1::jsonb) AS x(id text, environment text,
+     FROM json_to_recordset(${param}::json) AS x(id text, environment text,
        is_environment_primary boolean, entity_type text, event_type text, entity_id text,
        item_type_id text, item_type_api_key text, occurred_at timestamptz, entity jsonb,
        previous_entity jsonb, related_entities jsonb, n integer)
      ORDER BY x.n
      ON CONFLICT (id) DO NOTHING
-     RETURNING id`,
-    [JSON.stringify(rows)],
-  );
+     RETURNING id`;
+}
+
+/**
+ * Inserts the events in one statement; an id already stored (or repeated earlier in the list) is
+ * skipped. Returns the ids that were inserted: the others are duplicates.
+ */
+export async function insertEvents(
+  db: Queryable,
+  events: readonly NewEvent[],
+): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const { rows: inserted } = await db.query<{ id: string }>(insertEventsSql('$1'), [
+    JSON.stringify(eventRows(events)),
+  ]);
   return new Set(inserted.map((row) => row.id));
 }
 

@@ -65,6 +65,7 @@ export {
   upsertBlocks,
   upsertRecords,
   versionKey,
+  writeItemBatch,
   type BlockSync,
   type BlockWrite,
   type RecordDelete,
@@ -74,6 +75,7 @@ export {
   type RecordWrite,
 } from './records.js';
 export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
+export { loadBatchContext, type BatchContext } from './batch-context.js';
 export {
   activeSigningSecrets,
   deleteWebhook,

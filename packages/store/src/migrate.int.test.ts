@@ -80,7 +80,8 @@ describe('migrations on Postgres under concurrency', () => {
   it('apply once when several processes start together', async () => {
     const t = await createTestDb('postgres');
     try {
-      await t.db.exec('DROP TABLE schema_migrations, api_tokens, environments CASCADE');
+      // Back to an empty schema (every migration's tables, not only the foundation's).
+      await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);
       const replicas = Array.from({ length: 4 }, () =>
         createPostgresDb({
           connectionString:

@@ -141,7 +141,7 @@ export async function upsertModel(
     `INSERT INTO fields (environment, item_type_id, api_key, id, field_type, localized, label,
        position, attributes)
      SELECT $1, $2, x.api_key, x.id, x.field_type, x.localized, x.label, x.position, x.attributes
-     FROM jsonb_to_recordset($3::jsonb) AS x(api_key text, id text, field_type text,
+     FROM json_to_recordset($3::json) AS x(api_key text, id text, field_type text,
        localized boolean, label text, position integer, attributes jsonb)`,
     [
       environment,
@@ -163,5 +163,15 @@ export async function upsertModel(
 
 /** Deletes a model; its fields and records (and their blocks and texts) go with it. */
 export async function deleteModel(db: Queryable, environment: string, id: string): Promise<void> {
+  await db.query(
+    `DELETE FROM record_texts t USING records r
+     WHERE r.environment = $1 AND r.item_type_id = $2
+       AND t.environment = r.environment AND t.record_id = r.id`,
+    [environment, id],
+  );
+  await db.query('DELETE FROM records WHERE environment = $1 AND item_type_id = $2', [
+    environment,
+    id,
+  ]);
   await db.query('DELETE FROM item_types WHERE environment = $1 AND id = $2', [environment, id]);
 }

@@ -17,6 +17,7 @@ import {
   upsertBlocks,
   upsertModel,
   upsertRecords,
+  writeItemBatch,
   type RecordWrite,
 } from '@herald/store';
 
@@ -129,6 +130,54 @@ for (const kind of ['postgres', 'pglite'] as const) {
       await markEventsMatched(t.db, ['ev:1']);
       const left = await listUnmatchedEvents(t.db, { acceptedBefore: later, limit: 10 });
       expect(left.map((e) => e.id)).toEqual(['ev:2']);
+    });
+
+    it('writes events, records and documents in one statement (writeItemBatch)', async () => {
+      const event = (id: string, recordId: string) => ({
+        id,
+        environment: 'main',
+        isEnvironmentPrimary: true,
+        entityType: 'item',
+        eventType: 'create',
+        entityId: recordId,
+        itemTypeId: 'post',
+        itemTypeApiKey: 'post',
+        occurredAt: new Date(),
+        entity: { type: 'item', id: recordId },
+        previousEntity: null,
+        relatedEntities: [],
+      });
+      const text = (recordId: string) => ({
+        environment: 'main',
+        recordId,
+        itemTypeId: 'post',
+        version: 'current' as const,
+        locale: 'en',
+        config: 'english',
+        text: 'batched walruses',
+      });
+      const first = await writeItemBatch(t.db, {
+        events: [event('wb-1', 'wb-r1'), event('wb-2', 'wb-r2')],
+        records: [
+          write({ id: 'wb-r1', eventId: 'wb-1' }),
+          write({ id: 'wb-r2', eventId: 'wb-2', mode: 'publish' }),
+        ],
+        texts: [text('wb-r1'), text('wb-r2')],
+      });
+      expect(first).toEqual({ inserted: new Set(['wb-1', 'wb-2']), written: 2 });
+      expect((await findRecord(t.db, 'main', 'wb-r2'))?.status).toBe('published');
+      // A duplicate event writes nothing, even with a newer record.
+      const again = await writeItemBatch(t.db, {
+        events: [event('wb-1', 'wb-r1')],
+        records: [write({ id: 'wb-r1', eventId: 'wb-1', attributes: { title: 'changed' } })],
+        texts: [],
+      });
+      expect(again).toEqual({ inserted: new Set(), written: 0 });
+      expect((await findRecord(t.db, 'main', 'wb-r1'))?.currentAttributes).toEqual({ title: 'a' });
+      const { rows } = await t.db.query(
+        `SELECT record_id FROM record_texts WHERE document @@ websearch_to_tsquery('english', 'walrus') ORDER BY record_id`,
+      );
+      expect(rows).toEqual([{ record_id: 'wb-r1' }, { record_id: 'wb-r2' }]);
     });
 
     it('upserts, publishes, ignores stale writes, syncs blocks, deletes', async () => {

@@ -1,5 +1,6 @@
 import type { ItemVersion, StoredItem } from '@herald/contract';
 import type { Queryable } from './db.js';
+import { eventRows, insertEventsSql, type NewEvent } from './events.js';
 
 /**
  * How an item event changes a record (API.md §5.2):
@@ -46,18 +47,9 @@ export function versionKey(currentVersion: string | null): string {
 /** "environment\u0000id": the key under which callers track records across environments. */
 export const recordKey = (environment: string, id: string): string => `${environment}\u0000${id}`;
 
-/**
- * Upserts top-level records in one statement. An event older than the stored record (by
- * updated_at, then current_version) or than its deletion changes nothing: it is not returned.
- * At most one write per record per call (ON CONFLICT cannot touch a row twice in a statement).
- * Returns the records written, by recordKey, each saying whether it was inserted (new).
- */
-export async function upsertRecords(
-  db: Queryable,
-  writes: readonly RecordWrite[],
-): Promise<Map<string, { inserted: boolean }>> {
-  if (writes.length === 0) return new Map();
-  const rows = writes.map((w) => ({
+/** The rows of upsertRecords' recordset. */
+export function recordRows(writes: readonly RecordWrite[]): Record<string, unknown>[] {
+  return writes.map((w) => ({
     environment: w.environment,
     id: w.id,
     item_type_id: w.itemTypeId,
@@ -82,10 +74,16 @@ export async function upsertRecords(
     stage: w.stage,
     version_key: versionKey(w.currentVersion),
   }));
-  // On insert the mode is spelled into status/published_attributes; on conflict EXCLUDED.status
-  // ('published' ⇔ publish) and EXCLUDED.last_event_type ('unpublish') tell the mode apart.
-  const { rows: written } = await db.query<{ environment: string; id: string; inserted: boolean }>(
-    `INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
+}
+
+/**
+ * The upsert of top-level records from the recordset in `param`, restricted by `filter` (an SQL
+ * condition followed by AND, or ''). On insert the mode is spelled into status and
+ * published_attributes; on conflict EXCLUDED.status ('published' ⇔ publish) and
+ * EXCLUDED.last_event_type ('unpublish') tell the mode apart.
+ */
+export function upsertRecordsSql(param: string, filter = ''): string {
+  return `INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
        status, current_attributes, published_attributes, creator_type, creator_id, created_at,
        updated_at, published_at, first_published_at, publication_scheduled_at,
        unpublishing_scheduled_at, is_valid, is_current_version_valid, is_published_version_valid,
@@ -102,14 +100,14 @@ export async function upsertRecords(
        x.is_current_version_valid, x.is_published_version_valid, x.current_version, x.stage,
        x.version_key, x.event_id,
        CASE WHEN x.mode = 'unpublish' THEN 'unpublish' ELSE x.event_type END
-     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, id text, item_type_id text,
+     FROM json_to_recordset(${param}::json) AS x(environment text, id text, item_type_id text,
        mode text, event_id text, event_type text, attributes jsonb, parent_id text,
        position integer, creator_type text, creator_id text, created_at timestamptz,
        updated_at timestamptz, published_at timestamptz, first_published_at timestamptz,
        publication_scheduled_at timestamptz, unpublishing_scheduled_at timestamptz,
        is_valid boolean, is_current_version_valid boolean, is_published_version_valid boolean,
        current_version text, stage text, version_key text)
-     WHERE NOT EXISTS (
+     WHERE ${filter} NOT EXISTS (
        SELECT 1 FROM record_tombstones t
        WHERE t.environment = x.environment AND t.id = x.id
          AND (t.updated_at, t.version_key COLLATE "C") > (x.updated_at, x.version_key))
@@ -151,7 +149,23 @@ export async function upsertRecords(
        last_event_id = EXCLUDED.last_event_id,
        last_event_type = EXCLUDED.last_event_type
      WHERE (r.updated_at, r.version_key COLLATE "C") <= (EXCLUDED.updated_at, EXCLUDED.version_key)
-     RETURNING r.environment, r.id, (r.xmax = 0) AS inserted`,
+     RETURNING r.environment, r.id, (r.xmax = 0) AS inserted`;
+}
+
+/**
+ * Upserts top-level records in one statement. An event older than the stored record (by
+ * updated_at, then current_version) or than its deletion changes nothing: it is not returned.
+ * At most one write per record per call (ON CONFLICT cannot touch a row twice in a statement).
+ * Returns the records written, by recordKey, each saying whether it was inserted (new).
+ */
+export async function upsertRecords(
+  db: Queryable,
+  writes: readonly RecordWrite[],
+): Promise<Map<string, { inserted: boolean }>> {
+  if (writes.length === 0) return new Map();
+  const rows = recordRows(writes);
+  const { rows: written } = await db.query<{ environment: string; id: string; inserted: boolean }>(
+    upsertRecordsSql('$1'),
     [JSON.stringify(rows)],
   );
   return new Map(
@@ -189,7 +203,7 @@ export async function upsertBlocks(db: Queryable, blocks: readonly BlockWrite[])
        status, current_attributes, created_at, updated_at, last_event_id)
      SELECT x.environment, x.id, x.item_type_id, true, x.root_id, x.block_parent_id, 'draft',
        x.attributes, x.updated_at, x.updated_at, x.event_id
-     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, id text, item_type_id text,
+     FROM json_to_recordset($1::json) AS x(environment text, id text, item_type_id text,
        root_id text, block_parent_id text, attributes jsonb, updated_at timestamptz,
        event_id text)
      ON CONFLICT (environment, id) DO UPDATE SET
@@ -224,7 +238,7 @@ export async function syncBlocks(db: Queryable, syncs: readonly BlockSync[]): Pr
       refs: s.referencedIds,
     })),
   );
-  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, root_id text, mode text, refs text[])`;
+  const recordset = `json_to_recordset($1::json) AS x(environment text, root_id text, mode text, refs text[])`;
   await db.query(
     `UPDATE records b SET
        current_attributes = CASE WHEN b.id = ANY(x.refs) THEN b.current_attributes END,
@@ -251,7 +265,7 @@ export interface RecordDelete {
   currentVersion: string | null;
 }
 
-/** Deletes records with their blocks (and texts), leaving a tombstone against stale events. */
+/** Deletes records with their blocks and texts, leaving a tombstone against stale events. */
 export async function deleteRecords(
   db: Queryable,
   deletes: readonly RecordDelete[],
@@ -265,10 +279,15 @@ export async function deleteRecords(
       version_key: versionKey(d.currentVersion),
     })),
   );
-  const recordset = `jsonb_to_recordset($1::jsonb) AS x(environment text, id text, updated_at timestamptz, version_key text)`;
+  const recordset = `json_to_recordset($1::json) AS x(environment text, id text, updated_at timestamptz, version_key text)`;
   await db.query(
     `DELETE FROM records r USING ${recordset}
      WHERE r.environment = x.environment AND (r.id = x.id OR (r.is_block AND r.root_id = x.id))`,
+    [param],
+  );
+  await db.query(
+    `DELETE FROM record_texts t USING ${recordset}
+     WHERE t.environment = x.environment AND t.record_id = x.id`,
     [param],
   );
   await db.query(
@@ -306,7 +325,7 @@ export async function replaceRecordTexts(
   if (clear.length > 0) {
     await db.query(
       `DELETE FROM record_texts t
-       USING jsonb_to_recordset($1::jsonb) AS x(environment text, record_id text, versions text[])
+       USING json_to_recordset($1::json) AS x(environment text, record_id text, versions text[])
        WHERE t.environment = x.environment AND t.record_id = x.record_id
          AND t.version = ANY(x.versions)`,
       [
@@ -321,26 +340,60 @@ export async function replaceRecordTexts(
     );
   }
   if (texts.length === 0) return;
-  await db.query(
-    `INSERT INTO record_texts (environment, record_id, version, locale, item_type_id, document)
+  await db.query(`${insertRecordTextsSql('$1')}`, [JSON.stringify(textRows(texts))]);
+}
+
+export function textRows(texts: readonly RecordText[]): Record<string, unknown>[] {
+  return texts.map((t) => ({
+    environment: t.environment,
+    record_id: t.recordId,
+    version: t.version,
+    locale: t.locale,
+    item_type_id: t.itemTypeId,
+    config: t.config,
+    text: t.text,
+  }));
+}
+
+/** Inserts (or replaces) the documents of the recordset in `param`. */
+export function insertRecordTextsSql(param: string, source = ''): string {
+  return `INSERT INTO record_texts (environment, record_id, version, locale, item_type_id, document)
      SELECT x.environment, x.record_id, x.version, x.locale, x.item_type_id,
        to_tsvector(x.config::regconfig, x.text)
-     FROM jsonb_to_recordset($1::jsonb) AS x(environment text, record_id text, version text,
-       locale text, item_type_id text, config text, text text)`,
+     FROM json_to_recordset(${param}::json) AS x(environment text, record_id text, version text,
+       locale text, item_type_id text, config text, text text) ${source}
+     ON CONFLICT (environment, record_id, version, locale) DO UPDATE SET
+       item_type_id = EXCLUDED.item_type_id, document = EXCLUDED.document`;
+}
+
+/**
+ * Events and the records they write, in one statement (hence one commit): the fast path for a
+ * batch of item create/update/publish events on distinct records without blocks. Records are
+ * written only for events that were inserted (not duplicates), stale writes are skipped as in
+ * upsertRecords, and documents are written only for the records written. Every locale's
+ * document must be in `texts` (empty ones too): they replace the stored ones.
+ */
+export async function writeItemBatch(
+  db: Queryable,
+  input: {
+    events: readonly NewEvent[];
+    records: readonly RecordWrite[];
+    texts: readonly RecordText[];
+  },
+): Promise<{ inserted: Set<string>; written: number }> {
+  const { rows } = await db.query<{ inserted: string[]; written: string }>(
+    `WITH ev AS (${insertEventsSql('$1')}),
+     rec AS (${upsertRecordsSql('$2', 'x.event_id IN (SELECT id FROM ev) AND')}),
+     txt AS (${insertRecordTextsSql('$3', 'JOIN rec ON rec.environment = x.environment AND rec.id = x.record_id')})
+     SELECT (SELECT coalesce(json_agg(id), '[]') FROM ev) AS inserted,
+       (SELECT count(*) FROM rec) AS written`,
     [
-      JSON.stringify(
-        texts.map((t) => ({
-          environment: t.environment,
-          record_id: t.recordId,
-          version: t.version,
-          locale: t.locale,
-          item_type_id: t.itemTypeId,
-          config: t.config,
-          text: t.text,
-        })),
-      ),
+      JSON.stringify(eventRows(input.events)),
+      JSON.stringify(recordRows(input.records)),
+      JSON.stringify(textRows(input.texts)),
     ],
   );
+  return { inserted: new Set(rows[0]!.inserted), written: Number(rows[0]!.written) };
 }
 
 /** The columns StoredItem is read from; `r` is the records alias. */

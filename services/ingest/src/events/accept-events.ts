@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ApiError,
+  BLOCK_FIELD_TYPES,
   type EntityType,
   type ErrorEntry,
   type EventType,
@@ -12,9 +13,8 @@ import {
   deleteEnvironment,
   deleteModel,
   deleteRecords,
-  findModelsByIdOrApiKey,
   insertEvents,
-  listEnvironments,
+  loadBatchContext,
   loadBlocks,
   loadModels,
   promoteEnvironment,
@@ -26,6 +26,7 @@ import {
   upsertEnvironment,
   upsertModel,
   upsertRecords,
+  writeItemBatch,
   type BlockSync,
   type BlockWrite,
   type Db,
@@ -91,48 +92,98 @@ export async function acceptEvents(
     if (!firstIndex.has(id)) firstIndex.set(id, i);
   });
 
-  return db.transaction(async (tx) => {
-    const { rows: known } = await tx.query<{ id: string }>(
-      'SELECT id FROM events WHERE id = ANY($1::text[])',
-      [[...firstIndex.keys()]],
-    );
-    const stored = new Set(known.map((row) => row.id));
-    const fresh = events.flatMap((event, i) => {
-      const id = ids[i]!;
-      return firstIndex.get(id) === i && !stored.has(id) ? [{ event, id }] : [];
-    });
-
-    const planner = new Planner(now, requestEnvironment);
-    await planner.load(
-      tx,
-      fresh.map((f) => f.event),
-    );
-    const planned = fresh.map(({ event, id }) => planner.plan(event, id));
-    if (planner.errors.length > 0) throw ApiError.many(planner.errors.slice(0, 100));
-
-    const inserted = await insertEvents(
-      tx,
-      planned.map((p) => p.row),
-    );
-    await applyPlans(
-      tx,
-      planned.filter((p) => inserted.has(p.row.id)).map((p) => p.plan),
-      planner,
-    );
-
-    return {
-      events: events.map((event, i) => ({
-        id: ids[i]!,
-        status: inserted.has(ids[i]!) && firstIndex.get(ids[i]!) === i ? 'accepted' : 'duplicate',
-        entityType: event.attributes.entity_type,
-        eventType: event.attributes.event_type,
-      })),
-      acceptedIds: planned.map((p) => p.row.id).filter((id) => inserted.has(id)),
-      environmentsChanged: planned.some(
-        (p) => inserted.has(p.row.id) && p.plan.kind.startsWith('environment-'),
-      ),
-    };
+  // Planning reads outside the transaction: it took no locks inside one either, and the
+  // writes re-check what matters (ON CONFLICT on event ids, the staleness rule on records).
+  const planner = new Planner(now, requestEnvironment);
+  const stored = await planner.load(db, events, [...firstIndex.keys()]);
+  const fresh = events.flatMap((event, i) => {
+    const id = ids[i]!;
+    return firstIndex.get(id) === i && !stored.has(id) ? [{ event, id }] : [];
   });
+  const planned = fresh.map(({ event, id }) => planner.plan(event, id));
+  if (planner.errors.length > 0) throw ApiError.many(planner.errors.slice(0, 100));
+
+  let inserted: Set<string>;
+  const fast = fastPathWrites(planned, planner);
+  if (fast) {
+    // One statement, one commit: the common batch of item saves on distinct records.
+    inserted = (await writeItemBatch(db, { events: planned.map((p) => p.row), ...fast })).inserted;
+  } else {
+    inserted = await db.transaction(async (tx) => {
+      const ids = await insertEvents(
+        tx,
+        planned.map((p) => p.row),
+      );
+      await applyPlans(
+        tx,
+        planned.filter((p) => ids.has(p.row.id)).map((p) => p.plan),
+        planner,
+      );
+      return ids;
+    });
+  }
+
+  return {
+    events: events.map((event, i) => ({
+      id: ids[i]!,
+      status: inserted.has(ids[i]!) && firstIndex.get(ids[i]!) === i ? 'accepted' : 'duplicate',
+      entityType: event.attributes.entity_type,
+      eventType: event.attributes.event_type,
+    })),
+    acceptedIds: planned.map((p) => p.row.id).filter((id) => inserted.has(id)),
+    environmentsChanged: planned.some(
+      (p) => inserted.has(p.row.id) && p.plan.kind.startsWith('environment-'),
+    ),
+  };
+}
+
+/**
+ * The records and documents of a batch that writeItemBatch can take in one statement, or
+ * undefined: only item saves and publishes (and events that store nothing), each record once,
+ * of models without block fields (so no stored blocks can need reconciling).
+ */
+function fastPathWrites(
+  planned: readonly { plan: Plan }[],
+  planner: Planner,
+): { records: RecordWrite[]; texts: RecordText[] } | undefined {
+  const records: RecordWrite[] = [];
+  const texts: RecordText[] = [];
+  const seen = new Set<string>();
+  for (const { plan } of planned) {
+    if (plan.kind === 'none') continue;
+    if (plan.kind !== 'item-write' || plan.write.mode === 'unpublish') return undefined;
+    const { write } = plan;
+    const key = recordKey(write.environment, write.id);
+    const model = planner.modelsOf(write.environment).get(write.itemTypeId);
+    if (seen.has(key) || !model || model.fields.some((f) => BLOCK_FIELD_TYPES.has(f.fieldType))) {
+      return undefined;
+    }
+    seen.add(key);
+    records.push(write);
+    const versions: ItemVersion[] =
+      write.mode === 'publish' ? ['current', 'published'] : ['current'];
+    const byLocale = buildSearchTexts({
+      itemTypeId: write.itemTypeId,
+      attributes: write.attributes,
+      locales: planner.environments.get(write.environment)?.locales ?? [],
+      models: planner.modelsOf(write.environment),
+      blocks: new Map(),
+    });
+    for (const [locale, text] of byLocale) {
+      for (const version of versions) {
+        texts.push({
+          environment: write.environment,
+          recordId: write.id,
+          itemTypeId: write.itemTypeId,
+          version,
+          locale,
+          config: textSearchConfig(locale),
+          text,
+        });
+      }
+    }
+  }
+  return records.length > 0 ? { records, texts } : undefined;
 }
 
 /** Model ids referenced by expanded blocks anywhere inside a record's attributes. */
@@ -181,31 +232,37 @@ class Planner {
     return models;
   }
 
-  /** Loads the environments and every model the batch names (by id or api_key). */
-  async load(db: Queryable, events: readonly ValidEvent[]): Promise<void> {
-    for (const env of await listEnvironments(db)) {
-      this.environments.set(env.id, { locales: env.locales, isPrimary: env.isPrimary });
-    }
-    const keys = new Map<string, Set<string>>();
+  /**
+   * Loads the environments and every model the batch names (by id or api_key); returns the ids
+   * among eventIds that are already stored.
+   */
+  async load(
+    db: Queryable,
+    events: readonly ValidEvent[],
+    eventIds: readonly string[],
+  ): Promise<Set<string>> {
+    const keys = new Map<string, { environment: string; key: string }>();
+    const add = (environment: string, key: string) =>
+      keys.set(`${environment}\u0000${key}`, { environment, key });
     for (const event of events) {
       const environment = this.environmentOf(event);
-      const set = keys.get(environment) ?? new Set<string>();
-      keys.set(environment, set);
       if (event.kind === 'item') {
         const modelId = event.item.relationships?.item_type.data.id;
-        if (modelId) set.add(modelId);
-        collectBlockModelIds(event.item.attributes, set);
+        if (modelId) add(environment, modelId);
+        const blockModels = new Set<string>();
+        collectBlockModelIds(event.item.attributes, blockModels);
+        for (const id of blockModels) add(environment, id);
       } else if (event.kind === 'item_type') {
-        set.add(event.itemType.id);
-        if (event.itemType.attributes) set.add(event.itemType.attributes.api_key);
+        add(environment, event.itemType.id);
+        if (event.itemType.attributes) add(environment, event.itemType.attributes.api_key);
       }
     }
-    for (const [environment, set] of keys) {
-      if (set.size === 0 || !this.environments.has(environment)) continue;
-      const found = await findModelsByIdOrApiKey(db, environment, [...set]);
-      const models = this.modelsOf(environment);
-      for (const model of found.values()) models.set(model.id, model);
+    const context = await loadBatchContext(db, eventIds, [...keys.values()]);
+    for (const env of context.environments) {
+      this.environments.set(env.id, { locales: env.locales, isPrimary: env.isPrimary });
     }
+    for (const [environment, models] of context.models) this.models.set(environment, models);
+    return context.knownEventIds;
   }
 
   plan(event: ValidEvent, id: string): { row: NewEvent; plan: Plan } {

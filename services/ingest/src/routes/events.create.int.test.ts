@@ -215,14 +215,15 @@ describe('POST /events acceptance', () => {
     expect(rows).toHaveLength(1);
   });
 
-  it('accepts concurrent duplicates exactly once', async () => {
+  // `page` batches take the one-statement fast path, `post` ones (block fields) the transaction.
+  it.each(['post', 'page'])('accepts concurrent duplicates exactly once (%s)', async (model) => {
     const record = randomId('r');
     const eventId = randomId('evt');
     const answers = await Promise.all(
       Array.from({ length: 12 }, (_, n) =>
         post([
-          { ...itemEvent('update', record, { title: `try ${n}` }), id: eventId },
-          itemEvent('create', randomId('r'), { title: 'other' }),
+          { ...itemEvent('update', record, { title: `try ${n}` }, { model }), id: eventId },
+          itemEvent('create', randomId('r'), { title: 'other' }, { model }),
         ]),
       ),
     );
@@ -622,6 +623,16 @@ describe('the record store', () => {
     expect(r.status).toBe('updated');
     expect(r.currentAttributes).toEqual({ title: 'b' });
     expect(r.publishedAttributes).toEqual({ title: 'a' });
+  });
+
+  it('ignores stale events on the fast path too', async () => {
+    const id = randomId('r');
+    const meta = (updated_at: string) => ({ model: 'page', meta: { updated_at } });
+    await post([itemEvent('create', id, { title: 'new' }, meta('2026-07-01T00:00:10Z'))]);
+    await post([itemEvent('update', id, { title: 'old' }, meta('2026-07-01T00:00:05Z'))]);
+    const r = await record(id);
+    expect(r.currentAttributes).toEqual({ title: 'new' });
+    expect(r.publishedAttributes).toEqual({ title: 'new' });
   });
 
   it('ignores stale events but still accepts them for delivery', async () => {

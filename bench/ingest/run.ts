@@ -1,0 +1,220 @@
+/**
+ * pnpm bench:ingest — accepted events/s through POST /events (HTTP, validation, one transaction
+ * storing the events and the records, enqueue on Redis) for batches of 1, 100 and 1000 item
+ * events, side by side with a baseline measured in the same run: the same batches written to the
+ * same events table by one hand-written multi-row INSERT per batch through `pg`.
+ *
+ * Needs the test Postgres and Redis (BENCH_DATABASE_URL, BENCH_REDIS_URL); works in a schema and
+ * a Redis prefix of its own, dropped at the end.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { createApp } from '@herald/ingest';
+import { createEventMatchQueue, createRedis } from '@herald/runtime';
+import { createPostgresDb, createToken, migrate } from '@herald/store';
+import { silentLogger, testDeps } from '@herald/testkit';
+
+const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+/** Requests (or baseline INSERTs) in flight at once. */
+const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 4);
+/** Events per scenario, by batch size (kept small enough for a run of about a minute). */
+const SCENARIOS = [
+  { batch: 1, events: Number(process.env['BENCH_EVENTS_BATCH_1'] ?? 3_000) },
+  { batch: 100, events: Number(process.env['BENCH_EVENTS_BATCH_100'] ?? 30_000) },
+  { batch: 1000, events: Number(process.env['BENCH_EVENTS_BATCH_1000'] ?? 30_000) },
+];
+
+const suffix = randomBytes(4).toString('hex');
+const schema = `herald_bench_${suffix}`;
+let counter = 0;
+
+function itemEvent(): Record<string, unknown> {
+  const n = counter++;
+  return {
+    type: 'event',
+    id: `bench-${suffix}-${n}`,
+    attributes: {
+      entity_type: 'item',
+      event_type: 'create',
+      occurred_at: new Date().toISOString(),
+      entity: {
+        type: 'item',
+        id: `rec-${suffix}-${n}`,
+        attributes: {
+          title: `Article number ${n}`,
+          body: 'Herald turns content events into reliable webhook deliveries. '.repeat(3),
+          views: n,
+        },
+        relationships: { item_type: { data: { type: 'item_type', id: 'article' } } },
+        meta: { created_at: new Date().toISOString(), updated_at: new Date().toISOString() },
+      },
+    },
+  };
+}
+
+/** Runs the tasks with at most CONCURRENCY in flight; returns events/s. */
+async function measure(batches: number, batchSize: number, run: (i: number) => Promise<void>) {
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < batches) await run(next++);
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return (batches * batchSize) / seconds;
+}
+
+async function main(): Promise<void> {
+  const admin = new pg.Client({ connectionString: DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDb({
+    connectionString: DATABASE_URL,
+    searchPath: schema,
+    maxConnections: 10,
+  });
+  const baselinePool = new pg.Pool({
+    connectionString: DATABASE_URL,
+    max: CONCURRENCY,
+    options: `-c search_path=${schema}`,
+  });
+  const redis = createRedis(REDIS_URL, 'producer', silentLogger());
+  const deps = {
+    ...testDeps(db, redis, { authCacheTtlMs: 5000 }),
+    redisPrefix: `herald_bench_${suffix}`,
+  };
+  const queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
+  const server = createServer(
+    createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }),
+  );
+  try {
+    await migrate(db);
+    const { token } = await createToken(db, { name: 'bench', role: 'producer' });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`;
+    const postBody = async (body: string) => {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
+      const text = await response.text();
+      if (response.status !== 202)
+        throw new Error(`POST /events → ${response.status}: ${text.slice(0, 500)}`);
+    };
+    await postBody(
+      JSON.stringify({
+        data: {
+          type: 'event',
+          attributes: {
+            entity_type: 'item_type',
+            event_type: 'create',
+            entity: {
+              type: 'item_type',
+              id: 'article',
+              attributes: { name: 'Article', api_key: 'article', draft_mode_active: true },
+            },
+            related_entities: [
+              { type: 'field', id: 'f1', attributes: { api_key: 'title', field_type: 'string' } },
+              { type: 'field', id: 'f2', attributes: { api_key: 'body', field_type: 'text' } },
+              { type: 'field', id: 'f3', attributes: { api_key: 'views', field_type: 'integer' } },
+            ],
+          },
+        },
+      }),
+    );
+    // Warm-up: JIT, connection pools, prepared plans.
+    for (let i = 0; i < 20; i++) {
+      await postBody(JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) }));
+    }
+
+    const rows: string[][] = [];
+    for (const { batch, events } of SCENARIOS) {
+      const batches = Math.max(1, Math.round(events / batch));
+      // Bodies are built before the clock starts: the load generator shares the CPU.
+      const bodies = Array.from({ length: batches }, () =>
+        JSON.stringify({ data: Array.from({ length: batch }, itemEvent) }),
+      );
+      const cpu = process.cpuUsage();
+      const herald = await measure(batches, batch, (i) => postBody(bodies[i]!));
+      const used = process.cpuUsage(cpu);
+      const cpuMsPer1000 = ((used.user + used.system) / 1000 / (batches * batch)) * 1000;
+
+      const baselineBatches = Array.from({ length: batches }, () =>
+        Array.from({ length: batch }, itemEvent),
+      );
+      const baseline = await measure(batches, batch, async (i) => {
+        const list = baselineBatches[i]!;
+        const params: unknown[] = [];
+        const values = list.map((event) => {
+          const attributes = event['attributes'] as Record<string, unknown>;
+          const entity = attributes['entity'] as { id: string };
+          const base = params.length;
+          params.push(
+            event['id'],
+            'main',
+            true,
+            'item',
+            'create',
+            entity.id,
+            'article',
+            attributes['occurred_at'],
+            JSON.stringify(entity),
+          );
+          return `(${Array.from({ length: 9 }, (_, k) => `$${base + k + 1}`).join(', ')})`;
+        });
+        await baselinePool.query(
+          `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+             entity_id, item_type_id, occurred_at, entity) VALUES ${values.join(', ')}`,
+          params,
+        );
+      });
+      rows.push([
+        String(batch),
+        String(batches * batch),
+        herald.toFixed(0),
+        baseline.toFixed(0),
+        (herald / baseline).toFixed(2),
+        cpuMsPer1000.toFixed(0),
+      ]);
+    }
+
+    const header = [
+      'batch size',
+      'events',
+      'POST /events (events/s)',
+      'raw multi-row INSERT (events/s)',
+      'ratio',
+      'ingest process CPU ms / 1000 events',
+    ];
+    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+    const line = (cells: string[]) =>
+      `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
+    process.stdout.write(
+      `\nIngest benchmark: ${CONCURRENCY} requests in flight, item create events (3 fields, draft mode)\n\n` +
+        `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n` +
+        `${rows.map(line).join('\n')}\n\n`,
+    );
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    await redis.quit();
+    await baselinePool.end();
+    await db.close();
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `bench:ingest failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  process.exit(1);
+});

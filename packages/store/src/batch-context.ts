@@ -1,0 +1,81 @@
+import type { ModelInfo } from '@herald/contract';
+import type { Queryable } from './db.js';
+import type { Environment } from './environments.js';
+
+export interface BatchContext {
+  /** The event ids among those asked that are already stored. */
+  knownEventIds: Set<string>;
+  environments: Environment[];
+  /** Models named by id or api_key, by environment, by id. */
+  models: Map<string, Map<string, ModelInfo>>;
+}
+
+interface ContextRow extends Record<string, unknown> {
+  known: string[];
+  environments: { id: string; locales: string[]; is_primary: boolean }[];
+  models: {
+    environment: string;
+    id: string;
+    api_key: string;
+    modular_block: boolean;
+    sortable: boolean;
+    tree: boolean;
+    draft_mode_active: boolean;
+    fields: { api_key: string; field_type: string; localized: boolean }[] | null;
+  }[];
+}
+
+/**
+ * What accepting a batch of events needs to know first, in one round trip: which ids are
+ * already stored, the environments, and the models the batch names (by id or api_key).
+ */
+export async function loadBatchContext(
+  db: Queryable,
+  eventIds: readonly string[],
+  modelKeys: readonly { environment: string; key: string }[],
+): Promise<BatchContext> {
+  const { rows } = await db.query<ContextRow>(
+    `SELECT
+       (SELECT coalesce(json_agg(e.id), '[]') FROM events e WHERE e.id = ANY($1::text[])) AS known,
+       (SELECT coalesce(json_agg(json_build_object('id', v.id, 'locales', v.locales,
+          'is_primary', v.is_primary)), '[]') FROM environments v) AS environments,
+       (SELECT coalesce(json_agg(json_build_object('environment', m.environment, 'id', m.id,
+          'api_key', m.api_key, 'modular_block', m.modular_block, 'sortable', m.sortable,
+          'tree', m.tree, 'draft_mode_active', m.draft_mode_active,
+          'fields', (SELECT json_agg(json_build_object('api_key', f.api_key,
+              'field_type', f.field_type, 'localized', f.localized) ORDER BY f.position, f.api_key)
+            FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id))), '[]')
+        FROM item_types m
+        WHERE EXISTS (SELECT 1 FROM json_to_recordset($2::json) AS k(environment text, key text)
+          WHERE k.environment = m.environment AND (k.key = m.id OR k.key = m.api_key))) AS models`,
+    [eventIds, JSON.stringify(modelKeys)],
+  );
+  const row = rows[0]!;
+  const models = new Map<string, Map<string, ModelInfo>>();
+  for (const m of row.models) {
+    let byId = models.get(m.environment);
+    if (!byId) models.set(m.environment, (byId = new Map<string, ModelInfo>()));
+    byId.set(m.id, {
+      id: m.id,
+      apiKey: m.api_key,
+      modularBlock: m.modular_block,
+      sortable: m.sortable,
+      tree: m.tree,
+      draftModeActive: m.draft_mode_active,
+      fields: (m.fields ?? []).map((f) => ({
+        apiKey: f.api_key,
+        fieldType: f.field_type,
+        localized: f.localized,
+      })),
+    });
+  }
+  return {
+    knownEventIds: new Set(row.known),
+    environments: row.environments.map((e) => ({
+      id: e.id,
+      locales: e.locales,
+      isPrimary: e.is_primary,
+    })),
+    models,
+  };
+}
