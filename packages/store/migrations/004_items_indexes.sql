@@ -88,3 +88,6 @@ CREATE TRIGGER records_count_delete AFTER DELETE ON records
 INSERT INTO record_counts (environment, item_type_id, current_count, published_count)
 SELECT environment, item_type_id, count(current_attributes), count(published_attributes)
 FROM records WHERE NOT is_block GROUP BY environment, item_type_id;
+
+-- Tree models: meta.has_children and filter[fields][parent_id] look records up by parent.
+CREATE INDEX records_by_parent ON records (environment, parent_id) WHERE parent_id IS NOT NULL;

@@ -1,3 +1,5 @@
 export { createApp, readRouter, type ReadDeps } from './app.js';
 export { readEnv, ReadConfig, loadConfig } from './config.js';
 export { IndexManager } from './index-manager.js';
+export { compileListQuery, type CompiledList, type IndexSpec } from './query/compile.js';
+export { parseListParams, resolveListQuery, type ListQuery } from './query/list-query.js';

@@ -93,13 +93,13 @@ export async function listItems(
   deps.indexes.ensure(compiled.indexes);
 
   const started = process.hrtime.bigint();
-  let rows: RecordRow[];
+  let rows: PageRow[];
   let total: number;
   try {
     if (query.offset === 0) {
       const [count, page] = await Promise.all([
         deps.db.query<{ count: string }>(compiled.count.text, compiled.count.values),
-        deps.db.query<RecordRow>(compiled.list.text, compiled.list.values),
+        deps.db.query<PageRow>(compiled.list.text, compiled.list.values),
       ]);
       total = Number(count.rows[0]?.count ?? 0);
       rows = page.rows;
@@ -113,7 +113,7 @@ export async function listItems(
       rows =
         query.offset >= total
           ? []
-          : (await deps.db.query<RecordRow>(compiled.list.text, compiled.list.values)).rows;
+          : (await deps.db.query<PageRow>(compiled.list.text, compiled.list.values)).rows;
     }
   } catch (error) {
     throw requestError(error, 'filter[fields]') ?? error;
@@ -124,11 +124,10 @@ export async function listItems(
     );
   }
 
-  const items = rows.map(toStoredItem);
   const data = await serializeItems(
     deps.db,
     environment.id,
-    items,
+    rows,
     query.version,
     query.nested,
     models,
@@ -144,73 +143,57 @@ export async function retrieveItem(
   version: ItemVersion,
   nested: boolean,
 ): Promise<ItemResource | null> {
-  const { rows } = await deps.db.query<RecordRow>(
-    `SELECT ${RECORD_COLUMNS} FROM records r WHERE r.environment = $1 AND r.id = $2`,
+  const { rows } = await deps.db.query<PageRow>(
+    `SELECT ${RECORD_COLUMNS}, CASE WHEN m.tree THEN EXISTS (SELECT 1 FROM records c
+       WHERE c.environment = r.environment AND c.parent_id = r.id AND NOT c.is_block) END
+       AS has_children
+     FROM records r LEFT JOIN item_types m ON m.environment = r.environment AND m.id = r.item_type_id
+     WHERE r.environment = $1 AND r.id = $2`,
     [environment.id, id],
   );
-  if (!rows[0]) return null;
-  const [item] = await serializeItems(
-    deps.db,
-    environment.id,
-    [toStoredItem(rows[0])],
-    version,
-    nested,
-    [],
-  );
+  const [item] = await serializeItems(deps.db, environment.id, rows, version, nested, []);
   return item ?? null;
 }
+
+/** A row of the page query: the record and, for tree models, whether it has children. */
+type PageRow = RecordRow & { has_children: boolean | null };
 
 /** Serializes records of one version (API.md §3.1), with their blocks when nested. */
 async function serializeItems(
   db: Db,
   environment: string,
-  items: StoredItem[],
+  rows: PageRow[],
   version: ItemVersion,
   nested: boolean,
   known: readonly ModelInfo[],
 ): Promise<ItemResource[]> {
-  if (items.length === 0) return [];
+  if (rows.length === 0) return [];
+  const items = rows.map(toStoredItem);
   let blocks: Map<string, StoredItem> | undefined;
-  const modelIds = new Set(items.map((item) => item.itemTypeId));
+  let models: Map<string, ModelInfo> | undefined;
   if (nested) {
+    // Expansion needs every model involved (which fields hold blocks).
     blocks = await loadBlocks(
       db,
       environment,
       items.map((item) => item.rootId ?? item.id),
     );
+    const modelIds = new Set(items.map((item) => item.itemTypeId));
     for (const block of blocks.values()) modelIds.add(block.itemTypeId);
+    models = new Map(known.map((model) => [model.id, model]));
+    const missing = [...modelIds].filter((id) => !models!.has(id));
+    for (const [id, model] of await loadModels(db, environment, missing)) models.set(id, model);
   }
-  const models = new Map(known.map((model) => [model.id, model]));
-  const missing = [...modelIds].filter((id) => !models.has(id));
-  for (const [id, model] of await loadModels(db, environment, missing)) models.set(id, model);
-  const children = await treeChildren(db, environment, items, models);
   const data: ItemResource[] = [];
-  for (const item of items) {
+  for (const [index, item] of items.entries()) {
     const resource = serializeItem(item, {
       version,
       nested,
       ...(blocks ? { blocks } : {}),
-      models,
-      hasChildren: models.get(item.itemTypeId)?.tree ? children.has(item.id) : null,
+      ...(models ? { models } : {}),
+      hasChildren: rows[index]!.has_children,
     });
     if (resource) data.push(resource);
   }
   return data;
-}
-
-/** Which of the given records of tree models have children (meta.has_children). */
-async function treeChildren(
-  db: Db,
-  environment: string,
-  items: StoredItem[],
-  models: Map<string, ModelInfo>,
-): Promise<Set<string>> {
-  const ids = items.filter((item) => models.get(item.itemTypeId)?.tree).map((item) => item.id);
-  if (ids.length === 0) return new Set();
-  const { rows } = await db.query<{ parent_id: string }>(
-    `SELECT DISTINCT parent_id FROM records
-     WHERE environment = $1 AND parent_id = ANY($2::text[]) AND NOT is_block`,
-    [environment, ids],
-  );
-  return new Set(rows.map((row) => row.parent_id));
 }

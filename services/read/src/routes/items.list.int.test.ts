@@ -734,6 +734,21 @@ describe('GET /items: indexes and metrics', () => {
     expect(rows.map((r) => r.indexdef).join('\n')).toMatch(
       /herald_numeric\(\(published_attributes -> 'rating'/,
     );
+    const stats = await testDb.db.query(
+      `SELECT 1 FROM pg_statistic_ext WHERE stxnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
+    );
+    expect(stats.rowCount).toBeGreaterThan(0);
+  });
+
+  it('creates a GIN index on the full-text slice (environment, version, locale) searched', async () => {
+    await list('?filter[query]=fox&locale=it&version=current');
+    await indexes.idle();
+    const { rows } = await testDb.db.query<{ indexdef: string }>(
+      `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'record_texts_x_%'`,
+    );
+    expect(rows.map((r) => r.indexdef).join('\n')).toMatch(
+      /gin \(document\) WHERE \(\(environment = 'main'::text\) AND \(version = 'current'::text\) AND \(locale = 'it'::text\)\)/,
+    );
   });
 
   it('exports query duration by shape', async () => {
