@@ -16,7 +16,6 @@ import {
   createTestToken,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
 } from '@herald/testkit';
 
@@ -112,7 +111,7 @@ async function main(): Promise<void> {
     await seed((text, params) => testDb.db.query(text, params));
     const token = await createTestToken(testDb.db, 'admin');
 
-    const herald = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
+    const herald = await serve(createApp(testDeps(testDb.db, redis)));
     const baseline = await baselineServer(pool);
     try {
       const raw = await measure(baseline.url, {});
@@ -120,7 +119,7 @@ async function main(): Promise<void> {
       // Cold: a fresh process-level cache each time (the first request after a start).
       const coldTimes: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const fresh = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
+        const fresh = await serve(createApp(testDeps(testDb.db, redis)));
         try {
           const started = performance.now();
           const response = await fetch(`${fresh.url}/webhooks`, {

@@ -5,8 +5,6 @@ import type { Express } from 'express';
 import { type Role } from '@herald/contract';
 import {
   Lifecycle,
-  createEventMatchQueue,
-  type EventMatchQueue,
   answerClientErrors,
   createLogger,
   createMetrics,
@@ -150,20 +148,5 @@ export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {})
     redisPrefix,
     eventMatchQueue: createEventMatchQueue(redis, redisPrefix, logger),
     enqueueTimeoutMs: 5000,
-  };
-}
-
-/**
- * The deps plus the producer side of the `event-match` queue that ingest's createApp needs
- * (under the deps' random Redis prefix, on their connection: closed with it).
- */
-export function withEventMatchQueue<T extends TestDeps>(
-  deps: T,
-  enqueueTimeoutMs = 5000,
-): T & { eventMatchQueue: EventMatchQueue; enqueueTimeoutMs: number } {
-  return {
-    ...deps,
-    eventMatchQueue: createEventMatchQueue(deps.redis, deps.redisPrefix, deps.logger),
-    enqueueTimeoutMs,
   };
 }

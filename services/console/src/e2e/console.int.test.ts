@@ -9,12 +9,7 @@ import { parseCidrList } from '@herald/contract';
 import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
-import {
-  EnvironmentResolver,
-  createApiApp,
-  createEventMatchQueue,
-  type Redis,
-} from '@herald/runtime';
+import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
@@ -139,8 +134,6 @@ beforeAll(async () => {
   const deps: IngestDeps = {
     ...base,
     environments: new EnvironmentResolver(t.db),
-    eventMatchQueue: createEventMatchQueue(redis, base.redisPrefix, base.logger),
-    enqueueTimeoutMs: 5000,
     ssrfAllowCidrs: allow,
     siteId: 'console-e2e',
     consoleDir: CONSOLE_DIR,

@@ -6,7 +6,6 @@ import {
   createTestDb,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -27,12 +26,8 @@ beforeAll(async () => {
   await mkdir(join(dir, 'assets'));
   await writeFile(join(dir, 'index.html'), '<!doctype html><title>Herald console</title>');
   await writeFile(join(dir, 'assets', 'index-abc123.js'), 'console.log("hi")');
-  server = await serve(
-    createApp({ ...withEventMatchQueue(testDeps(t.db, redis)), consoleDir: dir }),
-  );
-  unbuilt = await serve(
-    createApp({ ...withEventMatchQueue(testDeps(t.db, redis)), consoleDir: join(dir, 'missing') }),
-  );
+  server = await serve(createApp({ ...testDeps(t.db, redis), consoleDir: dir }));
+  unbuilt = await serve(createApp({ ...testDeps(t.db, redis), consoleDir: join(dir, 'missing') }));
 });
 
 afterAll(async () => {

@@ -5,7 +5,6 @@ import {
   createTestToken,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -23,7 +22,7 @@ let client: Client;
 beforeAll(async () => {
   testDb = await createTestDb('postgres');
   redis = testRedis();
-  server = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
+  server = await serve(createApp(testDeps(testDb.db, redis)));
   client = buildClient({
     apiToken: await createTestToken(testDb.db, 'admin'),
     baseUrl: server.url,

@@ -6,7 +6,6 @@ import {
   createTestToken,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -32,7 +31,7 @@ beforeAll(async () => {
   redisPrefix = deps.redisPrefix;
   await subscriber.subscribe(webhooksChangedChannel(redisPrefix));
   subscriber.on('message', (_channel: string, message: string) => messages.push(message));
-  server = await serve(createApp(withEventMatchQueue(deps)));
+  server = await serve(createApp(deps));
   admin = await createTestToken(testDb.db, 'admin');
   readOnly = await createTestToken(testDb.db, 'read_only');
   producer = await createTestToken(testDb.db, 'producer');
@@ -394,7 +393,7 @@ describe('SSRF allow-list at creation', () => {
 
     const allowing = await serve(
       createApp({
-        ...withEventMatchQueue(testDeps(testDb.db, redis)),
+        ...testDeps(testDb.db, redis),
         ssrfAllowCidrs: parseCidrList('127.0.0.0/8,::1/128'),
       }),
     );

@@ -4,7 +4,6 @@ import {
   createTestToken,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -22,7 +21,7 @@ let admin: string;
 beforeAll(async () => {
   testDb = await createTestDb('pglite');
   redis = testRedis();
-  server = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
+  server = await serve(createApp(testDeps(testDb.db, redis)));
   admin = await createTestToken(testDb.db, 'admin');
 });
 

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
-import { createEventMatchQueue, type Redis } from '@herald/runtime';
+import type { Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
@@ -47,8 +47,6 @@ beforeAll(async () => {
   server = await serve(
     createApp({
       ...deps,
-      eventMatchQueue: createEventMatchQueue(redis, deps.redisPrefix, deps.logger),
-      enqueueTimeoutMs: 5000,
       ssrfAllowCidrs: allow,
       siteId: SITE_ID,
     }),

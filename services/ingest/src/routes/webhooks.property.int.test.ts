@@ -5,7 +5,6 @@ import {
   createTestToken,
   serve,
   testDeps,
-  withEventMatchQueue,
   testRedis,
   type TestDb,
   type TestServer,
@@ -24,7 +23,7 @@ let existingId: string;
 beforeAll(async () => {
   testDb = await createTestDb('postgres');
   redis = testRedis();
-  server = await serve(createApp(withEventMatchQueue(testDeps(testDb.db, redis))));
+  server = await serve(createApp(testDeps(testDb.db, redis)));
   admin = await createTestToken(testDb.db, 'admin');
   const response = await post('/webhooks', {
     data: {
