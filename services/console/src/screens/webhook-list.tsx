@@ -142,19 +142,21 @@ export function WebhookList() {
                       <span class="muted">—</span>
                     )}
                   </td>
-                  <td class="row-actions">
-                    <button
-                      type="button"
-                      class="button button-small"
-                      disabled={toggling === webhook.id}
-                      onClick={() => void toggle(webhook)}
-                      aria-label={`${enabled ? 'Disable' : 'Enable'} ${webhook.attributes.name}`}
-                    >
-                      {enabled ? 'Disable' : 'Enable'}
-                    </button>
-                    <a class="button button-small" href={`#/webhooks/${webhook.id}`}>
-                      Edit
-                    </a>
+                  <td>
+                    <div class="row-actions">
+                      <button
+                        type="button"
+                        class="button button-small"
+                        disabled={toggling === webhook.id}
+                        onClick={() => void toggle(webhook)}
+                        aria-label={`${enabled ? 'Disable' : 'Enable'} ${webhook.attributes.name}`}
+                      >
+                        {enabled ? 'Disable' : 'Enable'}
+                      </button>
+                      <a class="button button-small" href={`#/webhooks/${webhook.id}`}>
+                        Edit
+                      </a>
+                    </div>
                     {toggleError?.id === webhook.id && <ErrorNote error={toggleError.error} />}
                   </td>
                 </tr>
