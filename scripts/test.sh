@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-pnpm.sh
 source scripts/ensure-services.sh
+source scripts/ensure-chromium.sh
 
 pnpm_ install --frozen-lockfile --prefer-offline >/dev/null
 pnpm_ run build >/dev/null

@@ -17,3 +17,9 @@ export {
   sweepUnmatchedEvents,
   type EventSweeperOptions,
 } from './sweep-events.js';
+export {
+  renderDeliveryRequest,
+  type DeliveryRequest,
+  type DeliveryRequestInput,
+  type RenderedWebhook,
+} from './delivery/request.js';

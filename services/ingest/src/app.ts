@@ -1,13 +1,16 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
+import { HERALD_VERSION } from '@herald/delivery';
 import {
   EnvironmentResolver,
   createApiApp,
   type ApiAppDeps,
   type EventMatchQueue,
 } from '@herald/runtime';
+import { consoleRouter } from './routes/console.static.js';
 import { eventsRouter } from './routes/events.create.js';
 import { webhookCallsRouter } from './routes/webhook-calls.router.js';
+import { webhookPreviewRouter } from './routes/webhooks.preview.js';
 import { webhooksRouter } from './routes/webhooks.router.js';
 
 /** What the ingest routes need; grows as resources are added. */
@@ -18,15 +21,34 @@ export type IngestDeps = ApiAppDeps & {
   enqueueTimeoutMs: number;
   /** CIDRs exempt from the SSRF blocked ranges (SSRF_ALLOW_CIDRS); none when absent. */
   ssrfAllowCidrs?: CidrList;
+  /** `site_id` of delivered payloads (SITE_ID), for previews; default 'herald'. */
+  siteId?: string;
+  /** Folder of the built web console (CONSOLE_DIR); /console answers 404 when it is not built. */
+  consoleDir?: string | undefined;
 };
 
 /** The ingest service's routes: /webhooks, /webhook_calls, /events. */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
-  router.use(webhooksRouter({ ...deps, ssrfAllowCidrs: deps.ssrfAllowCidrs ?? [] }));
+  const ssrfAllowCidrs = deps.ssrfAllowCidrs ?? [];
+  // Before webhooksRouter, so that /webhooks/preview is never read as a webhook id.
+  router.use(
+    webhookPreviewRouter({
+      db: deps.db,
+      ssrfAllowCidrs,
+      siteId: deps.siteId ?? 'herald',
+      userAgent: `Herald/${HERALD_VERSION}`,
+    }),
+  );
+  router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));
   router.use(webhookCallsRouter(deps));
   router.use(eventsRouter(deps));
   return router;
+}
+
+/** What ingest serves without a token, before auth: the console's static files. */
+export function ingestPublicRouters(deps: IngestDeps): Router[] {
+  return [consoleRouter(deps.consoleDir)];
 }
 
 export function createApp(deps: IngestDeps): Express {
@@ -35,5 +57,5 @@ export function createApp(deps: IngestDeps): Express {
     ...deps,
     environments: deps.environments ?? new EnvironmentResolver(deps.db),
   };
-  return createApiApp(withResolver, [ingestRouter(withResolver)]);
+  return createApiApp(withResolver, [ingestRouter(withResolver)], ingestPublicRouters(deps));
 }

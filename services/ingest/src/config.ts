@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { deliveryEnv } from '@herald/delivery';
 import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
@@ -10,6 +11,13 @@ export const ingestEnv = {
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
    */
   ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** `site_id` of delivered payloads; ingest renders previews with it (same variable as delivery). */
+  SITE_ID: deliveryEnv.SITE_ID,
+  /**
+   * Folder of the built web console (services/console/dist), served at /console. Unset: the
+   * build beside this service in the repository. A folder without index.html: /console is a 404.
+   */
+  CONSOLE_DIR: z.string().min(1).optional(),
 };
 
 export const IngestConfig = z.object({

@@ -1,2 +1,2 @@
-export { createApp, ingestRouter, type IngestDeps } from './app.js';
+export { createApp, ingestPublicRouters, ingestRouter, type IngestDeps } from './app.js';
 export { ingestEnv, IngestConfig, loadConfig } from './config.js';

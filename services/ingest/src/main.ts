@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   Lifecycle,
@@ -34,7 +35,9 @@ async function main(): Promise<void> {
     lifecycle,
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
+    consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
+    siteId: config.SITE_ID,
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

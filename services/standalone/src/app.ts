@@ -1,11 +1,15 @@
 import type { Express } from 'express';
 import { EnvironmentResolver, createApiApp } from '@herald/runtime';
-import { ingestRouter, type IngestDeps } from '@herald/ingest';
+import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
 
-/** ingest and read on one port, as the gateway would route them. */
+/** ingest and read on one port, as the gateway would route them (and the console at /console). */
 export function createApp(deps: IngestDeps): Express {
   // One resolver for the plumbing and the routes, so environment events can invalidate it.
   const shared = { ...deps, environments: deps.environments ?? new EnvironmentResolver(deps.db) };
-  return createApiApp(shared, [readRouter(shared), ingestRouter(shared)]);
+  return createApiApp(
+    shared,
+    [readRouter(shared), ingestRouter(shared)],
+    ingestPublicRouters(shared),
+  );
 }

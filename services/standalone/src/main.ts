@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   Lifecycle,
@@ -58,6 +59,8 @@ async function main(): Promise<void> {
     lifecycle,
     redisPrefix: config.REDIS_PREFIX,
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
+    siteId: config.SITE_ID,
+    consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
   });
   const { server, url } = await listen(app, {

@@ -87,9 +87,14 @@ const rejectNul: RequestHandler = (req, _res, next) => {
  * The HTTP plumbing shared by the API services (API.md §1), around the given routers: request ids
  * and standard headers, health and metrics, query parsing with limits, Accept, auth and rate
  * limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown routes, and
- * the error envelope.
+ * the error envelope. `publicRouters` are mounted right after health, before auth and the API's
+ * header checks: for what is public by design (the console's static files).
  */
-export function createApiApp(deps: ApiAppDeps, routers: Router[]): Express {
+export function createApiApp(
+  deps: ApiAppDeps,
+  routers: Router[],
+  publicRouters: Router[] = [],
+): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -113,6 +118,7 @@ export function createApiApp(deps: ApiAppDeps, routers: Router[]): Express {
       docsUrl: deps.http.docsUrl,
     }),
   );
+  for (const router of publicRouters) app.use(router);
   app.use(parseQuery);
   app.use(checkAccept);
   app.use(authenticate(verifier, limiter));

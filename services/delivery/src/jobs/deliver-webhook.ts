@@ -20,8 +20,7 @@ import {
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
-import { buildDefaultPayload, serializeEntity } from '../delivery/payload.js';
-import { renderCustomPayload, renderUrl } from '../delivery/render.js';
+import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
 import { signWebhook } from '../delivery/signing.js';
 import { DELIVER_JOB_OPTIONS } from './match-event.js';
@@ -43,45 +42,6 @@ export interface DeliverContext {
 /** The status class label of an attempt (bounded). */
 export function statusClass(result: SendResult): string {
   return result.kind === 'response' ? `${Math.floor(result.status / 100)}xx` : result.error;
-}
-
-/** Headers as sent; `redacted` is what the log stores (API.md §4.4). */
-function buildHeaders(
-  webhook: WebhookRecord,
-  callId: string,
-  userAgent: string,
-  body: string,
-  now: Date,
-): { headers: Record<string, string>; redacted: Record<string, string> } {
-  const headers: Record<string, string> = {};
-  const custom = Object.keys(webhook.headers).map((h) => h.toLowerCase());
-  if (!custom.includes('content-type')) headers['Content-Type'] = 'application/json';
-  if (!custom.includes('user-agent')) headers['User-Agent'] = userAgent;
-  Object.assign(headers, webhook.headers);
-  const redacted = { ...headers };
-  for (const name of Object.keys(redacted)) {
-    if (/^(authorization|proxy-authorization)$/i.test(name)) {
-      redacted[name] = `${redacted[name]?.split(' ')[0] ?? ''} ***`.trim();
-    }
-  }
-  if (webhook.httpBasicUser !== null) {
-    for (const name of Object.keys(headers)) {
-      if (name.toLowerCase() === 'authorization') {
-        delete headers[name];
-        delete redacted[name];
-      }
-    }
-    const credentials = `${webhook.httpBasicUser}:${webhook.httpBasicPassword ?? ''}`;
-    headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
-    redacted['Authorization'] = 'Basic ***';
-  }
-  const timestamp = Math.floor(now.getTime() / 1000);
-  const signing = {
-    'webhook-id': callId,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': signWebhook(activeSigningSecrets(webhook, now), callId, timestamp, body),
-  };
-  return { headers: { ...headers, ...signing }, redacted: { ...redacted, ...signing } };
 }
 
 /** Whether this job still has work to do, given the call's stored state. */
@@ -138,33 +98,18 @@ async function attempt(
   event: StoredEvent,
 ): Promise<void> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
-  const [entity, previousEntity] = await Promise.all([
-    serializeEntity(ctx.db, event.environment, event.entity, webhook.nestedItemsInPayload),
-    event.previousEntity === null || event.previousEntity === undefined
-      ? null
-      : serializeEntity(
-          ctx.db,
-          event.environment,
-          event.previousEntity,
-          webhook.nestedItemsInPayload,
-        ),
-  ]);
-  const payload = buildDefaultPayload({
-    callId: call.id,
-    webhookId: webhook.id,
-    siteId: ctx.siteId,
-    attemptedAutoRetriesCount: retriesCount,
-    event,
-    entity,
-    previousEntity,
-  });
-  const url = renderUrl(webhook.url, payload);
-  const body =
-    webhook.customPayload === null
-      ? JSON.stringify(payload)
-      : renderCustomPayload(webhook.customPayload, payload);
   const sentAt = new Date();
-  const { headers, redacted } = buildHeaders(webhook, call.id, ctx.userAgent, body, sentAt);
+  const { url, body, headers, redacted } = await renderDeliveryRequest(ctx.db, {
+    webhook,
+    event,
+    callId: call.id,
+    siteId: ctx.siteId,
+    userAgent: ctx.userAgent,
+    attemptedAutoRetriesCount: retriesCount,
+    sign: (id, timestamp, signed) =>
+      signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
+    now: sentAt,
+  });
 
   const started = performance.now();
   const result = await ctx.client.send(url, headers, body);

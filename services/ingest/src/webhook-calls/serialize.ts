@@ -2,7 +2,7 @@ import type { WebhookCallRecord } from '@herald/store';
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
-/** The webhook_call resource of API.md §4.4 (`failure_reason` is an extension). */
+/** The webhook_call resource of API.md §4.4 (`event_id` and `failure_reason` are extensions). */
 export function serializeWebhookCall(call: WebhookCallRecord) {
   return {
     type: 'webhook_call' as const,
@@ -22,6 +22,8 @@ export function serializeWebhookCall(call: WebhookCallRecord) {
       next_retry_at: iso(call.nextRetryAt),
       status: call.status,
       failure_reason: call.failureReason,
+      // The producer's event id: the console offers recent ones to POST /webhooks/preview.
+      event_id: call.eventId,
     },
     relationships: { webhook: { data: { type: 'webhook' as const, id: call.webhookId } } },
   };

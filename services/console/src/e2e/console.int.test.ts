@@ -1,0 +1,462 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseCidrList } from '@herald/contract';
+import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
+import { readRouter } from '@herald/read';
+import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  silentLogger,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+
+/**
+ * The console, end to end: the built console (services/console/dist) served by a real Herald
+ * (ingest + read on one port, as the standalone process and the gateway serve them) on real
+ * Postgres and Redis, delivery workers sending to a real local receiver, driven in Debian's
+ * headless Chromium by playwright-core. Screenshots of the main screens go to docs/screenshots.
+ */
+
+const CHROMIUM = '/usr/bin/chromium';
+const CONSOLE_DIR = fileURLToPath(new URL('../../dist', import.meta.url));
+const SCREENSHOTS = fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url));
+
+interface Received {
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+let t: TestDb;
+let redis: Redis;
+let deliveryRedis: Redis;
+let delivery: DeliveryRuntime;
+let herald: TestServer;
+let receiver: Server;
+let receiverUrl: string;
+const received: Received[] = [];
+const sockets = new Set<Socket>();
+let browser: Browser;
+let page: Page;
+let admin: string;
+
+async function api(method: string, path: string, body?: unknown): Promise<any> {
+  const response = await fetch(`${herald.url}${path}`, {
+    method,
+    headers: {
+      Authorization: `Bearer ${admin}`,
+      ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new Error(`${method} ${path} → ${response.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+function field(apiKey: string, fieldType: string, position: number, localized = false) {
+  return {
+    type: 'field',
+    id: `f-${apiKey}`,
+    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position },
+  };
+}
+
+function model(id: string, attributes: Record<string, unknown>, fields: unknown[]) {
+  return {
+    type: 'event',
+    attributes: {
+      entity_type: 'item_type',
+      event_type: 'create',
+      entity: { type: 'item_type', id, attributes: { name: id, api_key: id, ...attributes } },
+      related_entities: fields,
+    },
+  };
+}
+
+function itemEvent(
+  eventType: string,
+  id: string,
+  attributes: Record<string, unknown>,
+  eventId?: string,
+) {
+  return {
+    type: 'event',
+    ...(eventId ? { id: eventId } : {}),
+    attributes: {
+      entity_type: 'item',
+      event_type: eventType,
+      entity: {
+        type: 'item',
+        id,
+        attributes,
+        relationships: { item_type: { data: { type: 'item_type', id: 'article' } } },
+        meta: {},
+      },
+    },
+  };
+}
+
+/** The header's section links (a breadcrumb may carry the same name). */
+const nav = () => page.getByRole('navigation', { name: 'Sections' });
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: false });
+}
+
+beforeAll(async () => {
+  // Both are made by the README's test command (scripts/test.sh builds and installs Chromium).
+  if (!existsSync(`${CONSOLE_DIR}/index.html`)) {
+    throw new Error(`The console is not built (${CONSOLE_DIR}): run pnpm build`);
+  }
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} is missing: run scripts/ensure-chromium.sh (apt-get install chromium)`,
+    );
+  }
+  await mkdir(SCREENSHOTS, { recursive: true });
+
+  t = await createTestDb('postgres');
+  redis = testRedis();
+  const base = testDeps(t.db, redis);
+  const allow = parseCidrList('127.0.0.0/8');
+  const deps: IngestDeps = {
+    ...base,
+    environments: new EnvironmentResolver(t.db),
+    ssrfAllowCidrs: allow,
+    siteId: 'console-e2e',
+    consoleDir: CONSOLE_DIR,
+  };
+  // What services/standalone serves: read and ingest on one port, the console before auth.
+  herald = await serve(
+    createApiApp(deps, [readRouter(deps), ingestRouter(deps)], ingestPublicRouters(deps)),
+  );
+  admin = await createTestToken(t.db, 'admin');
+
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{"received":true}');
+    });
+  });
+  receiver.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  deliveryRedis = testRedis();
+  delivery = await startDelivery(
+    { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: base.metrics.registry },
+    {
+      redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+      redisPrefix: base.redisPrefix,
+      siteId: 'console-e2e',
+      userAgent: `Herald/${HERALD_VERSION}`,
+      allowCidrs: allow,
+      connectTimeoutMs: 1000,
+      timeoutMs: 3000,
+      connectionsPerOrigin: 4,
+      responseMaxBytes: 65_536,
+      retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
+      maxInFlightPerWebhook: 10,
+      deliverConcurrency: 10,
+      matchConcurrency: 4,
+      jobLockMs: 10_000,
+      sweepIntervalMs: 60_000,
+      sweepAfterMs: 60_000,
+      indexReloadMs: 250,
+    },
+  );
+
+  // Records to browse: a model with a block field, published and draft records.
+  await api('POST', '/events', {
+    data: [
+      model('section', { modular_block: true }, [field('heading', 'string', 0)]),
+      model('article', { draft_mode_active: true }, [
+        field('title', 'string', 0),
+        field('views', 'integer', 1),
+        field('body', 'text', 2),
+        field('content', 'rich_text', 3),
+      ]),
+    ],
+  });
+  const section = (id: string, heading: string) => ({
+    type: 'item',
+    id,
+    attributes: { heading },
+    relationships: { item_type: { data: { type: 'item_type', id: 'section' } } },
+  });
+  await api('POST', '/events', {
+    data: [
+      itemEvent('publish', 'welcome', {
+        title: 'Welcome to Herald',
+        views: 120,
+        body: 'Webhooks for every record change.',
+        content: [section('welcome-intro', 'Introduction'), section('welcome-usage', 'Usage')],
+      }),
+      itemEvent('publish', 'release-notes', {
+        title: 'Release notes',
+        views: 42,
+        body: 'What changed in this release.',
+        content: [],
+      }),
+      itemEvent('create', 'draft-idea', {
+        title: 'A draft idea',
+        views: 0,
+        body: 'Not published yet.',
+        content: [],
+      }),
+    ],
+  });
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await delivery?.close();
+  await deliveryRedis?.quit();
+  await herald?.close();
+  for (const socket of sockets) socket.destroy();
+  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await redis?.quit();
+  await t?.cleanup();
+});
+
+describe('the web console in Chromium', { timeout: 60_000 }, () => {
+  it('refuses a wrong token with a clear 401 message', async () => {
+    await page.goto(`${herald.url}/console/`);
+    await expect.poll(() => page.getByRole('heading', { name: 'Herald console' }).count()).toBe(1);
+    await page.getByLabel('API token').fill('not-a-real-token');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Herald refused this API token (401)').waitFor();
+    await shot('sign-in');
+    expect(page.url()).not.toContain('not-a-real-token');
+  });
+
+  it('signs in, creates a webhook with a template and sees the live preview follow it', async () => {
+    await page.getByLabel('API token').fill(admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+    await page.getByText('No webhooks yet.').waitFor();
+    // The token stays out of the URL.
+    expect(page.url()).not.toContain(admin);
+
+    await page.getByRole('link', { name: 'New webhook' }).first().click();
+    await page.getByRole('heading', { name: 'New webhook' }).waitFor();
+    await page.getByLabel('Name').fill('Publications to the CDN');
+
+    // A refused address: the server's INVALID_FIELD shows beside the URL field, live.
+    await page.getByLabel('URL', { exact: true }).fill('http://10.0.0.1/hook');
+    await page.locator('#wh-url-errors').getByText('refused address').waitFor();
+
+    await page.getByLabel('URL', { exact: true }).fill(`${receiverUrl}/hooks/{{entity_type}}`);
+    await page.getByLabel('Send a custom payload').check();
+    const template = page.getByLabel('Template', { exact: true });
+    await template.fill('{"event": "{{event_type}}", "record": "{{entity.id}}"}');
+    const body = page.getByTestId('preview-body');
+    await body.getByText('"record": "sample-record-id"').waitFor();
+    await expect
+      .poll(() => page.getByTestId('preview-url').textContent())
+      .toBe(`POST ${receiverUrl}/hooks/item`);
+    await template.fill(
+      '{"event": "{{entity_type}}.{{event_type}}", "record": "{{entity.id}}", "title": "{{entity.attributes.title.en}}"}',
+    );
+    await body.getByText('"event": "item.publish"').waitFor();
+    await body.getByText('"title": "Hello from Herald"').waitFor();
+    // A template error is the server's, beside the editor.
+    await template.fill('{"record": "{{#entity}}"}');
+    await page
+      .locator('#wh-custom-payload-errors')
+      .getByText('not a valid Mustache template')
+      .waitFor();
+    await template.fill(
+      '{"event": "{{entity_type}}.{{event_type}}", "record": "{{entity.id}}", "title": "{{entity.attributes.title}}"}',
+    );
+    await body.getByText('"record": "sample-record-id"').waitFor();
+    await shot('webhook-editor');
+
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByRole('heading', { name: 'Publications to the CDN' }).waitFor();
+    const id = /#\/webhooks\/(\d+)/.exec(page.url())?.[1];
+    expect(id).toBeDefined();
+    const stored = await api('GET', `/webhooks/${id}`);
+    expect(stored.data.attributes.custom_payload).toContain('{{entity.attributes.title}}');
+    expect(stored.data.attributes.events).toEqual([
+      { entity_type: 'item', event_types: ['publish', 'unpublish'] },
+    ]);
+    // The delivery workers learn of it (pub/sub), then events match it.
+    await vi.waitFor(() => {
+      if (!delivery.index.has(id!)) throw new Error('not indexed yet');
+    });
+  });
+
+  it('shows the call of a triggered event, its request and response, and resends it', async () => {
+    await api('POST', '/events', {
+      data: [
+        itemEvent(
+          'publish',
+          'launch',
+          { title: 'Launch day', views: 7, body: 'We are live.', content: [] },
+          'evt-launch-1',
+        ),
+      ],
+    });
+    await vi.waitFor(() => expect(received.length).toBe(1), { timeout: 15_000, interval: 50 });
+    expect(received[0]!.url).toBe('/hooks/item');
+    expect(received[0]!.body).toBe(
+      '{"event": "item.publish", "record": "launch", "title": "Launch day"}',
+    );
+
+    await nav().getByRole('link', { name: 'Call log' }).click();
+    await page.getByRole('heading', { name: 'Call log' }).waitFor();
+    const row = page.locator('tr[data-call-id]').first();
+    await row.waitFor();
+    // The log refreshes by itself until the call has its outcome.
+    await row.getByText('Success').waitFor({ timeout: 15_000 });
+    await expect.poll(() => row.textContent()).toContain('item.publish');
+    // Filters: a status with no calls empties the list, the matching one brings it back.
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByText('No calls match these filters.').waitFor();
+    await page.getByLabel('Status').selectOption('success');
+    await page.locator('tr[data-call-id]').first().waitFor();
+    await page.getByLabel('Entity type').selectOption('item');
+    await page.getByLabel('Event type').selectOption('publish');
+    await page.locator('tr[data-call-id]').first().waitFor();
+    await shot('call-log');
+
+    await page.locator('tr[data-call-id] a').first().click();
+    await page.getByRole('heading', { name: /^Call #\d+$/ }).waitFor();
+    await expect.poll(() => page.getByTestId('response-status').textContent()).toBe('200');
+    await page.getByLabel('Request body').getByText('"record": "launch"').waitFor();
+    await page.getByLabel('Response body').getByText('"received": true').waitFor();
+    await page.getByText('webhook-signature').waitFor();
+    await shot('call-detail');
+
+    const callId = received[0]!.headers['webhook-id'];
+    await page.getByRole('button', { name: 'Resend' }).click();
+    await page.getByText(/resent/).waitFor();
+    await vi.waitFor(() => expect(received.length).toBe(2), { timeout: 15_000, interval: 50 });
+    expect(received[1]!.headers['webhook-id']).toBe(callId);
+    expect(received[1]!.body).toBe(received[0]!.body);
+  });
+
+  it('lists the webhook with its last call and success rate, and previews a received event', async () => {
+    await nav().getByRole('link', { name: 'Webhooks' }).click();
+    const row = page.locator('tr[data-webhook-id]').first();
+    await row.getByText('Publications to the CDN').waitFor();
+    await row.getByText('Enabled').waitFor();
+    await row.getByText('Success').waitFor();
+    await row.getByText('100 %').waitFor();
+    await shot('webhooks');
+
+    // The preview of a real, chosen event renders what was delivered.
+    await row.getByRole('link', { name: 'Edit' }).click();
+    await page.getByLabel('Event', { exact: true }).fill('evt-launch-1');
+    await page.getByTestId('preview-body').getByText('"title": "Launch day"').waitFor();
+
+    // Disable from the list: the state and reason column follow.
+    await page.getByRole('link', { name: '← Webhooks' }).click();
+    await row.getByRole('button', { name: /^Disable/ }).click();
+    await row.getByText('Disabled').waitFor();
+    await row.getByRole('button', { name: /^Enable/ }).click();
+    await row.getByText('Enabled').waitFor();
+  });
+
+  it('browses records with a model, field filters, full text, version switch and block detail', async () => {
+    await nav().getByRole('link', { name: 'Records' }).click();
+    await page.getByRole('heading', { name: 'Records' }).waitFor();
+    // Published versions by default: the draft is not listed.
+    await page.locator('tr[data-item-id="welcome"]').waitFor();
+    expect(await page.locator('tr[data-item-id="draft-idea"]').count()).toBe(0);
+
+    await page.getByLabel('Version').selectOption('current');
+    await page.locator('tr[data-item-id="draft-idea"]').waitFor();
+
+    await page.getByLabel('Model').fill('article');
+    await page.getByRole('button', { name: 'Add field filter' }).click();
+    await page.getByLabel('Filter 1 field').fill('views');
+    await page.getByLabel('Filter 1 operator').selectOption('gt');
+    await page.getByLabel('Filter 1 value').fill('10');
+    await page.getByLabel('Order').fill('views_DESC');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect
+      .poll(async () =>
+        page
+          .locator('tr[data-item-id]')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-item-id'))),
+      )
+      .toEqual(['welcome', 'release-notes']);
+    await shot('records');
+
+    // A bad filter is the server's error, shown where the list was.
+    await page.getByLabel('Filter 1 field').fill('nope');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText('INVALID_FILTER_FIELDS_PARAM').waitFor();
+    await page.getByRole('button', { name: 'Reset' }).click();
+
+    await page.getByLabel('Search').fill('release');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect
+      .poll(async () =>
+        page
+          .locator('tr[data-item-id]')
+          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-item-id'))),
+      )
+      .toEqual(['release-notes']);
+
+    await page.getByLabel('Search').fill('');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.locator('tr[data-item-id="welcome"] a').click();
+    await page.getByRole('heading', { name: 'welcome' }).waitFor();
+    // nested=true: the blocks are expanded in place.
+    await page.getByText('Block welcome-intro').waitFor();
+    await page.getByText('Introduction').waitFor();
+    await shot('record-detail');
+  });
+
+  it('is usable on a phone', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(`${herald.url}/console/#/webhooks`);
+    await page
+      .locator('tr[data-webhook-id]')
+      .first()
+      .getByText('Publications to the CDN')
+      .waitFor();
+    await shot('webhooks-phone');
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+});

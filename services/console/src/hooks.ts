@@ -1,0 +1,77 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiFailure } from './lib/api.js';
+
+export interface Resource<T> {
+  data: T | undefined;
+  error: ApiFailure | undefined;
+  loading: boolean;
+  /** Loads again; `quiet` keeps the current data on screen (auto-refresh). */
+  reload: (quiet?: boolean) => void;
+}
+
+/**
+ * Loads something whenever `deps` change, aborting what was in flight; keeps the last data while
+ * reloading so that screens do not flash.
+ */
+export function useResource<T>(
+  load: (signal: AbortSignal) => Promise<T>,
+  deps: readonly unknown[],
+): Resource<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<ApiFailure | undefined>(undefined);
+  const [loading, setLoading] = useState(true);
+  const [generation, setGeneration] = useState(0);
+  const quietRef = useRef(false);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+
+  useEffect(() => {
+    const controller = new AbortController();
+    if (!quietRef.current) setLoading(true);
+    quietRef.current = false;
+    loadRef.current(controller.signal).then(
+      (value) => {
+        if (controller.signal.aborted) return;
+        setData(value);
+        setError(undefined);
+        setLoading(false);
+      },
+      (failure: unknown) => {
+        if (controller.signal.aborted) return;
+        setError(failure instanceof ApiFailure ? failure : new ApiFailure(0, [], null));
+        setLoading(false);
+      },
+    );
+    return () => controller.abort();
+    // The caller lists in `deps` what `load` reads.
+  }, [...deps, generation]);
+
+  const reload = useCallback((quiet = false) => {
+    quietRef.current = quiet;
+    setGeneration((value) => value + 1);
+  }, []);
+  return { data, error, loading, reload };
+}
+
+/** `value`, once it has stopped changing for `delayMs`. */
+export function useDebounced<T>(value: T, delayMs: number): T {
+  const [debounced, setDebounced] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setDebounced(value), delayMs);
+    return () => clearTimeout(timer);
+  }, [value, delayMs]);
+  return debounced;
+}
+
+/** Calls `tick` every `intervalMs` while enabled and while the tab is visible. */
+export function useInterval(tick: () => void, intervalMs: number, enabled: boolean): void {
+  const tickRef = useRef(tick);
+  tickRef.current = tick;
+  useEffect(() => {
+    if (!enabled) return undefined;
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') tickRef.current();
+    }, intervalMs);
+    return () => clearInterval(timer);
+  }, [intervalMs, enabled]);
+}

@@ -1,0 +1,139 @@
+import { useState } from 'preact/hooks';
+import { useApp } from '../app-context.js';
+import { Badge, BodyView, ErrorNote, HeadersTable, Loading, formatTime } from '../components/ui.js';
+import { useInterval, useResource } from '../hooks.js';
+import { ApiFailure } from '../lib/api.js';
+import { formatRoute } from '../lib/route.js';
+import type { WebhookCall } from '../lib/types.js';
+
+const REFRESH_MS = 3000;
+
+export function CallDetail({ id }: { id: string }) {
+  const { client, notify } = useApp();
+  const call = useResource(
+    (signal) =>
+      client.get<{ data: WebhookCall }>(`/webhook_calls/${encodeURIComponent(id)}`, { signal }),
+    [client, id],
+  );
+  const [resending, setResending] = useState(false);
+  const [resendError, setResendError] = useState<ApiFailure | null>(null);
+  // The call changes while it is retried or resent: keep it current while it is open.
+  useInterval(() => call.reload(true), REFRESH_MS, !call.error);
+
+  const resend = async () => {
+    setResending(true);
+    setResendError(null);
+    try {
+      await client.post(`/webhook_calls/${encodeURIComponent(id)}/resend_webhook`);
+      notify(`Call #${id} resent`);
+      call.reload(true);
+    } catch (error) {
+      setResendError(error instanceof ApiFailure ? error : new ApiFailure(0, [], null));
+    } finally {
+      setResending(false);
+    }
+  };
+
+  const data = call.data?.data;
+  const attributes = data?.attributes;
+  const webhookId = data?.relationships?.webhook?.data?.id;
+  return (
+    <section aria-labelledby="call-title">
+      <p class="crumbs">
+        <a href="#/calls">← Call log</a>
+      </p>
+      <div class="page-head">
+        <h1 id="call-title">Call #{id}</h1>
+        {attributes && (
+          <div class="actions">
+            <Badge status={attributes.status} />
+            <button
+              type="button"
+              class="button button-primary"
+              disabled={resending}
+              onClick={() => void resend()}
+            >
+              {resending ? 'Resending…' : 'Resend'}
+            </button>
+          </div>
+        )}
+      </div>
+      {resendError && <ErrorNote error={resendError} />}
+      {call.error && <ErrorNote error={call.error} onRetry={() => call.reload()} />}
+      {call.loading && !data && <Loading label="Loading the call…" />}
+      {attributes && (
+        <>
+          <dl class="facts card">
+            <div>
+              <dt>Event</dt>
+              <dd class="mono">
+                {attributes.entity_type}.{attributes.event_type}
+                {typeof attributes['event_id'] === 'string' && (
+                  <span class="muted"> ({attributes['event_id']})</span>
+                )}
+              </dd>
+            </div>
+            <div>
+              <dt>Webhook</dt>
+              <dd>
+                {webhookId ? <a href={`#/webhooks/${webhookId}`}>#{webhookId}</a> : '—'}{' '}
+                {webhookId && (
+                  <a class="small" href={formatRoute(['calls'], { webhook: webhookId })}>
+                    (its calls)
+                  </a>
+                )}
+              </dd>
+            </div>
+            <div>
+              <dt>Created</dt>
+              <dd>{formatTime(attributes.created_at)}</dd>
+            </div>
+            <div>
+              <dt>Last sent</dt>
+              <dd>{formatTime(attributes.last_sent_at)}</dd>
+            </div>
+            <div>
+              <dt>Automatic retries</dt>
+              <dd>{attributes.attempted_auto_retries_count}</dd>
+            </div>
+            <div>
+              <dt>Next retry</dt>
+              <dd>{formatTime(attributes.next_retry_at)}</dd>
+            </div>
+          </dl>
+          <div class="split">
+            <div class="card">
+              <h2>Request</h2>
+              <p class="mono break">POST {attributes.request_url ?? '—'}</p>
+              <h3>Headers</h3>
+              <HeadersTable headers={attributes.request_headers} />
+              <h3>Body</h3>
+              <BodyView body={attributes.request_payload} label="Request body" />
+            </div>
+            <div class="card">
+              <h2>
+                Response{' '}
+                <span class="mono" data-testid="response-status">
+                  {attributes.response_status ?? ''}
+                </span>
+              </h2>
+              {attributes.response_status === null && (
+                <p class="muted">
+                  {attributes.status === 'pending'
+                    ? 'Not answered yet.'
+                    : typeof attributes['failure_reason'] === 'string'
+                      ? attributes['failure_reason']
+                      : 'No response was received.'}
+                </p>
+              )}
+              <h3>Headers</h3>
+              <HeadersTable headers={attributes.response_headers} />
+              <h3>Body</h3>
+              <BodyView body={attributes.response_payload} label="Response body" />
+            </div>
+          </div>
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,264 @@
+import { useState } from 'preact/hooks';
+import { navigate, useApp } from '../app-context.js';
+import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
+import { useInterval, useResource } from '../hooks.js';
+import type { Collection } from '../lib/api.js';
+import { ALL_EVENT_TYPES, CALL_STATUSES, ENTITY_TYPES, EVENT_TYPES } from '../lib/event-types.js';
+import type { QueryValue } from '../lib/query.js';
+import { formatRoute } from '../lib/route.js';
+import type { Webhook, WebhookCall } from '../lib/types.js';
+
+const PAGE_SIZE = 30;
+const REFRESH_MS = 5000;
+
+/** The call log's filters, kept in the URL's hash so a filtered view can be linked. */
+interface Filters {
+  webhook: string;
+  status: string;
+  entity: string;
+  event: string;
+  from: string;
+  to: string;
+  offset: number;
+}
+
+function readFilters(params: URLSearchParams): Filters {
+  return {
+    webhook: params.get('webhook') ?? '',
+    status: params.get('status') ?? '',
+    entity: params.get('entity') ?? '',
+    event: params.get('event') ?? '',
+    from: params.get('from') ?? '',
+    to: params.get('to') ?? '',
+    offset: Math.max(0, Number(params.get('offset') ?? 0) || 0),
+  };
+}
+
+/** `datetime-local` gives local wall time; the API wants an instant. */
+function toInstant(local: string): string | undefined {
+  if (!local) return undefined;
+  const date = new Date(local);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
+export function callsQuery(filters: Filters): Record<string, QueryValue> {
+  const fields: Record<string, Record<string, QueryValue>> = {};
+  if (filters.webhook) fields['webhook_id'] = { eq: filters.webhook };
+  if (filters.status) fields['status'] = { eq: filters.status };
+  if (filters.entity) fields['entity_type'] = { eq: filters.entity };
+  if (filters.event) fields['event_type'] = { eq: filters.event };
+  const from = toInstant(filters.from);
+  const to = toInstant(filters.to);
+  if (from || to) fields['created_at'] = { gt: from, lt: to };
+  return {
+    filter: { fields },
+    order_by: 'created_at_desc',
+    page: { offset: String(filters.offset), limit: String(PAGE_SIZE) },
+  };
+}
+
+export function CallLog({ params }: { params: URLSearchParams }) {
+  const { client } = useApp();
+  const filters = readFilters(params);
+  const [live, setLive] = useState(true);
+  const key = params.toString();
+
+  const webhooks = useResource(
+    (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),
+    [client],
+  );
+  const calls = useResource(
+    (signal) =>
+      client.get<Collection<WebhookCall>>('/webhook_calls', {
+        signal,
+        query: callsQuery(filters),
+      }),
+    [client, key],
+  );
+  useInterval(() => calls.reload(true), REFRESH_MS, live);
+
+  const setFilter = (patch: Partial<Filters>) => {
+    const next: Filters = { ...filters, offset: 0, ...patch };
+    navigate(
+      formatRoute(['calls'], {
+        webhook: next.webhook,
+        status: next.status,
+        entity: next.entity,
+        event: next.event,
+        from: next.from,
+        to: next.to,
+        offset: next.offset ? String(next.offset) : '',
+      }),
+    );
+  };
+  const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
+  const eventTypes = filters.entity ? (EVENT_TYPES[filters.entity] ?? []) : ALL_EVENT_TYPES;
+  const list = calls.data?.data ?? [];
+  const total = calls.data?.meta?.total_count ?? list.length;
+  const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
+
+  return (
+    <section aria-labelledby="calls-title">
+      <div class="page-head">
+        <h1 id="calls-title">Call log</h1>
+        <label class="check">
+          <input
+            type="checkbox"
+            checked={live}
+            onChange={(e) => setLive(e.currentTarget.checked)}
+          />
+          Refresh every {REFRESH_MS / 1000} s
+        </label>
+      </div>
+      <form class="filters card" aria-label="Filter calls" onSubmit={(e) => e.preventDefault()}>
+        <label class="field">
+          <span class="label">Webhook</span>
+          <select
+            name="webhook"
+            value={filters.webhook}
+            onChange={(e) => setFilter({ webhook: e.currentTarget.value })}
+          >
+            <option value="">All webhooks</option>
+            {(webhooks.data?.data ?? []).map((webhook) => (
+              <option key={webhook.id} value={webhook.id}>
+                {webhook.attributes.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span class="label">Status</span>
+          <select
+            name="status"
+            value={filters.status}
+            onChange={(e) => setFilter({ status: e.currentTarget.value })}
+          >
+            <option value="">Any status</option>
+            {CALL_STATUSES.map((status) => (
+              <option key={status} value={status}>
+                {status}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span class="label">Entity type</span>
+          <select
+            name="entity_type"
+            value={filters.entity}
+            onChange={(e) => setFilter({ entity: e.currentTarget.value, event: '' })}
+          >
+            <option value="">Any entity</option>
+            {ENTITY_TYPES.map((type) => (
+              <option key={type} value={type}>
+                {type}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span class="label">Event type</span>
+          <select
+            name="event_type"
+            value={filters.event}
+            onChange={(e) => setFilter({ event: e.currentTarget.value })}
+          >
+            <option value="">Any event</option>
+            {eventTypes.map((type) => (
+              <option key={type} value={type}>
+                {type}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="field">
+          <span class="label">From</span>
+          <input
+            type="datetime-local"
+            name="from"
+            value={filters.from}
+            onChange={(e) => setFilter({ from: e.currentTarget.value })}
+          />
+        </label>
+        <label class="field">
+          <span class="label">To</span>
+          <input
+            type="datetime-local"
+            name="to"
+            value={filters.to}
+            onChange={(e) => setFilter({ to: e.currentTarget.value })}
+          />
+        </label>
+        {filtered && (
+          <button type="button" class="button button-quiet" onClick={() => navigate('#/calls')}>
+            Clear filters
+          </button>
+        )}
+      </form>
+
+      {calls.error && <ErrorNote error={calls.error} onRetry={() => calls.reload()} />}
+      {calls.loading && !calls.data && <Loading label="Loading calls…" />}
+      {calls.data && list.length === 0 && (
+        <Empty>
+          <p>{filtered ? 'No calls match these filters.' : 'No calls yet.'}</p>
+          <p class="muted">
+            A call is logged each time an event matches a webhook; events arrive with POST /events.
+          </p>
+        </Empty>
+      )}
+      {list.length > 0 && (
+        <table class="table table-cards" aria-label="Webhook calls">
+          <thead>
+            <tr>
+              <th scope="col">Call</th>
+              <th scope="col">Webhook</th>
+              <th scope="col">Event</th>
+              <th scope="col">Status</th>
+              <th scope="col">Response</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((call) => {
+              const webhookId = call.relationships?.webhook?.data?.id ?? '';
+              return (
+                <tr key={call.id} data-call-id={call.id}>
+                  <td data-label="Call">
+                    <a class="strong mono" href={`#/calls/${call.id}`}>
+                      #{call.id}
+                    </a>
+                  </td>
+                  <td data-label="Webhook">{names.get(webhookId) ?? webhookId}</td>
+                  <td data-label="Event">
+                    <span class="mono">
+                      {call.attributes.entity_type}.{call.attributes.event_type}
+                    </span>
+                  </td>
+                  <td data-label="Status">
+                    <Badge status={call.attributes.status} />
+                    {call.attributes.attempted_auto_retries_count > 0 && (
+                      <span class="muted small">
+                        {' '}
+                        {call.attributes.attempted_auto_retries_count} retries
+                      </span>
+                    )}
+                  </td>
+                  <td data-label="Response" class="mono">
+                    {call.attributes.response_status ?? '—'}
+                  </td>
+                  <td data-label="Created">{formatTime(call.attributes.created_at)}</td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      <Pager
+        offset={filters.offset}
+        limit={PAGE_SIZE}
+        total={total}
+        onChange={(offset) => setFilter({ offset })}
+      />
+    </section>
+  );
+}

@@ -1,0 +1,464 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { navigate, useApp } from '../app-context.js';
+import {
+  Badge,
+  ConfirmDialog,
+  CopyButton,
+  ErrorNote,
+  FieldErrors,
+  Loading,
+} from '../components/ui.js';
+import { useResource } from '../hooks.js';
+import { ApiFailure } from '../lib/api.js';
+import {
+  fieldProblems,
+  problemsUnder,
+  unclaimedProblems,
+  type FieldProblem,
+} from '../lib/errors.js';
+import { formatRoute } from '../lib/route.js';
+import type { Webhook } from '../lib/types.js';
+import {
+  attributesFromForm,
+  emptyForm,
+  formFromWebhook,
+  normalizeFieldPath,
+  type WebhookForm,
+} from '../lib/webhook-form.js';
+import { EventsEditor, HeadersEditor } from './webhook-fields.js';
+import { PreviewPanel } from './webhook-preview.js';
+
+/** Top-level attributes: an edit to one clears the server's complaints about it. */
+const FIELD_ROOTS = [
+  'name',
+  'url',
+  'enabled',
+  'headers',
+  'events',
+  'custom_payload',
+  'http_basic_user',
+  'http_basic_password',
+  'nested_items_in_payload',
+  'auto_retry',
+  'payload_api_version',
+];
+
+export function WebhookEditor({ id }: { id: string | null }) {
+  const { client } = useApp();
+  const existing = useResource(
+    (signal) =>
+      id
+        ? client.get<{ data: Webhook }>(`/webhooks/${encodeURIComponent(id)}`, { signal })
+        : Promise.resolve(null),
+    [client, id],
+  );
+  if (existing.error) {
+    return (
+      <section>
+        <p>
+          <a href="#/webhooks">← Webhooks</a>
+        </p>
+        <ErrorNote error={existing.error} onRetry={() => existing.reload()} />
+      </section>
+    );
+  }
+  if (existing.loading && !existing.data) return <Loading label="Loading the webhook…" />;
+  return (
+    <EditorForm webhook={existing.data?.data ?? null} onChanged={() => existing.reload(true)} />
+  );
+}
+
+function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged: () => void }) {
+  const { client, notify } = useApp();
+  const [form, setForm] = useState<WebhookForm>(() =>
+    webhook ? formFromWebhook(webhook.attributes) : emptyForm(),
+  );
+  const [saveProblems, setSaveProblems] = useState<FieldProblem[]>([]);
+  const [previewProblems, setPreviewProblems] = useState<FieldProblem[]>([]);
+  const [saveError, setSaveError] = useState<ApiFailure | null>(null);
+  const [saving, setSaving] = useState(false);
+  const [dialog, setDialog] = useState<'delete' | 'rotate' | null>(null);
+  const [actionBusy, setActionBusy] = useState(false);
+  const [actionError, setActionError] = useState<ApiFailure | null>(null);
+  const [newSecret, setNewSecret] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (webhook) setForm((current) => ({ ...current, enabled: webhook.attributes.enabled }));
+  }, [webhook?.attributes.enabled]);
+
+  const update = (root: string, patch: Partial<WebhookForm>) => {
+    setForm((current) => ({ ...current, ...patch }));
+    setSaveProblems((current) =>
+      current.filter((problem) => problem.field !== root && !problem.field.startsWith(`${root}.`)),
+    );
+  };
+
+  // Server complaints from the last save, and the live ones from the preview (which validates
+  // url, headers and custom_payload as creation would), each shown once beside its field.
+  const problems = useMemo(() => {
+    const seen = new Set<string>();
+    return [...saveProblems, ...previewProblems].filter((problem) => {
+      const key = `${problem.field}\u0000${problem.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+  }, [saveProblems, previewProblems]);
+  const at = (field: string, exact = false) => problemsUnder(problems, field, { exact });
+
+  const save = async (event: Event) => {
+    event.preventDefault();
+    setSaving(true);
+    setSaveError(null);
+    setSaveProblems([]);
+    const attributes = attributesFromForm(form);
+    try {
+      if (webhook) {
+        await client.put(`/webhooks/${webhook.id}`, {
+          data: { type: 'webhook', id: webhook.id, attributes },
+        });
+        notify('Webhook saved');
+        onChanged();
+      } else {
+        const created = await client.post<{ data: Webhook }>('/webhooks', {
+          data: { type: 'webhook', attributes },
+        });
+        notify(`Webhook ${created.data.attributes.name} created`);
+        navigate(`#/webhooks/${created.data.id}`);
+      }
+    } catch (error) {
+      const failure = error instanceof ApiFailure ? error : new ApiFailure(0, [], null);
+      const fields = fieldProblems(failure.entries).map((problem) => ({
+        ...problem,
+        field: normalizeFieldPath(problem.field),
+      }));
+      setSaveProblems(fields);
+      if (fields.length === 0 || unclaimedProblems(fields, FIELD_ROOTS).length > 0) {
+        setSaveError(failure);
+      } else {
+        setSaveError(null);
+      }
+      // Take the eye (and the keyboard) to the first field in trouble.
+      requestAnimationFrame(() => {
+        const first = document.querySelector<HTMLElement>('[aria-invalid="true"]');
+        first?.focus();
+      });
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  const act = async (action: () => Promise<void>) => {
+    setActionBusy(true);
+    setActionError(null);
+    try {
+      await action();
+    } catch (error) {
+      setActionError(error instanceof ApiFailure ? error : new ApiFailure(0, [], null));
+    } finally {
+      setActionBusy(false);
+      setDialog(null);
+    }
+  };
+
+  const unclaimed = unclaimedProblems(saveProblems, FIELD_ROOTS);
+  const title = webhook ? webhook.attributes.name : 'New webhook';
+
+  return (
+    <section aria-labelledby="editor-title">
+      <p class="crumbs">
+        <a href="#/webhooks">← Webhooks</a>
+      </p>
+      <div class="page-head">
+        <h1 id="editor-title">{title}</h1>
+        {webhook && (
+          <div class="actions">
+            <Badge status={webhook.attributes.enabled ? 'enabled' : 'disabled'} />
+            <a class="button" href={formatRoute(['calls'], { webhook: webhook.id })}>
+              Calls
+            </a>
+            <button
+              type="button"
+              class="button"
+              disabled={actionBusy}
+              onClick={() =>
+                void act(async () => {
+                  await client.put(`/webhooks/${webhook.id}`, {
+                    data: {
+                      type: 'webhook',
+                      id: webhook.id,
+                      attributes: { enabled: !webhook.attributes.enabled },
+                    },
+                  });
+                  notify(webhook.attributes.enabled ? 'Webhook disabled' : 'Webhook enabled');
+                  onChanged();
+                })
+              }
+            >
+              {webhook.attributes.enabled ? 'Disable' : 'Enable'}
+            </button>
+            <button type="button" class="button" onClick={() => setDialog('rotate')}>
+              Rotate secret
+            </button>
+            <button type="button" class="button button-danger" onClick={() => setDialog('delete')}>
+              Delete
+            </button>
+          </div>
+        )}
+      </div>
+      {webhook && !webhook.attributes.enabled && webhook.attributes.disabled_reason && (
+        <div class="note note-warning">Disabled: {webhook.attributes.disabled_reason}</div>
+      )}
+      {actionError && <ErrorNote error={actionError} />}
+      {newSecret && (
+        <div class="note note-success secret-once" role="status">
+          <p>
+            <strong>New signing secret.</strong> It is shown this once: copy it to your receiver
+            now. The previous secret keeps signing beside it for 24 hours.
+          </p>
+          <p class="secret-row">
+            <code class="secret" data-testid="new-secret">
+              {newSecret}
+            </code>{' '}
+            <CopyButton text={newSecret} />
+            <button type="button" class="button button-small" onClick={() => setNewSecret(null)}>
+              Done
+            </button>
+          </p>
+        </div>
+      )}
+
+      <div class="editor-grid">
+        <form class="card form" onSubmit={save} noValidate aria-label="Webhook settings">
+          <div class="field">
+            <label class="label" for="wh-name">
+              Name
+            </label>
+            <input
+              id="wh-name"
+              name="name"
+              value={form.name}
+              aria-invalid={at('name').length > 0 ? true : undefined}
+              aria-describedby="wh-name-errors"
+              onInput={(e) => update('name', { name: e.currentTarget.value })}
+            />
+            <FieldErrors id="wh-name-errors" problems={at('name')} />
+          </div>
+          <div class="field">
+            <label class="label" for="wh-url">
+              URL
+            </label>
+            <input
+              id="wh-url"
+              name="url"
+              type="url"
+              class="mono"
+              value={form.url}
+              aria-invalid={at('url').length > 0 ? true : undefined}
+              aria-describedby="wh-url-hint wh-url-errors"
+              onInput={(e) => update('url', { url: e.currentTarget.value })}
+            />
+            <span class="hint" id="wh-url-hint">
+              Mustache tags are allowed in the path and query, e.g.{' '}
+              <code>/hooks/{'{{entity_type}}'}</code>.
+            </span>
+            <FieldErrors id="wh-url-errors" problems={at('url')} />
+          </div>
+
+          <EventsEditor
+            rows={form.events}
+            problems={problems}
+            onChange={(events) => update('events', { events })}
+          />
+          <HeadersEditor
+            rows={form.headers}
+            problems={problems}
+            onChange={(headers) => update('headers', { headers })}
+          />
+
+          <fieldset class="group">
+            <legend>Payload</legend>
+            <label class="check">
+              <input
+                type="checkbox"
+                name="use_custom_payload"
+                checked={form.useCustomPayload}
+                onChange={(e) =>
+                  update('custom_payload', { useCustomPayload: e.currentTarget.checked })
+                }
+              />
+              Send a custom payload (a Mustache template) instead of the default JSON
+            </label>
+            {form.useCustomPayload && (
+              <div class="field">
+                <label class="label" for="wh-custom-payload">
+                  Template
+                </label>
+                <textarea
+                  id="wh-custom-payload"
+                  name="custom_payload"
+                  class="mono"
+                  rows={10}
+                  spellcheck={false}
+                  value={form.customPayload}
+                  aria-invalid={at('custom_payload').length > 0 ? true : undefined}
+                  aria-describedby="wh-custom-payload-hint wh-custom-payload-errors"
+                  onInput={(e) =>
+                    update('custom_payload', { customPayload: e.currentTarget.value })
+                  }
+                />
+                <span class="hint" id="wh-custom-payload-hint">
+                  <code>{'{{x}}'}</code> escapes for a JSON string, <code>{'{{{x}}}'}</code> is raw.
+                  The view is the default payload: <code>entity</code>, <code>event_type</code>,{' '}
+                  <code>environment</code>, <code>webhook_call_id</code>…
+                </span>
+                <FieldErrors id="wh-custom-payload-errors" problems={at('custom_payload')} />
+              </div>
+            )}
+            <label class="check">
+              <input
+                type="checkbox"
+                name="nested_items_in_payload"
+                checked={form.nestedItemsInPayload}
+                onChange={(e) =>
+                  update('nested_items_in_payload', {
+                    nestedItemsInPayload: e.currentTarget.checked,
+                  })
+                }
+              />
+              Expand blocks in the payload's entity
+            </label>
+          </fieldset>
+
+          <fieldset class="group">
+            <legend>Authentication</legend>
+            <div class="row-2">
+              <div class="field">
+                <label class="label" for="wh-basic-user">
+                  HTTP Basic user
+                </label>
+                <input
+                  id="wh-basic-user"
+                  name="http_basic_user"
+                  autoComplete="off"
+                  value={form.httpBasicUser}
+                  aria-invalid={at('http_basic_user').length > 0 ? true : undefined}
+                  onInput={(e) =>
+                    update('http_basic_user', { httpBasicUser: e.currentTarget.value })
+                  }
+                />
+                <FieldErrors problems={at('http_basic_user')} />
+              </div>
+              <div class="field">
+                <label class="label" for="wh-basic-password">
+                  HTTP Basic password
+                </label>
+                <input
+                  id="wh-basic-password"
+                  name="http_basic_password"
+                  type="password"
+                  autoComplete="new-password"
+                  value={form.httpBasicPassword}
+                  aria-invalid={at('http_basic_password').length > 0 ? true : undefined}
+                  onInput={(e) =>
+                    update('http_basic_password', { httpBasicPassword: e.currentTarget.value })
+                  }
+                />
+                <FieldErrors problems={at('http_basic_password')} />
+              </div>
+            </div>
+            {webhook?.attributes.signing_secret && (
+              <p class="small muted">
+                Signing secret: <code>{maskSecret(webhook.attributes.signing_secret)}</code> (rotate
+                it to get a new one).
+              </p>
+            )}
+          </fieldset>
+
+          <fieldset class="group">
+            <legend>Delivery</legend>
+            <label class="check">
+              <input
+                type="checkbox"
+                name="enabled"
+                checked={form.enabled}
+                onChange={(e) => update('enabled', { enabled: e.currentTarget.checked })}
+              />
+              Enabled
+            </label>
+            <label class="check">
+              <input
+                type="checkbox"
+                name="auto_retry"
+                checked={form.autoRetry}
+                onChange={(e) => update('auto_retry', { autoRetry: e.currentTarget.checked })}
+              />
+              Retry failed calls automatically (7 times, from 2 minutes to 2 days apart)
+            </label>
+            <FieldErrors problems={[...at('enabled'), ...at('auto_retry')]} />
+          </fieldset>
+
+          {unclaimed.length > 0 && <FieldErrors problems={unclaimed} />}
+          {saveError && <ErrorNote error={saveError} />}
+          <div class="actions sticky-actions">
+            <button type="submit" class="button button-primary" disabled={saving}>
+              {saving ? 'Saving…' : webhook ? 'Save changes' : 'Create webhook'}
+            </button>
+            <a class="button button-quiet" href="#/webhooks">
+              Cancel
+            </a>
+          </div>
+        </form>
+        <PreviewPanel form={form} webhookId={webhook?.id} onProblems={setPreviewProblems} />
+      </div>
+
+      {dialog === 'delete' && webhook && (
+        <ConfirmDialog
+          title={`Delete ${webhook.attributes.name}?`}
+          confirmLabel="Delete webhook"
+          danger
+          busy={actionBusy}
+          onCancel={() => setDialog(null)}
+          onConfirm={() =>
+            void act(async () => {
+              await client.delete(`/webhooks/${webhook.id}`);
+              notify(`Webhook ${webhook.attributes.name} deleted`);
+              navigate('#/webhooks');
+            })
+          }
+        >
+          <p>
+            Herald stops sending it events at once and drops its pending retries. Its past calls
+            stay in the log. This cannot be undone.
+          </p>
+        </ConfirmDialog>
+      )}
+      {dialog === 'rotate' && webhook && (
+        <ConfirmDialog
+          title="Rotate the signing secret?"
+          confirmLabel="Rotate secret"
+          busy={actionBusy}
+          onCancel={() => setDialog(null)}
+          onConfirm={() =>
+            void act(async () => {
+              const rotated = await client.post<{ data: Webhook }>(
+                `/webhooks/${webhook.id}/rotate_secret`,
+              );
+              setNewSecret(rotated.data.attributes.signing_secret ?? '');
+              onChanged();
+            })
+          }
+        >
+          <p>
+            Herald makes a new secret and shows it once. For 24 hours, calls carry both signatures,
+            so your receiver can switch without missing any.
+          </p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}
+
+function maskSecret(secret: string): string {
+  return secret.length <= 10 ? '••••••' : `${secret.slice(0, 6)}••••••${secret.slice(-4)}`;
+}

@@ -1,0 +1,175 @@
+import { useState } from 'preact/hooks';
+import { useApp } from '../app-context.js';
+import { Badge, Empty, ErrorNote, Loading, formatTime } from '../components/ui.js';
+import { useResource } from '../hooks.js';
+import type { ApiFailure, Collection } from '../lib/api.js';
+import { formatRate, summarizeCalls, type CallSummary } from '../lib/call-stats.js';
+import { formatRoute } from '../lib/route.js';
+import type { Webhook, WebhookCall } from '../lib/types.js';
+
+/** How many of the newest calls the list's "recent" columns look at (page[limit] maximum). */
+const RECENT_CALLS = 500;
+
+function eventsSummary(webhook: Webhook): string {
+  return webhook.attributes.events
+    .map((entry) => `${entry.entity_type}: ${entry.event_types.join(', ')}`)
+    .join(' · ');
+}
+
+export function WebhookList() {
+  const { client, notify } = useApp();
+  const webhooks = useResource(
+    (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),
+    [client],
+  );
+  const calls = useResource(
+    (signal) =>
+      client.get<Collection<WebhookCall>>('/webhook_calls', {
+        signal,
+        query: { page: { limit: String(RECENT_CALLS) }, order_by: 'created_at_desc' },
+      }),
+    [client],
+  );
+  const [toggling, setToggling] = useState<string | null>(null);
+  const [toggleError, setToggleError] = useState<{ id: string; error: ApiFailure } | null>(null);
+
+  const toggle = async (webhook: Webhook) => {
+    setToggling(webhook.id);
+    setToggleError(null);
+    try {
+      await client.put(`/webhooks/${webhook.id}`, {
+        data: {
+          type: 'webhook',
+          id: webhook.id,
+          attributes: { enabled: !webhook.attributes.enabled },
+        },
+      });
+      notify(`${webhook.attributes.name} ${webhook.attributes.enabled ? 'disabled' : 'enabled'}`);
+      webhooks.reload(true);
+    } catch (error) {
+      setToggleError({ id: webhook.id, error: error as ApiFailure });
+    } finally {
+      setToggling(null);
+    }
+  };
+
+  const summaries = calls.data ? summarizeCalls(calls.data.data) : new Map<string, CallSummary>();
+  const list = webhooks.data?.data ?? [];
+
+  return (
+    <section aria-labelledby="webhooks-title">
+      <div class="page-head">
+        <h1 id="webhooks-title">Webhooks</h1>
+        <a class="button button-primary" href="#/webhooks/new">
+          New webhook
+        </a>
+      </div>
+      {webhooks.error && <ErrorNote error={webhooks.error} onRetry={() => webhooks.reload()} />}
+      {webhooks.loading && !webhooks.data && <Loading label="Loading webhooks…" />}
+      {webhooks.data && list.length === 0 && (
+        <Empty>
+          <p>No webhooks yet.</p>
+          <p class="muted">
+            A webhook sends Herald's events (records published, models changed, deploys…) to a URL
+            of yours.
+          </p>
+          <a class="button button-primary" href="#/webhooks/new">
+            Create the first one
+          </a>
+        </Empty>
+      )}
+      {calls.error && (
+        <p class="muted small" role="status">
+          Recent call statistics are unavailable: {calls.error.message}
+        </p>
+      )}
+      {list.length > 0 && (
+        <table class="table table-cards" aria-describedby="webhooks-caption">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">State</th>
+              <th scope="col">Last call</th>
+              <th scope="col">Success</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((webhook) => {
+              const summary = summaries.get(webhook.id);
+              const { enabled, disabled_reason: reason } = webhook.attributes;
+              return (
+                <tr key={webhook.id} data-webhook-id={webhook.id}>
+                  <td data-label="Name">
+                    <a class="strong" href={`#/webhooks/${webhook.id}`}>
+                      {webhook.attributes.name}
+                    </a>
+                    <div class="muted small mono truncate" title={webhook.attributes.url}>
+                      {webhook.attributes.url}
+                    </div>
+                    <div class="muted small">{eventsSummary(webhook) || 'No events'}</div>
+                  </td>
+                  <td data-label="State">
+                    <Badge status={enabled ? 'enabled' : 'disabled'} />
+                    {!enabled && reason && <div class="small reason">{reason}</div>}
+                  </td>
+                  <td data-label="Last call">
+                    {calls.loading && !calls.data ? (
+                      <span class="muted">…</span>
+                    ) : summary ? (
+                      <a
+                        href={formatRoute(['calls'], { webhook: webhook.id })}
+                        title="Open this webhook's calls"
+                      >
+                        <Badge status={summary.lastStatus} />{' '}
+                        {summary.lastResponseStatus !== null && (
+                          <span class="mono">{summary.lastResponseStatus}</span>
+                        )}
+                        <div class="muted small">{formatTime(summary.lastAt)}</div>
+                      </a>
+                    ) : (
+                      <span class="muted">No calls yet</span>
+                    )}
+                  </td>
+                  <td data-label="Success">
+                    {summary ? (
+                      <span title={`${summary.succeeded} of ${summary.answered} answered calls`}>
+                        {formatRate(summary)}
+                      </span>
+                    ) : (
+                      <span class="muted">—</span>
+                    )}
+                  </td>
+                  <td>
+                    <div class="row-actions">
+                      <button
+                        type="button"
+                        class="button button-small"
+                        disabled={toggling === webhook.id}
+                        onClick={() => void toggle(webhook)}
+                        aria-label={`${enabled ? 'Disable' : 'Enable'} ${webhook.attributes.name}`}
+                      >
+                        {enabled ? 'Disable' : 'Enable'}
+                      </button>
+                      <a class="button button-small" href={`#/webhooks/${webhook.id}`}>
+                        Edit
+                      </a>
+                    </div>
+                    {toggleError?.id === webhook.id && <ErrorNote error={toggleError.error} />}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+      {list.length > 0 && (
+        <p id="webhooks-caption" class="muted small">
+          Last call and success rate over the {RECENT_CALLS} most recent calls.
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,100 @@
+import type { Queryable, StoredEvent, WebhookRecord } from '@herald/store';
+import { buildDefaultPayload, serializeEntity } from './payload.js';
+import { renderCustomPayload, renderUrl } from './render.js';
+
+/** What shapes the request of one call: the webhook's settings that the rendering reads. */
+export type RenderedWebhook = Pick<
+  WebhookRecord,
+  'id' | 'url' | 'headers' | 'customPayload' | 'httpBasicUser' | 'httpBasicPassword'
+> & { nestedItemsInPayload: boolean };
+
+export interface DeliveryRequestInput {
+  webhook: RenderedWebhook;
+  event: StoredEvent;
+  callId: string;
+  siteId: string;
+  userAgent: string;
+  attemptedAutoRetriesCount: number;
+  /** The `webhook-signature` value for (call id, unix seconds, body). */
+  sign: (callId: string, timestampSeconds: number, body: string) => string;
+  now: Date;
+}
+
+export interface DeliveryRequest {
+  url: string;
+  body: string;
+  /** Headers as sent. */
+  headers: Record<string, string>;
+  /** Headers as the call log stores them (API.md §4.4): secrets replaced by `***`. */
+  redacted: Record<string, string>;
+}
+
+/**
+ * The request a call sends (API.md §6.1): rendered url, body and headers. The deliver worker and
+ * POST /webhooks/preview both call this, so a preview is exactly what delivery would send.
+ */
+export async function renderDeliveryRequest(
+  db: Queryable,
+  input: DeliveryRequestInput,
+): Promise<DeliveryRequest> {
+  const { webhook, event } = input;
+  const [entity, previousEntity] = await Promise.all([
+    serializeEntity(db, event.environment, event.entity, webhook.nestedItemsInPayload),
+    event.previousEntity === null || event.previousEntity === undefined
+      ? null
+      : serializeEntity(db, event.environment, event.previousEntity, webhook.nestedItemsInPayload),
+  ]);
+  const payload = buildDefaultPayload({
+    callId: input.callId,
+    webhookId: webhook.id,
+    siteId: input.siteId,
+    attemptedAutoRetriesCount: input.attemptedAutoRetriesCount,
+    event,
+    entity,
+    previousEntity,
+  });
+  const url = renderUrl(webhook.url, payload);
+  const body =
+    webhook.customPayload === null
+      ? JSON.stringify(payload)
+      : renderCustomPayload(webhook.customPayload, payload);
+  const { headers, redacted } = buildHeaders(input, body);
+  return { url, body, headers, redacted };
+}
+
+/** Headers as sent, and as logged (API.md §6.1, §4.4). */
+function buildHeaders(
+  input: DeliveryRequestInput,
+  body: string,
+): { headers: Record<string, string>; redacted: Record<string, string> } {
+  const { webhook, callId, userAgent, now } = input;
+  const headers: Record<string, string> = {};
+  const custom = Object.keys(webhook.headers).map((h) => h.toLowerCase());
+  if (!custom.includes('content-type')) headers['Content-Type'] = 'application/json';
+  if (!custom.includes('user-agent')) headers['User-Agent'] = userAgent;
+  Object.assign(headers, webhook.headers);
+  const redacted = { ...headers };
+  for (const name of Object.keys(redacted)) {
+    if (/^(authorization|proxy-authorization)$/i.test(name)) {
+      redacted[name] = `${redacted[name]?.split(' ')[0] ?? ''} ***`.trim();
+    }
+  }
+  if (webhook.httpBasicUser !== null) {
+    for (const name of Object.keys(headers)) {
+      if (name.toLowerCase() === 'authorization') {
+        delete headers[name];
+        delete redacted[name];
+      }
+    }
+    const credentials = `${webhook.httpBasicUser}:${webhook.httpBasicPassword ?? ''}`;
+    headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+    redacted['Authorization'] = 'Basic ***';
+  }
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const signing = {
+    'webhook-id': callId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': input.sign(callId, timestamp, body),
+  };
+  return { headers: { ...headers, ...signing }, redacted: { ...redacted, ...signing } };
+}

@@ -1,0 +1,60 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import express, { Router, type Response } from 'express';
+import { ApiError } from '@herald/contract';
+
+/**
+ * GET /console: the web console's static files (services/console's build). Public: the HTML and
+ * scripts hold no data; every API call they make carries the user's token. Mounted before auth.
+ */
+export function consoleRouter(dir: string | undefined): Router {
+  const router = Router();
+  const built = dir !== undefined && existsSync(join(dir, 'index.html'));
+  if (!built) {
+    router.get(['/console', '/console/*rest'], () => {
+      throw new ApiError('INVALID_ENDPOINT', {
+        message: 'The console is not built here: run `pnpm build` (it builds services/console)',
+      });
+    });
+    return router;
+  }
+  router.use(
+    '/console',
+    express.static(dir, {
+      index: 'index.html',
+      redirect: true,
+      fallthrough: true,
+      setHeaders: (res: Response, path: string) => {
+        setSecurityHeaders(res);
+        // Vite names assets by content hash: they never change; index.html must be revalidated.
+        res.setHeader(
+          'Cache-Control',
+          path.includes(`${join(dir, 'assets')}`)
+            ? 'public, max-age=31536000, immutable'
+            : 'no-cache',
+        );
+      },
+    }),
+  );
+  // The console routes in the URL's hash, so any other path under /console is a mistyped asset.
+  router.get('/console/*rest', (req) => {
+    throw new ApiError('INVALID_ENDPOINT', {
+      message: `No console file ${req.path}`,
+      method: req.method,
+      path: req.path,
+    });
+  });
+  return router;
+}
+
+/** A strict policy: the console loads only its own scripts and styles and talks only to Herald. */
+function setSecurityHeaders(res: Response): void {
+  res.setHeader(
+    'Content-Security-Policy',
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+      "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  );
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Frame-Options', 'DENY');
+}

@@ -1,0 +1,486 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseCidrList } from '@herald/contract';
+import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import type { Redis } from '@herald/runtime';
+import {
+  createTestDb,
+  createTestToken,
+  randomId,
+  serve,
+  silentLogger,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestServer,
+} from '@herald/testkit';
+import { Registry } from 'prom-client';
+import { createApp } from '../app.js';
+
+/** A real endpoint that records what delivery sends it. */
+interface Received {
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+let t: TestDb;
+let redis: Redis;
+let server: TestServer;
+let admin: string;
+let reader: string;
+let receiver: Server;
+let receiverUrl: string;
+const received: Received[] = [];
+const sockets = new Set<Socket>();
+let delivery: DeliveryRuntime;
+let deliveryRedis: Redis;
+
+const SITE_ID = 'site-preview';
+
+beforeAll(async () => {
+  t = await createTestDb('postgres');
+  redis = testRedis();
+  const deps = testDeps(t.db, redis);
+  const allow = parseCidrList('127.0.0.0/8');
+  server = await serve(
+    createApp({
+      ...deps,
+      ssrfAllowCidrs: allow,
+      siteId: SITE_ID,
+    }),
+  );
+  admin = await createTestToken(t.db, 'admin');
+  reader = await createTestToken(t.db, 'read_only');
+
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      received.push({
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
+      res.end('ok');
+    });
+  });
+  receiver.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+
+  deliveryRedis = testRedis();
+  delivery = await startDelivery(
+    { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: new Registry() },
+    {
+      redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+      redisPrefix: deps.redisPrefix,
+      siteId: SITE_ID,
+      userAgent: `Herald/${HERALD_VERSION}`,
+      allowCidrs: allow,
+      connectTimeoutMs: 1000,
+      timeoutMs: 3000,
+      connectionsPerOrigin: 4,
+      responseMaxBytes: 65_536,
+      retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
+      maxInFlightPerWebhook: 10,
+      deliverConcurrency: 10,
+      matchConcurrency: 4,
+      jobLockMs: 10_000,
+      sweepIntervalMs: 60_000,
+      sweepAfterMs: 60_000,
+      indexReloadMs: 200,
+    },
+  );
+});
+
+afterAll(async () => {
+  await delivery?.close();
+  await deliveryRedis?.quit();
+  await server?.close();
+  for (const socket of sockets) socket.destroy();
+  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await redis?.quit();
+  await t?.cleanup();
+});
+
+async function api(method: string, path: string, body?: unknown, token: string | null = admin) {
+  const response = await fetch(`${server.url}${path}`, {
+    method,
+    headers: {
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'Content-Type': 'application/vnd.api+json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+const BASE = {
+  url: 'https://example.com/hooks/{{entity_type}}?event={{event_type}}',
+  headers: { 'X-Team': 'content' },
+  custom_payload: null,
+  http_basic_user: null,
+};
+
+function preview(attributes: Record<string, unknown>, token: string | null = admin) {
+  return api('POST', '/webhooks/preview', { data: { type: 'webhook_preview', attributes } }, token);
+}
+
+/** The field errors of a 422, as `field code` strings. */
+function fieldErrors(body: any): string[] {
+  return body.data.map(
+    (e: any) => `${e.attributes.details.field} ${e.attributes.details.code ?? e.attributes.code}`,
+  );
+}
+
+describe('POST /webhooks/preview: validation (the same as creation)', () => {
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['a missing url', { ...BASE, url: undefined }, 'url VALIDATION_REQUIRED'],
+    ['a missing headers key', { ...BASE, headers: undefined }, 'headers VALIDATION_REQUIRED'],
+    [
+      'a missing custom_payload key',
+      { ...BASE, custom_payload: undefined },
+      'custom_payload VALIDATION_REQUIRED',
+    ],
+    [
+      'a missing http_basic_user key',
+      { ...BASE, http_basic_user: undefined },
+      'http_basic_user VALIDATION_REQUIRED',
+    ],
+    ['a relative url', { ...BASE, url: '/hooks' }, 'url VALIDATION_FORMAT'],
+    ['an ftp url', { ...BASE, url: 'ftp://example.com/x' }, 'url VALIDATION_FORMAT'],
+    [
+      'a tag in the host',
+      { ...BASE, url: 'https://{{site_id}}.example.com/' },
+      'url VALIDATION_FORMAT',
+    ],
+    ['a blocked address', { ...BASE, url: 'http://10.1.2.3/hook' }, 'url VALIDATION_FORMAT'],
+    ['a url that is not a string', { ...BASE, url: 42 }, 'url VALIDATION_TYPE'],
+    ['a framing header', { ...BASE, headers: { Host: 'x' } }, 'headers.Host VALIDATION_FORMAT'],
+    [
+      'a header value with CR LF',
+      { ...BASE, headers: { 'X-A': 'a\r\nb' } },
+      'headers.X-A VALIDATION_FORMAT',
+    ],
+    [
+      'a header name that is no token',
+      { ...BASE, headers: { 'X A': 'a' } },
+      'headers.X A VALIDATION_FORMAT',
+    ],
+    ['headers that are no object', { ...BASE, headers: ['x'] }, 'headers VALIDATION_TYPE'],
+    [
+      'a template syntax error',
+      { ...BASE, custom_payload: '{"a": "{{#entity}}"}' },
+      'custom_payload VALIDATION_FORMAT',
+    ],
+    [
+      'a template that is no string',
+      { ...BASE, custom_payload: 7 },
+      'custom_payload VALIDATION_TYPE',
+    ],
+    [
+      'a basic user with a colon',
+      { ...BASE, http_basic_user: 'a:b' },
+      'http_basic_user VALIDATION_FORMAT',
+    ],
+    [
+      'nested_items_in_payload that is no boolean',
+      { ...BASE, nested_items_in_payload: 'yes' },
+      'nested_items_in_payload VALIDATION_TYPE',
+    ],
+    ['an event id of the wrong shape', { ...BASE, event_id: 'a b' }, 'event_id VALIDATION_FORMAT'],
+    ['an unknown event', { ...BASE, event_id: 'evt-nope' }, 'event_id VALIDATION_INCLUSION'],
+    ['an unknown webhook', { ...BASE, webhook_id: '999999' }, 'webhook_id VALIDATION_INCLUSION'],
+    ['an unknown attribute', { ...BASE, colour: 'red' }, 'colour INVALID_ATTRIBUTES'],
+  ];
+
+  it.each(cases)('answers 422 naming the field for %s', async (_name, attributes, expected) => {
+    const response = await preview(
+      JSON.parse(JSON.stringify(attributes)) as Record<string, unknown>,
+    );
+    expect(response.status).toBe(422);
+    expect(fieldErrors(response.body)).toContain(expected);
+  });
+
+  it('reports every problem at once, with the template error position', async () => {
+    const response = await preview({
+      url: 'nope',
+      headers: { Connection: 'close' },
+      custom_payload: 'line one\n{{/entity}}',
+      http_basic_user: null,
+    });
+    expect(response.status).toBe(422);
+    expect(fieldErrors(response.body)).toEqual([
+      'url VALIDATION_FORMAT',
+      'headers.Connection VALIDATION_FORMAT',
+      'custom_payload VALIDATION_FORMAT',
+    ]);
+    const template = response.body.data[2].attributes.details;
+    expect(template).toMatchObject({ line: 2 });
+  });
+
+  it('answers INVALID_FORMAT for another resource type', async () => {
+    const response = await api('POST', '/webhooks/preview', {
+      data: { type: 'webhook', attributes: BASE },
+    });
+    expect(response.status).toBe(422);
+    expect(response.body.data[0].attributes.code).toBe('INVALID_FORMAT');
+  });
+
+  it('is for admins only', async () => {
+    expect((await preview(BASE, reader)).status).toBe(403);
+    expect((await preview(BASE, null)).status).toBe(401);
+  });
+});
+
+describe('POST /webhooks/preview: rendering', () => {
+  it('renders a sample event when no event is named, secrets masked, nothing sent', async () => {
+    const before = received.length;
+    const response = await preview({
+      ...BASE,
+      http_basic_user: 'user',
+      http_basic_password: 'hunter2',
+      custom_payload: '{"record": "{{entity.id}}", "title": "{{entity.attributes.title.en}}"}',
+    });
+    expect(response.status).toBe(200);
+    const { attributes } = response.body.data;
+    expect(response.body.data.type).toBe('webhook_preview');
+    expect(attributes.url).toBe('https://example.com/hooks/item?event=publish');
+    expect(attributes.body).toBe('{"record": "sample-record-id", "title": "Hello from Herald"}');
+    expect(attributes.sample_event).toBe(true);
+    expect(attributes.headers).toMatchObject({
+      'Content-Type': 'application/json',
+      'User-Agent': `Herald/${HERALD_VERSION}`,
+      'X-Team': 'content',
+      Authorization: 'Basic ***',
+      'webhook-signature': 'v1,***',
+    });
+    expect(JSON.stringify(attributes)).not.toContain('hunter2');
+    expect(received.length).toBe(before);
+  });
+
+  it('renders the default payload with its keys in the contract order', async () => {
+    const response = await preview(BASE);
+    expect(response.status).toBe(200);
+    expect(Object.keys(JSON.parse(response.body.data.attributes.body))).toEqual([
+      'webhook_call_id',
+      'event_triggered_at',
+      'attempted_auto_retries_count',
+      'webhook_id',
+      'site_id',
+      'environment',
+      'is_environment_primary',
+      'entity_type',
+      'event_type',
+      'entity',
+      'related_entities',
+    ]);
+  });
+});
+
+describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
+  it('matches the request a real receiver gets for the same event', async () => {
+    // A model with blocks, so that nested_items_in_payload changes the entity.
+    const models = await api('POST', '/events', {
+      data: [
+        {
+          type: 'event',
+          attributes: {
+            entity_type: 'item_type',
+            event_type: 'create',
+            entity: {
+              type: 'item_type',
+              id: 'section',
+              attributes: { name: 'Section', api_key: 'section', modular_block: true },
+            },
+            related_entities: [
+              {
+                type: 'field',
+                id: 'f-heading',
+                attributes: {
+                  api_key: 'heading',
+                  field_type: 'string',
+                  localized: false,
+                  label: 'Heading',
+                  position: 0,
+                },
+              },
+            ],
+          },
+        },
+        {
+          type: 'event',
+          attributes: {
+            entity_type: 'item_type',
+            event_type: 'create',
+            entity: {
+              type: 'item_type',
+              id: 'article',
+              attributes: { name: 'Article', api_key: 'article' },
+            },
+            related_entities: [
+              {
+                type: 'field',
+                id: 'f-title',
+                attributes: {
+                  api_key: 'title',
+                  field_type: 'string',
+                  localized: false,
+                  label: 'Title',
+                  position: 0,
+                },
+              },
+              {
+                type: 'field',
+                id: 'f-content',
+                attributes: {
+                  api_key: 'content',
+                  field_type: 'rich_text',
+                  localized: false,
+                  label: 'Content',
+                  position: 1,
+                },
+              },
+            ],
+          },
+        },
+      ],
+    });
+    expect(models.status).toBe(202);
+
+    const custom = {
+      url: `${receiverUrl}/custom/{{entity_type}}?event={{event_type}}&env={{environment}}`,
+      headers: { 'X-Team': 'content', 'User-Agent': 'Receiver-Test/1' },
+      custom_payload:
+        '{"event": "{{entity_type}}.{{event_type}}", "at": "{{event_triggered_at}}", ' +
+        '"site": "{{site_id}}", "title": "{{entity.attributes.title}}", "entity": {{{entity}}}}',
+      http_basic_user: 'user',
+      http_basic_password: 'secret-pw',
+      nested_items_in_payload: true,
+    };
+    const plain = {
+      url: `${receiverUrl}/plain`,
+      headers: {},
+      custom_payload: null,
+      http_basic_user: null,
+      http_basic_password: null,
+      nested_items_in_payload: false,
+    };
+    const created: Record<string, string> = {};
+    for (const [name, attributes] of Object.entries({ custom, plain })) {
+      const response = await api('POST', '/webhooks', {
+        data: {
+          type: 'webhook',
+          attributes: {
+            name: randomId(name),
+            events: [{ entity_type: 'item', event_types: ['publish'] }],
+            ...attributes,
+          },
+        },
+      });
+      expect(response.status).toBe(201);
+      created[name] = response.body.data.id;
+    }
+
+    const eventId = randomId('evt');
+    // The match workers' index learns of the webhooks over pub/sub (and reloads every 200 ms).
+    const publish = {
+      data: [
+        {
+          type: 'event',
+          id: eventId,
+          attributes: {
+            entity_type: 'item',
+            event_type: 'publish',
+            occurred_at: '2026-11-21T10:00:00Z',
+            entity: {
+              type: 'item',
+              id: 'rec-1',
+              attributes: {
+                title: 'Quotes " and \\ backslashes',
+                content: [
+                  {
+                    type: 'item',
+                    id: 'blk-1',
+                    attributes: { heading: 'First' },
+                    relationships: { item_type: { data: { type: 'item_type', id: 'section' } } },
+                  },
+                ],
+              },
+              relationships: { item_type: { data: { type: 'item_type', id: 'article' } } },
+              meta: { status: 'published' },
+            },
+          },
+        },
+      ],
+    };
+    await vi.waitFor(
+      () => {
+        for (const id of Object.values(created)) {
+          if (!delivery.index.has(id)) throw new Error(`webhook ${id} not indexed yet`);
+        }
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect((await api('POST', '/events', publish)).status).toBe(202);
+    await vi.waitFor(() => expect(received.length).toBeGreaterThanOrEqual(2), {
+      timeout: 15_000,
+      interval: 50,
+    });
+
+    for (const [name, attributes] of Object.entries({ custom, plain })) {
+      const delivered = received.find((r) => r.url.startsWith(`/${name}`))!;
+      expect(delivered).toBeDefined();
+      const response = await preview({
+        ...attributes,
+        event_id: eventId,
+        webhook_id: created[name],
+      });
+      expect(response.status).toBe(200);
+      const shown = response.body.data.attributes;
+      const callId = String(delivered.headers['webhook-id']);
+
+      expect(new URL(shown.url).pathname + new URL(shown.url).search).toBe(delivered.url);
+      if (name === 'custom') {
+        // The template names no call id: the bytes are the same.
+        expect(shown.body).toBe(delivered.body);
+        expect(delivered.body).toContain('"title": "Quotes \\" and \\\\ backslashes"');
+        expect(JSON.parse(delivered.body).entity.attributes.content[0].id).toBe('blk-1');
+        expect(shown.headers.Authorization).toBe('Basic ***');
+        expect(delivered.headers.authorization).toBe(
+          `Basic ${Buffer.from('user:secret-pw').toString('base64')}`,
+        );
+      } else {
+        // Only the call id differs: a preview has no call.
+        expect(
+          shown.body.replace('"webhook_call_id":"preview"', `"webhook_call_id":"${callId}"`),
+        ).toBe(delivered.body);
+      }
+      // Every header delivery sent, the same, but for the per-call and secret-derived ones.
+      for (const [header, value] of Object.entries(shown.headers as Record<string, string>)) {
+        const lower = header.toLowerCase();
+        if (
+          ['authorization', 'webhook-id', 'webhook-timestamp', 'webhook-signature'].includes(lower)
+        ) {
+          continue;
+        }
+        expect(delivered.headers[lower]).toBe(value);
+      }
+      expect(
+        Object.keys(shown.headers)
+          .map((h) => h.toLowerCase())
+          .sort(),
+      ).toEqual(
+        Object.keys(delivered.headers)
+          .filter((h) => !['host', 'content-length', 'connection'].includes(h))
+          .sort(),
+      );
+    }
+  });
+});

@@ -1,0 +1,243 @@
+import { Router, type RequestHandler } from 'express';
+import { ApiError, type CidrList, type ErrorEntry } from '@herald/contract';
+import { renderDeliveryRequest } from '@herald/delivery';
+import { context, requireRole } from '@herald/runtime';
+import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
+import { validateUpdate } from '../webhooks/attributes.js';
+
+/** What POST /webhooks/preview needs. */
+export interface WebhookPreviewDeps {
+  db: Db;
+  /** CIDRs exempt from the blocked address ranges, as at creation (SSRF_ALLOW_CIDRS). */
+  ssrfAllowCidrs: CidrList;
+  /** `site_id` of the default payload (SITE_ID), as delivery sends it. */
+  siteId: string;
+  /** `User-Agent` delivery sends. */
+  userAgent: string;
+}
+
+/** Attributes of the webhook that shape the request; the same keys as creation requires of them. */
+const RENDERED = ['url', 'headers', 'custom_payload', 'http_basic_user'] as const;
+const OPTIONAL = ['nested_items_in_payload', 'http_basic_password'] as const;
+/** Extensions: which event to render, and which webhook's id the payload names. */
+const CHOICES = ['event_id', 'webhook_id'] as const;
+const ALLOWED = new Set<string>([...RENDERED, ...OPTIONAL, ...CHOICES]);
+
+/** `webhook_call_id` and `webhook-id` of a preview: no call exists. */
+export const PREVIEW_CALL_ID = 'preview';
+/** `webhook_id` when the preview names no existing webhook. */
+export const PREVIEW_WEBHOOK_ID = 'preview';
+/** The signature is computed with the webhook's secret at send time; a preview shows no secret. */
+const MASKED_SIGNATURE = 'v1,***';
+const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/**
+ * POST /webhooks/preview (API.md §4.2, extension): renders the url, headers (secrets masked) and
+ * body that delivery would send for the given settings, for a stored event or a sample one, with
+ * delivery's own code (renderDeliveryRequest). Validation is creation's. Nothing is sent.
+ */
+export function webhookPreviewRouter(deps: WebhookPreviewDeps): Router {
+  const router = Router();
+  router.post('/webhooks/preview', requireRole(), previewWebhook(deps));
+  return router;
+}
+
+export function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
+  return async (req, res) => {
+    const attributes = readPreviewDocument(req.body);
+    const problems: ErrorEntry[] = [];
+    for (const key of Object.keys(attributes)) {
+      if (ALLOWED.has(key)) continue;
+      problems.push({
+        code: 'INVALID_ATTRIBUTES',
+        details: {
+          field: key,
+          message: `Unknown attribute "${key}"; a webhook preview has: ${[...ALLOWED].join(', ')}`,
+          extraneous_attributes: [key],
+        },
+      });
+    }
+    for (const key of RENDERED) {
+      if (!Object.hasOwn(attributes, key)) {
+        problems.push(
+          ApiError.field(
+            key,
+            'VALIDATION_REQUIRED',
+            `${key} is required (send null if you want none)`,
+          ),
+        );
+      }
+    }
+    const webhookAttributes = Object.fromEntries(
+      Object.entries(attributes).filter(([key]) => !(CHOICES as readonly string[]).includes(key)),
+    );
+    const validated = validateUpdate(webhookAttributes, { allowCidrs: deps.ssrfAllowCidrs });
+    if (!validated.ok) problems.push(...validated.errors);
+
+    const environment = context(res).environment ?? {
+      id: 'main',
+      locales: ['en'],
+      isPrimary: true,
+    };
+    const event = await chooseEvent(deps.db, attributes['event_id'], environment, problems);
+    const webhookId = await chooseWebhookId(deps.db, attributes['webhook_id'], problems);
+    if (problems.length > 0 || !validated.ok || !event) throw ApiError.many(problems);
+
+    const settings = validated.value;
+    const rendered = await renderDeliveryRequest(deps.db, {
+      webhook: {
+        id: webhookId,
+        url: settings.url ?? '',
+        headers: settings.headers ?? {},
+        customPayload: settings.customPayload ?? null,
+        httpBasicUser: settings.httpBasicUser ?? null,
+        httpBasicPassword: settings.httpBasicPassword ?? null,
+        nestedItemsInPayload: settings.nestedItemsInPayload ?? false,
+      },
+      event: event.event,
+      callId: PREVIEW_CALL_ID,
+      siteId: deps.siteId,
+      userAgent: deps.userAgent,
+      attemptedAutoRetriesCount: 0,
+      sign: () => MASKED_SIGNATURE,
+      now: new Date(),
+    });
+    res.json({
+      data: {
+        type: 'webhook_preview',
+        attributes: {
+          url: rendered.url,
+          headers: rendered.redacted,
+          body: rendered.body,
+          event_id: event.sample ? null : event.event.id,
+          sample_event: event.sample,
+          entity_type: event.event.entityType,
+          event_type: event.event.eventType,
+        },
+      },
+    });
+  };
+}
+
+/** `{"data":{"type":"webhook_preview","attributes":{...}}}`, else INVALID_FORMAT (API.md §1). */
+function readPreviewDocument(body: unknown): Record<string, unknown> {
+  const fail = (message: string, field: string): never => {
+    throw new ApiError('INVALID_FORMAT', { message, field });
+  };
+  const isObject = (value: unknown): value is Record<string, unknown> =>
+    typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(body)) {
+    return fail(
+      'The body must be {"data": {"type": "webhook_preview", "attributes": {...}}}',
+      'data',
+    );
+  }
+  const data = body['data'];
+  if (!isObject(data)) return fail('"data" must be one resource object', 'data');
+  if (data['type'] !== 'webhook_preview') {
+    fail(
+      `data.type must be "webhook_preview", not ${JSON.stringify(data['type'] ?? null)}`,
+      'data.type',
+    );
+  }
+  const attributes = data['attributes'];
+  if (attributes === undefined) return {};
+  if (!isObject(attributes)) return fail('data.attributes must be an object', 'data.attributes');
+  return attributes;
+}
+
+async function chooseEvent(
+  db: Db,
+  given: unknown,
+  environment: Environment,
+  problems: ErrorEntry[],
+): Promise<{ event: StoredEvent; sample: boolean } | undefined> {
+  if (given === undefined || given === null)
+    return { event: sampleEvent(environment), sample: true };
+  if (typeof given !== 'string' || !EVENT_ID.test(given)) {
+    problems.push(
+      ApiError.field(
+        'event_id',
+        typeof given === 'string' ? 'VALIDATION_FORMAT' : 'VALIDATION_TYPE',
+        'event_id must be an event id: 1–128 characters from A-Z a-z 0-9 _ . : -',
+      ),
+    );
+    return undefined;
+  }
+  const event = await findEvent(db, given);
+  if (!event) {
+    problems.push(
+      ApiError.field(
+        'event_id',
+        'VALIDATION_INCLUSION',
+        `No event with id "${given}" was received`,
+      ),
+    );
+    return undefined;
+  }
+  return { event, sample: false };
+}
+
+async function chooseWebhookId(db: Db, given: unknown, problems: ErrorEntry[]): Promise<string> {
+  if (given === undefined || given === null) return PREVIEW_WEBHOOK_ID;
+  if (typeof given !== 'string' || !(await findWebhook(db, given))) {
+    problems.push(
+      ApiError.field(
+        'webhook_id',
+        'VALIDATION_INCLUSION',
+        'webhook_id must name an existing webhook',
+      ),
+    );
+  }
+  return typeof given === 'string' ? given : PREVIEW_WEBHOOK_ID;
+}
+
+/** A representative event when none is chosen: a record published in the request's environment. */
+export function sampleEvent(environment: Environment, now = new Date()): StoredEvent {
+  const at = now.toISOString();
+  const locale = environment.locales[0] ?? 'en';
+  return {
+    id: 'sample-event',
+    seq: '0',
+    environment: environment.id,
+    isEnvironmentPrimary: environment.isPrimary,
+    entityType: 'item',
+    eventType: 'publish',
+    entityId: 'sample-record-id',
+    itemTypeId: 'sample-model-id',
+    itemTypeApiKey: 'article',
+    occurredAt: now,
+    acceptedAt: now,
+    matchedAt: null,
+    entity: {
+      type: 'item',
+      id: 'sample-record-id',
+      attributes: {
+        title: { [locale]: 'Hello from Herald' },
+        slug: 'hello-from-herald',
+        body: 'A sample record, used to preview a webhook.',
+      },
+      relationships: {
+        item_type: { data: { type: 'item_type', id: 'sample-model-id' } },
+        creator: { data: { type: 'access_token', id: '1' } },
+      },
+      meta: {
+        created_at: at,
+        updated_at: at,
+        published_at: at,
+        first_published_at: at,
+        publication_scheduled_at: null,
+        unpublishing_scheduled_at: null,
+        status: 'published',
+        is_valid: true,
+        is_current_version_valid: true,
+        is_published_version_valid: true,
+        current_version: '1',
+        stage: null,
+        has_children: null,
+      },
+    },
+    previousEntity: null,
+    relatedEntities: [],
+  };
+}
