@@ -17,3 +17,4 @@ export {
   sweepUnmatchedEvents,
   type EventSweeperOptions,
 } from './sweep-events.js';
+export { WebhookIndex, type MatchableEvent } from './webhook-index.js';
