@@ -14,16 +14,11 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
+import { MATCH_WEBHOOKS, matchingBench } from './matching.js';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
-import {
-  WebhookIndex,
-  deliverySettings,
-  loadConfig,
-  startDelivery,
-  type MatchableEvent,
-} from '@herald/delivery';
+import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
-import { insertWebhook, type WebhookRecord } from '@herald/store';
+import { insertWebhook } from '@herald/store';
 import {
   createTestDb,
   createTestToken,
@@ -43,8 +38,6 @@ const LATENCY_SECONDS = Number(process.env['LATENCY_SECONDS'] ?? 5);
 const MODELS_A = 50; // scenario A: one webhook per model, events spread over the models
 const MODELS_B = 10; // scenario B: ten webhooks per model
 const FANOUT = 10;
-const MATCH_WEBHOOKS = 10_000;
-const MATCH_EVENTS = 200_000;
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -234,61 +227,6 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
 
 const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-
-// ---------------------------------------------------------------------------------------------
-// Matching micro-benchmark
-// ---------------------------------------------------------------------------------------------
-
-function matchingBench(): { usPerEvent: number; matchesPerEvent: number } {
-  const webhooks: WebhookRecord[] = [];
-  for (let n = 0; n < MATCH_WEBHOOKS; n++) {
-    let events: WebhookEventEntry[];
-    if (n % 20 === 0) {
-      // specific records
-      events = [
-        {
-          entity_type: 'item',
-          event_types: ['create', 'update', 'delete'],
-          filters: [{ entity_type: 'item', entity_ids: [`rec-${n}`, `rec-${n + 1}`] }],
-        },
-      ];
-    } else if (n % 20 === 1) {
-      events = [{ entity_type: 'item_type', event_types: ['create', 'update', 'delete'] }];
-    } else {
-      events = [
-        {
-          entity_type: 'item',
-          event_types: ['publish', 'unpublish', 'update'],
-          filters: [
-            { entity_type: 'item_type', entity_ids: [`model-${n % 500}`, `m${n % 500}`] },
-            ...(n % 3 === 0
-              ? [{ entity_type: 'environment_type' as const, entity_ids: ['primary'] }]
-              : []),
-          ],
-        },
-      ];
-    }
-    webhooks.push({ id: String(n + 1), enabled: true, events } as WebhookRecord);
-  }
-  const index = new WebhookIndex();
-  index.replaceAll(webhooks);
-  const events: MatchableEvent[] = Array.from({ length: 1000 }, (_, i) => ({
-    environment: 'main',
-    isEnvironmentPrimary: i % 4 !== 0,
-    entityType: 'item',
-    eventType: i % 2 === 0 ? 'publish' : 'update',
-    entityId: `rec-${(i * 37) % MATCH_WEBHOOKS}`,
-    itemTypeId: `model-${(i * 7) % 500}`,
-    itemTypeApiKey: `m${(i * 7) % 500}`,
-  }));
-  let matches = 0;
-  for (let i = 0; i < 20_000; i++) matches += index.match(events[i % events.length]!).length; // warm
-  matches = 0;
-  const started = performance.now();
-  for (let i = 0; i < MATCH_EVENTS; i++) matches += index.match(events[i % events.length]!).length;
-  const elapsed = performance.now() - started;
-  return { usPerEvent: (elapsed * 1000) / MATCH_EVENTS, matchesPerEvent: matches / MATCH_EVENTS };
-}
 
 // ---------------------------------------------------------------------------------------------
 
