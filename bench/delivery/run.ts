@@ -206,7 +206,7 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
   const events: WebhookEventEntry[] = [
     {
       entity_type: 'item',
-      event_types: eventTypes as WebhookEventEntry['event_types'],
+      event_types: eventTypes,
       filters: [{ entity_type: 'item_type', entity_ids: [`model-${model}`] }],
     },
   ];
