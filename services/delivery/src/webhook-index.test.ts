@@ -12,7 +12,7 @@ function reference(webhooks: WebhookRecord[], event: MatchableEvent): string[] {
       w.events.some(
         (entry) =>
           entry.entity_type === event.entityType &&
-          (entry.event_types).includes(event.eventType) &&
+          entry.event_types.includes(event.eventType) &&
           entryFilters(entry).every((f) => {
             const ids: string[] = f.entity_ids;
             switch (f.entity_type) {
