@@ -98,6 +98,7 @@ export {
   dropPendingRetries,
   dropWebhookCall,
   findWebhookCall,
+  findWebhookCalls,
   listStrandedWebhookCalls,
   listWebhookCalls,
   markWebhookCallsEnqueued,

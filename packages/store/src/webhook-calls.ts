@@ -115,6 +115,20 @@ export async function findWebhookCall(
   return rows[0] ? toCall(rows[0]) : null;
 }
 
+/** Several calls in one query (the deliver worker batches its reads); unknown ids are left out. */
+export async function findWebhookCalls(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<WebhookCallRecord[]> {
+  const valid = ids.filter(isCallId);
+  if (!valid.length) return [];
+  const { rows } = await db.query<WebhookCallRow>(
+    `SELECT ${COLUMNS} FROM webhook_calls WHERE id = ANY($1::bigint[])`,
+    [valid],
+  );
+  return rows.map(toCall);
+}
+
 /** The outcome of one attempt, as the deliver worker records it. */
 export interface WebhookCallAttempt {
   status: Exclude<WebhookCallStatus, 'pending'>;

@@ -19,6 +19,7 @@ import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
+import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
 import { deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
@@ -142,8 +143,10 @@ export async function startDelivery(
     settings.timeoutMs + 5000,
   );
 
+  const loaders = deliveryLoaders(db);
   const matchContext: MatchContext = {
     db,
+    loaders,
     index,
     deliverQueue,
     metrics,
@@ -151,6 +154,7 @@ export async function startDelivery(
   };
   const deliverContext: DeliverContext = {
     db,
+    loaders,
     client,
     limiter,
     deliverQueue,

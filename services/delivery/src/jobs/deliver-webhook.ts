@@ -7,9 +7,6 @@ import {
   disableWebhook,
   dropPendingRetries,
   dropWebhookCall,
-  findEvent,
-  findWebhook,
-  findWebhookCall,
   recordWebhookCallAttempt,
   type Db,
   type StoredEvent,
@@ -17,6 +14,7 @@ import {
   type WebhookCallStatus,
   type WebhookRecord,
 } from '@herald/store';
+import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
@@ -28,6 +26,8 @@ import { DELIVER_JOB_OPTIONS } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
+  /** Batched reads of calls, webhooks and events (one query serves many jobs under load). */
+  loaders: DeliveryLoaders;
   client: HttpClient;
   limiter: InFlightLimiter;
   deliverQueue: Queue<DeliverJobData>;
@@ -116,11 +116,11 @@ async function handler(
 }
 
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
-  const call = await findWebhookCall(ctx.db, data.callId);
+  const call = await ctx.loaders.calls.load(data.callId);
   if (!call || !isDue(call, data)) return;
   const [webhook, event] = await Promise.all([
-    findWebhook(ctx.db, call.webhookId),
-    findEvent(ctx.db, call.eventId),
+    ctx.loaders.webhooks.load(call.webhookId),
+    ctx.loaders.events.load(call.eventId),
   ]);
   if (!event) return dropWebhookCall(ctx.db, call.id, 'the event no longer exists');
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
