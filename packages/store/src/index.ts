@@ -103,6 +103,7 @@ export {
   listWebhookCalls,
   markWebhookCallsEnqueued,
   recordWebhookCallAttempt,
+  recordWebhookCallAttempts,
   type WebhookCallAttempt,
   type WebhookCallListQuery,
   type WebhookCallRecord,

@@ -52,3 +52,60 @@ export class BatchLoader<V> {
     }
   }
 }
+
+/**
+ * The same for writes keyed by id: the items handed in while a write runs go together in the next
+ * one, each id at most once per write (a second item for an id waits for the next write, so
+ * writes of one id keep their order). `write` resolves once its item is committed.
+ */
+interface PendingWrite<T> {
+  id: string;
+  value: T;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+export class BatchWriter<T> {
+  #waiting: PendingWrite<T>[] = [];
+  #inFlight = 0;
+
+  constructor(
+    private readonly writeMany: (items: { id: string; value: T }[]) => Promise<void>,
+    private readonly maxInFlight = 2,
+    private readonly maxBatch = 500,
+  ) {}
+
+  write(id: string, value: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ id, value, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    while (this.#inFlight < this.maxInFlight && this.#waiting.length > 0) {
+      const ids = new Set<string>();
+      const batch: PendingWrite<T>[] = [];
+      const rest: PendingWrite<T>[] = [];
+      for (const item of this.#waiting) {
+        if (batch.length < this.maxBatch && !ids.has(item.id)) {
+          ids.add(item.id);
+          batch.push(item);
+        } else rest.push(item);
+      }
+      this.#waiting = rest;
+      this.#inFlight++;
+      this.writeMany(batch.map(({ id, value }) => ({ id, value })))
+        .then(() => {
+          for (const item of batch) item.resolve();
+        })
+        .catch((error: unknown) => {
+          for (const item of batch) item.reject(error);
+        })
+        .finally(() => {
+          this.#inFlight--;
+          this.#pump();
+        });
+    }
+  }
+}

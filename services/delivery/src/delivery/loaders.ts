@@ -2,18 +2,22 @@ import {
   findEvents,
   findWebhookCalls,
   findWebhooks,
+  recordWebhookCallAttempts,
   type Db,
+  type WebhookCallAttempt,
   type StoredEvent,
   type WebhookCallRecord,
   type WebhookRecord,
 } from '@herald/store';
-import { BatchLoader } from './batch-loader.js';
+import { BatchLoader, BatchWriter } from './batch-loader.js';
 
-/** The workers' reads by id, batched (see BatchLoader). */
+/** The workers' reads by id and attempt writes, batched (see BatchLoader, BatchWriter). */
 export interface DeliveryLoaders {
   calls: BatchLoader<WebhookCallRecord>;
   webhooks: BatchLoader<WebhookRecord>;
   events: BatchLoader<StoredEvent>;
+  /** Attempts' outcomes, written several per statement. */
+  attempts: BatchWriter<WebhookCallAttempt>;
 }
 
 export function deliveryLoaders(db: Db): DeliveryLoaders {
@@ -29,6 +33,12 @@ export function deliveryLoaders(db: Db): DeliveryLoaders {
     events: new BatchLoader(
       (ids) => findEvents(db, ids),
       (event) => event.id,
+    ),
+    attempts: new BatchWriter((items) =>
+      recordWebhookCallAttempts(
+        db,
+        items.map(({ id, value }) => ({ id, attempt: value })),
+      ),
     ),
   };
 }

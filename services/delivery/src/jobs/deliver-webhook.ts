@@ -7,7 +7,6 @@ import {
   disableWebhook,
   dropPendingRetries,
   dropWebhookCall,
-  recordWebhookCallAttempt,
   type Db,
   type StoredEvent,
   type WebhookCallRecord,
@@ -212,7 +211,7 @@ async function attempt(
     await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
     ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
   }
-  await recordWebhookCallAttempt(ctx.db, call.id, {
+  await ctx.loaders.attempts.write(call.id, {
     status,
     requestUrl: url,
     requestHeaders: redacted,
