@@ -115,6 +115,20 @@ export async function findWebhookCall(
   return rows[0] ? toCall(rows[0]) : null;
 }
 
+/** Several calls in one query (the deliver worker batches its reads); unknown ids are left out. */
+export async function findWebhookCalls(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<WebhookCallRecord[]> {
+  const valid = ids.filter(isCallId);
+  if (!valid.length) return [];
+  const { rows } = await db.query<WebhookCallRow>(
+    `SELECT ${COLUMNS} FROM webhook_calls WHERE id = ANY($1::bigint[])`,
+    [valid],
+  );
+  return rows.map(toCall);
+}
+
 /** The outcome of one attempt, as the deliver worker records it. */
 export interface WebhookCallAttempt {
   status: Exclude<WebhookCallStatus, 'pending'>;
@@ -154,6 +168,47 @@ export async function recordWebhookCallAttempt(
       attempt.attemptedAutoRetriesCount,
       attempt.lastSentAt,
       attempt.nextRetryAt,
+    ],
+  );
+}
+
+/**
+ * Several attempts' outcomes in one statement (the deliver worker batches its writes). Ids must be
+ * distinct within one call.
+ */
+export async function recordWebhookCallAttempts(
+  db: Queryable,
+  attempts: readonly { id: string; attempt: WebhookCallAttempt }[],
+): Promise<void> {
+  if (attempts.length === 0) return;
+  const column = <T>(pick: (a: WebhookCallAttempt) => T) => attempts.map((a) => pick(a.attempt));
+  await db.query(
+    `UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
+       request_headers = v.request_headers::json, request_payload = v.request_payload,
+       response_status = v.response_status, response_headers = v.response_headers::json,
+       response_payload = v.response_payload, failure_reason = v.failure_reason,
+       attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
+       next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at)
+     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
+                 $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[],
+                 $12::timestamptz[])
+       AS v(id, status, request_url, request_headers, request_payload, response_status,
+            response_headers, response_payload, failure_reason, attempted, last_sent_at,
+            next_retry_at)
+     WHERE c.id = v.id`,
+    [
+      attempts.map((a) => a.id),
+      column((a) => a.status),
+      column((a) => a.requestUrl),
+      column((a) => JSON.stringify(a.requestHeaders)),
+      column((a) => a.requestPayload),
+      column((a) => a.responseStatus),
+      column((a) => (a.responseHeaders ? JSON.stringify(a.responseHeaders) : null)),
+      column((a) => a.responsePayload),
+      column((a) => a.failureReason),
+      column((a) => a.attemptedAutoRetriesCount),
+      column((a) => a.lastSentAt),
+      column((a) => a.nextRetryAt),
     ],
   );
 }

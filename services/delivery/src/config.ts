@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
+import { createPostgresDb, type Db } from '@herald/store';
 import type { DeliverySettings } from './workers.js';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -40,19 +41,28 @@ export const deliveryEnv = {
   DELIVERY_RESPONSE_MAX_BYTES: int(0, 10 * 1024 * 1024).default(65_536),
   /** BullMQ job lock; a job whose worker died is picked up again after about this long. */
   DELIVERY_JOB_LOCK_MS: int(1000, 600_000).default(30_000),
-  /** How often the sweeper looks for work Redis lost. */
+  /** How often the sweeper looks for work Redis lost (unmatched events, stranded calls). */
   DELIVERY_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(15_000),
-  /** A pending call or unmatched event older than this is re-enqueued by the sweeper. */
+  /** A call still pending this long after it was enqueued is re-enqueued by the sweeper. */
   DELIVERY_SWEEP_AFTER_MS: int(100, 86_400_000).default(60_000),
   /** Full reload period of the in-memory webhook index (changes also arrive over pub/sub). */
   WEBHOOK_INDEX_RELOAD_MS: int(100, 3_600_000).default(30_000),
+  /**
+   * Whether the workers' Postgres commits wait for the WAL flush. false (default): they don't
+   * (`synchronous_commit = off` on the workers' own pool), which removes one fsync per match and per
+   * attempt from the hot path. A Postgres crash may then forget the last ~0.6 s of worker commits;
+   * that work is redone by the sweeper (a call is sent again: at least once, never lost). Events
+   * stored by POST /events always commit synchronously.
+   */
+  DELIVERY_SYNCHRONOUS_COMMIT: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((value) => value === 'true' || value === '1'),
   /** `site_id` of the default payload. */
   SITE_ID: z.string().min(1).default('herald'),
-  /** How often the sweeper looks for stored events not yet matched, and enqueues them. */
-  EVENT_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   /** Events younger than this are left to the ingest request still enqueuing them. */
   EVENT_SWEEP_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
-  /** Event ids read and enqueued per round trip by the sweeper. */
+  /** Event ids (and stranded calls) read and enqueued per round trip by the sweeper. */
   EVENT_SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   /** How long one sweeper enqueue waits for Redis before trying again next interval. */
   EVENT_SWEEP_ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(5000),
@@ -102,6 +112,29 @@ export function deliverySettings(
     jobLockMs: config.DELIVERY_JOB_LOCK_MS,
     sweepIntervalMs: config.DELIVERY_SWEEP_INTERVAL_MS,
     sweepAfterMs: config.DELIVERY_SWEEP_AFTER_MS,
+    eventSweepGraceMs: config.EVENT_SWEEP_GRACE_MS,
+    sweepBatchSize: config.EVENT_SWEEP_BATCH_SIZE,
+    sweepEnqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
     indexReloadMs: config.WEBHOOK_INDEX_RELOAD_MS,
   };
+}
+
+/**
+ * The workers' database: with Postgres and DELIVERY_SYNCHRONOUS_COMMIT=false, a pool of its own
+ * whose commits do not wait for the WAL flush (see the variable); otherwise the service's `db`.
+ */
+export function openWorkerDb(
+  config: Pick<DeliveryConfig, 'DATABASE_URL' | 'DB_POOL_SIZE' | 'DELIVERY_SYNCHRONOUS_COMMIT'>,
+  db: Db,
+): { db: Db; close(): Promise<void> } {
+  if (db.kind !== 'postgres' || !config.DATABASE_URL || config.DELIVERY_SYNCHRONOUS_COMMIT) {
+    return { db, close: () => Promise.resolve() };
+  }
+  const workerDb = createPostgresDb({
+    connectionString: config.DATABASE_URL,
+    maxConnections: config.DB_POOL_SIZE,
+    applicationName: 'herald-delivery-workers',
+    synchronousCommit: false,
+  });
+  return { db: workerDb, close: () => workerDb.close() };
 }

@@ -98,6 +98,9 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     jobLockMs: 5000,
     sweepIntervalMs: 60_000,
     sweepAfterMs: 60_000,
+    eventSweepGraceMs: 60_000,
+    sweepBatchSize: 1000,
+    sweepEnqueueTimeoutMs: 5000,
     indexReloadMs: 60_000,
     ...overrides,
   };

@@ -5,6 +5,7 @@ export {
   deliveryEnv,
   deliverySettings,
   loadConfig,
+  openWorkerDb,
 } from './config.js';
 export {
   startDelivery,
@@ -13,10 +14,12 @@ export {
   type DeliverySettings,
 } from './workers.js';
 export {
-  startEventSweeper,
+  Sweeper,
   sweepUnmatchedEvents,
-  type EventSweeperOptions,
-} from './sweep-events.js';
+  type EventSweepOptions,
+  type SweeperOptions,
+} from './sweeper.js';
+export { WebhookIndex, type MatchableEvent } from './webhook-index.js';
 export {
   renderDeliveryRequest,
   type DeliveryRequest,

@@ -3,16 +3,14 @@ import {
   Lifecycle,
   closeServer,
   createLogger,
-  createEventMatchQueue,
   createMetrics,
   listen,
   openDatabase,
   openRedis,
 } from '@herald/runtime';
 import { createApp } from './app.js';
-import { deliverySettings, loadConfig } from './config.js';
+import { deliverySettings, loadConfig, openWorkerDb } from './config.js';
 import { startDelivery } from './workers.js';
-import { startEventSweeper } from './sweep-events.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -33,26 +31,15 @@ async function main(): Promise<void> {
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
   // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
   // the ones in flight while /readyz already answers 503.
+  // The workers' own pool (commits without waiting for the WAL flush unless configured).
+  const workerDb = openWorkerDb(config, db);
+  lifecycle.onShutdown('worker-database', () => workerDb.close());
   const delivery = await startDelivery(
-    { db, redis, logger, registry: metrics.registry },
+    { db: workerDb.db, redis, logger, registry: metrics.registry },
     deliverySettings(config, config.REDIS_URL),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
-  logger.info({ url }, 'delivery listening; workers started');
-  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
-  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
-  const sweeper = startEventSweeper({
-    db,
-    queue: eventMatchQueue,
-    logger,
-    registry: metrics.registry,
-    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
-    graceMs: config.EVENT_SWEEP_GRACE_MS,
-    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
-    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
-  });
-  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
-  logger.info({ url }, 'delivery listening');
+  logger.info({ url }, 'delivery listening; workers and sweeper started');
 }
 
 main().catch((error: unknown) => {

@@ -38,12 +38,53 @@ function filterHolds(filter: IndexedEntry['filters'][number], event: MatchableEv
   }
 }
 
+/** The filter kinds that narrow an entry to a few ids of the event, most selective first. */
+const KEY_KINDS: readonly WebhookFilterEntityType[] = [
+  'item',
+  'build_trigger',
+  'item_type',
+  'environment',
+];
+
+/** The ids of the event a filter of this kind looks at (what the entry is keyed by). */
+function eventKeys(kind: WebhookFilterEntityType, event: MatchableEvent): (string | null)[] {
+  switch (kind) {
+    case 'item':
+      return [event.entityType === 'item' ? event.entityId : null];
+    case 'build_trigger':
+      return [event.entityId];
+    case 'item_type':
+      return [event.itemTypeId, event.itemTypeApiKey];
+    case 'environment':
+      return [event.environment];
+    case 'environment_type':
+      return [];
+  }
+}
+
 /**
- * The enabled webhooks by entity_type → event_type → entries, so that matching an event costs time
- * in proportion to the entries that could match it, not to all webhooks.
+ * The entries of one (entity_type, event_type): those with an id filter are keyed by that
+ * filter's ids (kind → id → entries), the rest (no filter, or environment_type only) are scanned.
+ */
+interface Bucket {
+  keyed: Map<WebhookFilterEntityType, Map<string, IndexedEntry[]>>;
+  scanned: IndexedEntry[];
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+/**
+ * The enabled webhooks by entity_type → event_type → (filter kind → id) → entries, so that
+ * matching an event costs time in proportion to the entries that could match it, not to all
+ * webhooks (API.md §4.3): an entry filtered by item, build_trigger, item_type or environment ids
+ * is only looked at when the event carries one of those ids.
  */
 export class WebhookIndex {
-  #byType = new Map<string, Map<string, IndexedEntry[]>>();
+  #byType = new Map<string, Map<string, Bucket>>();
   #webhooks = new Map<string, WebhookRecord>();
 
   has(id: string): boolean {
@@ -68,7 +109,7 @@ export class WebhookIndex {
   }
 
   #rebuild(): void {
-    const byType = new Map<string, Map<string, IndexedEntry[]>>();
+    const byType = new Map<string, Map<string, Bucket>>();
     for (const webhook of this.#webhooks.values()) {
       for (const entry of webhook.events) {
         const indexed: IndexedEntry = {
@@ -78,18 +119,30 @@ export class WebhookIndex {
             ids: new Set(f.entity_ids),
           })),
         };
+        const key = KEY_KINDS.map((kind) => indexed.filters.find((f) => f.kind === kind)).find(
+          (f) => f !== undefined,
+        );
         let byEvent = byType.get(entry.entity_type);
         if (!byEvent) {
-          byEvent = new Map<string, IndexedEntry[]>();
+          byEvent = new Map<string, Bucket>();
           byType.set(entry.entity_type, byEvent);
         }
         for (const eventType of new Set(entry.event_types)) {
-          let list = byEvent.get(eventType);
-          if (!list) {
-            list = [];
-            byEvent.set(eventType, list);
+          let bucket = byEvent.get(eventType);
+          if (!bucket) {
+            bucket = { keyed: new Map(), scanned: [] };
+            byEvent.set(eventType, bucket);
           }
-          list.push(indexed);
+          if (!key) {
+            bucket.scanned.push(indexed);
+            continue;
+          }
+          let byId = bucket.keyed.get(key.kind);
+          if (!byId) {
+            byId = new Map<string, IndexedEntry[]>();
+            bucket.keyed.set(key.kind, byId);
+          }
+          for (const id of key.ids) push(byId, id, indexed);
         }
       }
     }
@@ -98,12 +151,19 @@ export class WebhookIndex {
 
   /** Ids of the webhooks the event matches, each once. */
   match(event: MatchableEvent): string[] {
-    const entries = this.#byType.get(event.entityType)?.get(event.eventType);
-    if (!entries) return [];
+    const bucket = this.#byType.get(event.entityType)?.get(event.eventType);
+    if (!bucket) return [];
     const matched = new Set<string>();
-    for (const entry of entries) {
-      if (matched.has(entry.webhookId)) continue;
-      if (entry.filters.every((f) => filterHolds(f, event))) matched.add(entry.webhookId);
+    const consider = (entries: readonly IndexedEntry[] | undefined): void => {
+      if (!entries) return;
+      for (const entry of entries) {
+        if (matched.has(entry.webhookId)) continue;
+        if (entry.filters.every((f) => filterHolds(f, event))) matched.add(entry.webhookId);
+      }
+    };
+    consider(bucket.scanned);
+    for (const [kind, byId] of bucket.keyed) {
+      for (const id of eventKeys(kind, event)) if (id) consider(byId.get(id));
     }
     return [...matched];
   }

@@ -8,11 +8,18 @@ import {
   type EventMatchJobData,
   type WebhookChangedMessage,
 } from '@herald/contract';
-import { createRedis, type Logger, type Redis } from '@herald/runtime';
+import {
+  createEventMatchQueue,
+  createRedis,
+  type EventMatchQueue,
+  type Logger,
+  type Redis,
+} from '@herald/runtime';
 import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
+import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
 import { deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
@@ -38,6 +45,11 @@ export interface DeliverySettings {
   jobLockMs: number;
   sweepIntervalMs: number;
   sweepAfterMs: number;
+  /** Unmatched events younger than this are left to the ingest request enqueuing them. */
+  eventSweepGraceMs: number;
+  sweepBatchSize: number;
+  /** How long the sweeper's enqueue of events waits for Redis. */
+  sweepEnqueueTimeoutMs: number;
   indexReloadMs: number;
 }
 
@@ -51,7 +63,7 @@ export interface DeliveryDeps {
 
 export interface DeliveryRuntime {
   index: WebhookIndex;
-  matchQueue: Queue<EventMatchJobData>;
+  matchQueue: EventMatchQueue;
   deliverQueue: Queue<DeliverJobData>;
   sweeper: Sweeper;
   metrics: DeliveryMetrics;
@@ -62,7 +74,7 @@ export interface DeliveryRuntime {
 const errorMessage = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
 
-/** Starts the match and deliver workers, the index refresh and the sweeper. */
+/** Starts the match and deliver workers, the index refresh and the (one) sweeper. */
 export async function startDelivery(
   deps: DeliveryDeps,
   settings: DeliverySettings,
@@ -71,12 +83,13 @@ export async function startDelivery(
   const prefix = `{${settings.redisPrefix}}`;
   const metrics = deliveryMetrics(deps.registry);
 
-  const matchQueue = new Queue<EventMatchJobData>(QUEUE_EVENT_MATCH, { connection: redis, prefix });
+  // The producer side of event-match, with ingest's job options (the sweeper enqueues on it).
+  const matchQueue = createEventMatchQueue(redis, settings.redisPrefix, logger);
   const deliverQueue = new Queue<DeliverJobData>(QUEUE_WEBHOOK_DELIVER, {
     connection: redis,
     prefix,
   });
-  for (const queue of [matchQueue, deliverQueue]) {
+  for (const queue of [deliverQueue]) {
     queue.on('error', (error) =>
       logger.warn({ err: errorMessage(error), queue: queue.name }, 'queue error'),
     );
@@ -130,8 +143,10 @@ export async function startDelivery(
     settings.timeoutMs + 5000,
   );
 
+  const loaders = deliveryLoaders(db);
   const matchContext: MatchContext = {
     db,
+    loaders,
     index,
     deliverQueue,
     metrics,
@@ -139,6 +154,7 @@ export async function startDelivery(
   };
   const deliverContext: DeliverContext = {
     db,
+    loaders,
     client,
     limiter,
     deliverQueue,
@@ -204,8 +220,12 @@ export async function startDelivery(
     matchQueue,
     deliverQueue,
     logger: logger.child({ module: 'sweeper' }),
+    registry: deps.registry,
     intervalMs: settings.sweepIntervalMs,
     afterMs: settings.sweepAfterMs,
+    eventGraceMs: settings.eventSweepGraceMs,
+    batchSize: settings.sweepBatchSize,
+    enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
   });
   sweeper.start();
 

@@ -12,8 +12,7 @@ import {
   openDatabase,
   openRedis,
 } from '@herald/runtime';
-import { deliverySettings, startDelivery } from '@herald/delivery';
-import { startEventSweeper } from '@herald/delivery';
+import { deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -70,23 +69,16 @@ async function main(): Promise<void> {
     logger,
   });
   lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
-  // Registered last so it closes first: workers stop taking jobs and finish those in flight.
+  // Registered last so it closes first: workers stop taking jobs and finish those in flight. The
+  // workers (and the one sweeper startDelivery runs) use their own pool on Postgres: their commits
+  // need not wait for the WAL flush (DELIVERY_SYNCHRONOUS_COMMIT), unlike POST /events.
+  const workerDb = openWorkerDb(config, db);
+  lifecycle.onShutdown('worker-database', () => workerDb.close());
   const delivery = await startDelivery(
-    { db, redis, logger, registry: metrics.registry },
+    { db: workerDb.db, redis, logger, registry: metrics.registry },
     deliverySettings(config, redisUrl),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
-  const sweeper = startEventSweeper({
-    db,
-    queue: eventMatchQueue,
-    logger,
-    registry: metrics.registry,
-    intervalMs: config.EVENT_SWEEP_INTERVAL_MS,
-    graceMs: config.EVENT_SWEEP_GRACE_MS,
-    batchSize: config.EVENT_SWEEP_BATCH_SIZE,
-    enqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
-  });
-  lifecycle.onShutdown('event-sweeper', () => sweeper.stop());
   logger.info({ url, database: db.kind }, 'herald listening');
   const tokenHint = config.HERALD_ADMIN_TOKEN
     ? 'the admin token is the HERALD_ADMIN_TOKEN you set'

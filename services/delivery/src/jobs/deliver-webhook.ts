@@ -7,16 +7,13 @@ import {
   disableWebhook,
   dropPendingRetries,
   dropWebhookCall,
-  findEvent,
-  findWebhook,
-  findWebhookCall,
-  recordWebhookCallAttempt,
   type Db,
   type StoredEvent,
   type WebhookCallRecord,
   type WebhookCallStatus,
   type WebhookRecord,
 } from '@herald/store';
+import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
@@ -27,6 +24,8 @@ import { DELIVER_JOB_OPTIONS } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
+  /** Batched reads of calls, webhooks and events (one query serves many jobs under load). */
+  loaders: DeliveryLoaders;
   client: HttpClient;
   limiter: InFlightLimiter;
   deliverQueue: Queue<DeliverJobData>;
@@ -76,11 +75,11 @@ async function handler(
 }
 
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
-  const call = await findWebhookCall(ctx.db, data.callId);
+  const call = await ctx.loaders.calls.load(data.callId);
   if (!call || !isDue(call, data)) return;
   const [webhook, event] = await Promise.all([
-    findWebhook(ctx.db, call.webhookId),
-    findEvent(ctx.db, call.eventId),
+    ctx.loaders.webhooks.load(call.webhookId),
+    ctx.loaders.events.load(call.eventId),
   ]);
   if (!event) return dropWebhookCall(ctx.db, call.id, 'the event no longer exists');
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
@@ -157,7 +156,7 @@ async function attempt(
     await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
     ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
   }
-  await recordWebhookCallAttempt(ctx.db, call.id, {
+  await ctx.loaders.attempts.write(call.id, {
     status,
     requestUrl: url,
     requestHeaders: redacted,

@@ -7,12 +7,14 @@ import {
   type DeliverJobData,
 } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
-import { createWebhookCalls, findEvent, type Db } from '@herald/store';
+import { createWebhookCalls, type Db } from '@herald/store';
+import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import type { WebhookIndex } from '../webhook-index.js';
 
 export interface MatchContext {
   db: Db;
+  loaders: DeliveryLoaders;
   index: WebhookIndex;
   deliverQueue: Queue<DeliverJobData>;
   metrics: DeliveryMetrics;
@@ -40,7 +42,7 @@ export function deliverJobs(calls: readonly { id: string; webhookId: string }[])
  * run twice: calls are unique per (event, webhook) and jobs per call id.
  */
 async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void> {
-  const event = await findEvent(ctx.db, data.eventId);
+  const event = await ctx.loaders.events.load(data.eventId);
   if (!event || event.matchedAt) return;
   const started = performance.now();
   const webhookIds = ctx.index.match(event);

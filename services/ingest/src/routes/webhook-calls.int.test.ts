@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../app.js';
+import { resendJobId } from '@herald/contract';
 import { createEventMatchQueue } from '@herald/runtime';
 import type { Db } from '@herald/store';
 import {
@@ -168,5 +169,36 @@ describe('/webhook_calls', () => {
       headers: { Authorization: `Bearer ${token}` },
     });
     expect(missing.status).toBe(404);
+  });
+
+  it("answers 404 NOT_FOUND naming the webhook when the call's webhook was deleted", async () => {
+    failing = false;
+    const hook = await addWebhook(db, pipeline, webhookInput(receiver.url, { autoRetry: false }));
+    const event = itemEvent({ eventType: 'publish' });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, hook.id, ['success']);
+    const destroyed = await fetch(`${api.url}/webhooks/${hook.id}`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(destroyed.status).toBe(200);
+
+    const resend = await fetch(`${api.url}/webhook_calls/${call.id}/resend_webhook`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}` },
+    });
+    expect(resend.status).toBe(404);
+    expect(resend.headers.get('content-type')).toMatch(/application\/json/);
+    const body = (await resend.json()) as {
+      data: { attributes: { code: string; details: Record<string, unknown> } }[];
+    };
+    expect(body.data).toHaveLength(1);
+    expect(body.data[0]!.attributes.code).toBe('NOT_FOUND');
+    expect(body.data[0]!.attributes.details).toMatchObject({ id: call.id, webhook_id: hook.id });
+    expect(String(body.data[0]!.attributes.details['message'])).toMatch(/deleted/);
+    // Nothing was enqueued: the deliver worker never sees this resend.
+    expect(await pipeline.runtime.deliverQueue.getJob(resendJobId(call.id))).toBeUndefined();
+    // The call itself is still there to read.
+    expect((await get(`/webhook_calls/${call.id}`)).status).toBe(200);
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventJobId } from '@herald/contract';
+import { Queue } from 'bullmq';
+import { QUEUE_WEBHOOK_DELIVER, eventJobId, type DeliverJobData } from '@herald/contract';
 import {
   createEventMatchQueue,
   createMetrics,
@@ -8,7 +9,7 @@ import {
 } from '@herald/runtime';
 import { insertEvents, markEventsMatched, type NewEvent } from '@herald/store';
 import { createTestDb, randomId, silentLogger, testRedis, type TestDb } from '@herald/testkit';
-import { startEventSweeper, sweepUnmatchedEvents } from './sweep-events.js';
+import { Sweeper, sweepUnmatchedEvents } from './sweeper.js';
 
 let t: TestDb;
 let redis: Redis;
@@ -50,7 +51,7 @@ const sweepOptions = {
   enqueueTimeoutMs: 5000,
 };
 
-describe('the event sweeper', () => {
+describe('the sweeper: unmatched events', () => {
   it('enqueues every stored event not yet matched, once per job id', async () => {
     const ids = ['sw:1', 'sw-2', '12345', 'sw-4', 'sw-5'];
     await insertEvents(t.db, ids.map(event));
@@ -76,13 +77,23 @@ describe('the event sweeper', () => {
   });
 
   it('runs periodically once started, and stops', async () => {
-    const sweeper = startEventSweeper({
-      ...sweepOptions,
-      db: t.db,
-      queue,
-      logger: silentLogger(),
-      intervalMs: 50,
+    const deliverQueue = new Queue<DeliverJobData>(QUEUE_WEBHOOK_DELIVER, {
+      connection: redis,
+      prefix: `{${randomId('herald_test')}}`,
     });
+    const sweeper = new Sweeper({
+      db: t.db,
+      matchQueue: queue,
+      deliverQueue,
+      logger: silentLogger(),
+      registry: metrics.registry,
+      intervalMs: 50,
+      afterMs: 60_000,
+      eventGraceMs: 0,
+      batchSize: 2,
+      enqueueTimeoutMs: 5000,
+    });
+    sweeper.start();
     try {
       await insertEvents(t.db, [event('later-1')]);
       await expect
@@ -92,6 +103,8 @@ describe('the event sweeper', () => {
         });
     } finally {
       await sweeper.stop();
+      await deliverQueue.obliterate({ force: true });
+      await deliverQueue.close();
     }
   });
 });

@@ -1,0 +1,391 @@
+/**
+ * Delivery throughput and latency (issue 6), beside a baseline measured in the same run against
+ * the same receiver: a raw node:http server answering 200, in a CHILD process (its own event
+ * loop, the same for every row). The baseline client, the Herald ingest app, the delivery workers
+ * and the event poster share THIS process (as in the single-process mode). Same body size and
+ * the same connection count (DELIVERY_CONNECTIONS_PER_ORIGIN) for the baseline and for Herald.
+ *
+ *   pnpm bench:delivery      (EVENTS=6000 FANOUT_EVENTS=600 BATCH=250 LATENCY_SECONDS=5)
+ *
+ * Herald runs with the production defaults of services/delivery/src/config.ts (override any
+ * DELIVERY_* variable in the environment), on a fresh Postgres schema and a random Redis prefix.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { MATCH_WEBHOOKS, matchingBench } from './matching.js';
+import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
+import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
+import { createApp } from '@herald/ingest';
+import { createPostgresDb, insertWebhook } from '@herald/store';
+import {
+  TEST_DATABASE_URL,
+  createTestDb,
+  createTestToken,
+  randomId,
+  serve,
+  silentLogger,
+  testDeps,
+  testRedis,
+} from '@herald/testkit';
+
+const EVENTS = Number(process.env['EVENTS'] ?? 6000);
+const FANOUT_EVENTS = Number(process.env['FANOUT_EVENTS'] ?? 600);
+const BATCH = Number(process.env['BATCH'] ?? 250);
+const POSTS_IN_FLIGHT = 2;
+const LATENCY_RATE = 200;
+const LATENCY_SECONDS = Number(process.env['LATENCY_SECONDS'] ?? 5);
+const MODELS_A = 50; // scenario A: one webhook per model, events spread over the models
+const MODELS_B = 10; // scenario B: ten webhooks per model
+const FANOUT = 10;
+
+const now = () => performance.timeOrigin + performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// The receiver (child process)
+// ---------------------------------------------------------------------------------------------
+
+interface ReceiverStats {
+  count: number;
+  bytes: number;
+  arrivals: [string, number][];
+}
+
+class ReceiverProcess {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  static async start(): Promise<ReceiverProcess> {
+    const child = fork(fileURLToPath(new URL('./receiver.js', import.meta.url)), [], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('message', (m: { port: number }) => resolve(m.port));
+      child.once('error', reject);
+    });
+    return new ReceiverProcess(child, `http://127.0.0.1:${port}`);
+  }
+
+  #ask<T>(message: object): Promise<T> {
+    return new Promise((resolve) => {
+      this.child.once('message', (m: T) => resolve(m));
+      this.child.send(message);
+    });
+  }
+
+  mode(latency: boolean): Promise<unknown> {
+    return this.#ask({ cmd: 'mode', latency });
+  }
+
+  stats(): Promise<ReceiverStats> {
+    return this.#ask({ cmd: 'stats' });
+  }
+
+  /** Resolves once the receiver has counted `target` requests in all. */
+  async waitFor(target: number, timeoutMs = 180_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { count } = await this.stats();
+      if (count >= target) return;
+      if (Date.now() > deadline) throw new Error(`receiver got ${count} of ${target} requests`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.send({ cmd: 'exit' });
+    await exited;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Baseline: raw undici request()
+// ---------------------------------------------------------------------------------------------
+
+async function baseline(url: string, bodyBytes: number, connections: number, total: number) {
+  const agent = new Agent({ connections, keepAliveTimeout: 60_000 });
+  const body = JSON.stringify({ pad: 'x'.repeat(Math.max(0, bodyBytes - 10)) });
+  let next = 0;
+  const loop = async () => {
+    while (next++ < total) {
+      const response = await request(url, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      await response.body.dump();
+      if (response.statusCode !== 200) throw new Error(`baseline got ${response.statusCode}`);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: connections }, loop));
+  const seconds = (performance.now() - started) / 1000;
+  await agent.close();
+  return { count: total, seconds, bytes: Buffer.byteLength(body) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Herald
+// ---------------------------------------------------------------------------------------------
+
+function modelEvent(i: number) {
+  return {
+    type: 'event',
+    id: `model-event-${i}`,
+    attributes: {
+      entity_type: 'item_type',
+      event_type: 'create',
+      entity: {
+        type: 'item_type',
+        id: `model-${i}`,
+        attributes: { name: `M${i}`, api_key: `m${i}` },
+      },
+      related_entities: ['title', 'body'].map((apiKey, position) => ({
+        type: 'field',
+        id: `model-${i}-${apiKey}`,
+        attributes: {
+          api_key: apiKey,
+          field_type: apiKey === 'title' ? 'string' : 'text',
+          localized: false,
+          label: apiKey,
+          position,
+        },
+      })),
+    },
+  };
+}
+
+const TEXT = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(8);
+
+function itemEvent(eventType: string, model: number, recordId: string) {
+  return {
+    type: 'event',
+    id: randomId('evt'),
+    attributes: {
+      entity_type: 'item',
+      event_type: eventType,
+      entity: {
+        type: 'item',
+        id: recordId,
+        attributes: { title: `Record ${recordId}`, body: TEXT },
+        relationships: { item_type: { data: { type: 'item_type', id: `model-${model}` } } },
+        meta: { status: 'draft' },
+      },
+    },
+  };
+}
+
+async function postEvents(url: string, token: string, events: unknown[]): Promise<void> {
+  const response = await request(`${url}/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ data: events }),
+  });
+  const text = await response.body.text();
+  if (response.statusCode !== 202) {
+    throw new Error(`POST /events answered ${response.statusCode}: ${text.slice(0, 500)}`);
+  }
+}
+
+/** Posts the events in batches (POSTS_IN_FLIGHT at a time). */
+async function postInBatches(url: string, token: string, events: unknown[]): Promise<void> {
+  const batches: unknown[][] = [];
+  for (let i = 0; i < events.length; i += BATCH) batches.push(events.slice(i, i + BATCH));
+  let next = 0;
+  const loop = async () => {
+    while (next < batches.length) await postEvents(url, token, batches[next++]!);
+  };
+  await Promise.all(Array.from({ length: POSTS_IN_FLIGHT }, loop));
+}
+
+function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], model: number) {
+  const events: WebhookEventEntry[] = [
+    {
+      entity_type: 'item',
+      event_types: eventTypes,
+      filters: [{ entity_type: 'item_type', entity_ids: [`model-${model}`] }],
+    },
+  ];
+  return {
+    name,
+    url: `${receiverUrl}/hooks/${name}`,
+    enabled: true,
+    headers: { 'X-Bench': 'herald' },
+    events,
+    customPayload: null,
+    httpBasicUser: 'bench',
+    httpBasicPassword: 'secret',
+    payloadApiVersion: '3',
+    nestedItemsInPayload: false,
+    autoRetry: true,
+  };
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const loadBefore = loadavg();
+  const matching = matchingBench();
+  process.stdout.write(
+    `matching: ${matching.usPerEvent.toFixed(2)} µs/event (${matching.matchesPerEvent.toFixed(1)} matches/event)\n`,
+  );
+
+  const receiver = await ReceiverProcess.start();
+  const testDb = await createTestDb('postgres');
+  const redis = testRedis();
+  const deps = testDeps(testDb.db, redis);
+  const config = loadConfig({
+    ...process.env,
+    REDIS_PREFIX: deps.redisPrefix,
+    SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+  });
+  const settings = deliverySettings(
+    config,
+    process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+  );
+  const herald = await serve(createApp({ ...deps, ssrfAllowCidrs: parseCidrList('127.0.0.0/8') }));
+  const token = await createTestToken(testDb.db, 'admin');
+  // The workers' own pool, as services/delivery/src/main.ts opens it (DELIVERY_SYNCHRONOUS_COMMIT).
+  const workerDb = createPostgresDb({
+    connectionString: TEST_DATABASE_URL,
+    searchPath: testDb.schema!,
+    maxConnections: config.DB_POOL_SIZE,
+    synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
+  });
+  const logger = silentLogger();
+  try {
+    // Models, then webhooks (stored before the workers start, so the index loads them at once).
+    await postEvents(
+      herald.url,
+      token,
+      Array.from({ length: MODELS_A }, (_, i) => modelEvent(i)),
+    );
+    for (let m = 0; m < MODELS_A; m++) {
+      await insertWebhook(testDb.db, itemWebhook(receiver.url, `a-${m}`, ['update'], m));
+    }
+    for (let m = 0; m < MODELS_B; m++) {
+      for (let k = 0; k < FANOUT; k++) {
+        await insertWebhook(testDb.db, itemWebhook(receiver.url, `b-${m}-${k}`, ['publish'], m));
+      }
+    }
+    const delivery = await startDelivery(
+      { db: workerDb, redis, logger, registry: deps.metrics.registry },
+      settings,
+    );
+    try {
+      const scenarioA = (count: number) =>
+        Array.from({ length: count }, (_, i) => itemEvent('update', i % MODELS_A, randomId('r')));
+      const scenarioB = (count: number) =>
+        Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
+
+      const run = async (events: unknown[], expected: number) => {
+        const before = (await receiver.stats()).count;
+        const started = performance.now();
+        await postInBatches(herald.url, token, events);
+        const posted = (performance.now() - started) / 1000;
+        await receiver.waitFor(before + expected);
+        return { count: expected, seconds: (performance.now() - started) / 1000, posted };
+      };
+
+      // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
+      process.stdout.write('warming up…\n');
+      await run(scenarioA(500), 500);
+      await run(scenarioB(50), 50 * FANOUT);
+      const bodyBytes = (await receiver.stats()).bytes;
+
+      process.stdout.write('baseline…\n');
+      await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
+      const raw = await baseline(
+        receiver.url,
+        bodyBytes,
+        settings.connectionsPerOrigin,
+        EVENTS * 2,
+      );
+
+      process.stdout.write('Herald, 1 webhook per event…\n');
+      const one = await run(scenarioA(EVENTS), EVENTS);
+      process.stdout.write('Herald, 10 webhooks per event…\n');
+      const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
+
+      process.stdout.write(`latency at ${LATENCY_RATE} events/s…\n`);
+      await receiver.mode(true);
+      const sent = new Map<string, number>();
+      const total = LATENCY_RATE * LATENCY_SECONDS;
+      const posts: Promise<void>[] = [];
+      const t0 = performance.now();
+      for (let i = 0; i < total; i++) {
+        const due = t0 + (i * 1000) / LATENCY_RATE;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        const recordId = randomId('lat');
+        sent.set(recordId, now());
+        posts.push(postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]));
+      }
+      await Promise.all(posts);
+      const base = (await receiver.stats()).count;
+      void base;
+      let arrivals: [string, number][] = [];
+      const deadline = Date.now() + 60_000;
+      while (arrivals.length < total && Date.now() < deadline) {
+        arrivals = (await receiver.stats()).arrivals;
+        if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await receiver.mode(false);
+      const latencies = arrivals
+        .filter(([id]) => sent.has(id))
+        .map(([id, at]) => at - sent.get(id)!)
+        .sort((a, b) => a - b);
+
+      const loadAfter = loadavg();
+      const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
+      const rawRate = rate(raw);
+      const row = (name: string, r: { count: number; seconds: number; posted?: number }) =>
+        `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× |`;
+      const p50 = quantile(latencies, 0.5);
+      const p99 = quantile(latencies, 0.99);
+      const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+      const table = [
+        `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
+          `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
+          `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight`,
+        '',
+        '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline |',
+        '|---|---|---|---|---|---|',
+        row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
+        row(`Herald end to end, 1 webhook per event (${MODELS_A} webhooks)`, one),
+        row(`Herald end to end, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, fan),
+        '',
+        `| measure | value | target |`,
+        '|---|---|---|',
+        `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${latencies.length}/${total} events) | ${p50.toFixed(1)} ms | |`,
+        `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${p99.toFixed(1)} ms | ≤ 50 ms ${pass(p99 <= 50)} |`,
+        `| matching, ${MATCH_WEBHOOKS} webhooks, ${matching.matchesPerEvent.toFixed(1)} matches/event | ${matching.usPerEvent.toFixed(2)} µs/event | ≤ 50 µs ${pass(matching.usPerEvent <= 50)} |`,
+        `| delivered/s, 1 webhook per event | ${Math.round(rate(one))} | ≥ 2000 ${pass(rate(one) >= 2000)}, ≥ 0.4× ${pass(rate(one) >= 0.4 * rawRate)} |`,
+        `| delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(fan))} | ≥ 2000 ${pass(rate(fan) >= 2000)}, ≥ 0.4× ${pass(rate(fan) >= 0.4 * rawRate)} |`,
+        '',
+        `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
+          `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+      ];
+      process.stdout.write(`\n${table.join('\n')}\n`);
+    } finally {
+      await delivery.close();
+    }
+  } finally {
+    await herald.close();
+    await receiver.stop();
+    await deps.eventMatchQueue.close();
+    await redis.quit();
+    await workerDb.close();
+    await testDb.cleanup();
+  }
+}
+
+await main();
