@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
 import { useResource } from '../hooks.js';
@@ -86,8 +86,22 @@ export function Records({ params }: { params: URLSearchParams }) {
   const applied = readQuery(params);
   const key = params.toString();
   const [draft, setDraft] = useState<RecordsQuery>(applied);
-  // The hash changed (applied, back button, a link): the form shows what is applied.
-  useEffect(() => setDraft(readQuery(params)), [key]);
+  // The hash changed (applied, back button, a link): the form shows what is applied. Reset
+  // empties the form at once; the hash change it causes must not then overwrite what was typed
+  // since.
+  const resetKey = useRef<string | null>(null);
+  useEffect(() => {
+    if (resetKey.current === key) {
+      resetKey.current = null;
+      return;
+    }
+    setDraft(readQuery(params));
+  }, [key]);
+  const reset = () => {
+    if (key !== '') resetKey.current = '';
+    setDraft(readQuery(new URLSearchParams()));
+    navigate('#/records');
+  };
 
   const items = useResource(
     (signal) => client.get<Collection<Item>>('/items', { signal, query: recordsParams(applied) }),
@@ -267,7 +281,7 @@ export function Records({ params }: { params: URLSearchParams }) {
           <button type="submit" class="button button-primary">
             Apply
           </button>
-          <button type="button" class="button button-quiet" onClick={() => navigate('#/records')}>
+          <button type="button" class="button button-quiet" onClick={reset}>
             Reset
           </button>
         </div>
