@@ -235,7 +235,10 @@ describe('arbitrary webhook bodies', { timeout: 120_000 }, () => {
       }),
       { numRuns: 200 },
     );
-    expect(created).toBeGreaterThan(20);
+    // The generator must produce valid webhooks often enough for "stored = sent" to be exercised:
+    // about 1 in 8 runs is valid (seen 19–40 of 200), so 5 leaves room for chance, not for a
+    // generator that stopped producing them.
+    expect(created).toBeGreaterThanOrEqual(5);
   });
 
   it('PUT /webhooks/:id never answers 5xx', async () => {
