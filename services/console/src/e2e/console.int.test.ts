@@ -20,6 +20,7 @@ import {
   type TestDb,
   type TestServer,
 } from '@herald/testkit';
+import { testSettings } from '../../../delivery/src/harness.test-support.js';
 
 /**
  * The console, end to end: the built console (services/console/dist) served by a real Herald
@@ -167,28 +168,16 @@ beforeAll(async () => {
   deliveryRedis = testRedis();
   delivery = await startDelivery(
     { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: base.metrics.registry },
-    {
-      redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+    testSettings({
       redisPrefix: base.redisPrefix,
       siteId: 'console-e2e',
       userAgent: `Herald/${HERALD_VERSION}`,
       allowCidrs: allow,
       connectTimeoutMs: 1000,
       timeoutMs: 3000,
-      connectionsPerOrigin: 4,
-      responseMaxBytes: 65_536,
       retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
-      maxInFlightPerWebhook: 10,
-      deliverConcurrency: 10,
-      matchConcurrency: 4,
-      jobLockMs: 10_000,
-      sweepIntervalMs: 60_000,
-      eventSweepGraceMs: 60_000,
-      sweepBatchSize: 1000,
-      sweepEnqueueTimeoutMs: 5000,
-      sweepAfterMs: 60_000,
       indexReloadMs: 250,
-    },
+    }),
   );
 
   // Records to browse: a model with a block field, published and draft records.

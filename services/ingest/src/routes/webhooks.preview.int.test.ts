@@ -17,6 +17,7 @@ import {
 } from '@herald/testkit';
 import { Registry } from 'prom-client';
 import { createApp } from '../app.js';
+import { testSettings } from '../../../delivery/src/harness.test-support.js';
 
 /** A real endpoint that records what delivery sends it. */
 interface Received {
@@ -76,28 +77,16 @@ beforeAll(async () => {
   deliveryRedis = testRedis();
   delivery = await startDelivery(
     { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: new Registry() },
-    {
-      redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
+    testSettings({
       redisPrefix: deps.redisPrefix,
       siteId: SITE_ID,
       userAgent: `Herald/${HERALD_VERSION}`,
       allowCidrs: allow,
       connectTimeoutMs: 1000,
       timeoutMs: 3000,
-      connectionsPerOrigin: 4,
-      responseMaxBytes: 65_536,
       retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
-      maxInFlightPerWebhook: 10,
-      deliverConcurrency: 10,
-      matchConcurrency: 4,
-      jobLockMs: 10_000,
-      sweepIntervalMs: 60_000,
-      eventSweepGraceMs: 60_000,
-      sweepBatchSize: 1000,
-      sweepEnqueueTimeoutMs: 5000,
-      sweepAfterMs: 60_000,
       indexReloadMs: 200,
-    },
+    }),
   );
 });
 
