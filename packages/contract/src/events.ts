@@ -190,15 +190,27 @@ export interface EventsAccepted {
   data: { type: 'event'; id: string; attributes: { status: 'accepted' | 'duplicate' } }[];
 }
 
-/** Job name of the event-match queue; the data holds the event id only. */
+/** Job name of the event-match queue; the data holds event ids only. */
 export const MATCH_EVENT_JOB = 'match-event';
-export const EventMatchJobData = z.object({ eventId: EventId });
-export type EventMatchJobData = z.infer<typeof EventMatchJobData>;
+/** Event ids per match job: one job carries what one POST /events stored (or a sweeper page). */
+export const MATCH_JOB_EVENTS_MAX = EVENTS_PER_REQUEST_MAX;
+/**
+ * An event-match job: the ids of events stored together, matched together (one query to load
+ * them, one statement for their calls). Redis work is per job, not per event, which is most of
+ * what enqueuing a large batch used to cost. A job of the first release (`{ eventId }`, one event
+ * each) still parses, as a list of one.
+ */
+export const EventMatchJobData = z.union([
+  z.object({ eventIds: z.array(EventId).min(1).max(MATCH_JOB_EVENTS_MAX) }),
+  z.object({ eventId: EventId }).transform(({ eventId }) => ({ eventIds: [eventId] })),
+]);
+export type EventMatchJobData = z.output<typeof EventMatchJobData>;
 
 /**
- * BullMQ job id of an event's match job: the event id itself, except where BullMQ refuses a
- * custom id (it rejects `:` and integer-looking ids). `:` becomes `%` and integer-looking ids get a
- * `#` prefix; neither character is allowed in event ids, so the mapping stays one-to-one.
+ * BullMQ job id of a match job of one event (runtime's eventMatchJobId names jobs of several):
+ * the event id itself, except where BullMQ refuses a custom id (it rejects `:` and
+ * integer-looking ids). `:` becomes `%` and integer-looking ids get a `#` prefix; neither
+ * character is allowed in event ids, so the mapping stays one-to-one.
  */
 export function eventJobId(eventId: string): string {
   const id = eventId.replaceAll(':', '%');

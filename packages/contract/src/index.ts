@@ -31,6 +31,7 @@ export {
   ItemMeta,
   ItemTypeEntity,
   MATCH_EVENT_JOB,
+  MATCH_JOB_EVENTS_MAX,
   RelationshipOne,
   eventJobId,
   isEntityType,
@@ -81,4 +82,13 @@ export {
   type WebhookFilter,
   type WebhookFilterEntityType,
 } from './webhooks.js';
-export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
+export {
+  DELIVER_CALLS_JOB,
+  DELIVER_JOB_CALLS_MAX,
+  DELIVER_WEBHOOK_JOB,
+  DeliverCallsJobData,
+  DeliverJobData,
+  deliverCallsJobId,
+  deliverJobId,
+  resendJobId,
+} from './deliveries.js';

@@ -29,6 +29,7 @@ export {
   EnqueueUnavailableError,
   createEventMatchQueue,
   enqueueEventMatches,
+  eventMatchJobId,
   queuePrefix,
   type EventMatchQueue,
 } from './queues.js';

@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   MATCH_EVENT_JOB,
+  MATCH_JOB_EVENTS_MAX,
   QUEUE_EVENT_MATCH,
   eventJobId,
   type EventMatchJobData,
@@ -42,8 +44,19 @@ export function createEventMatchQueue(
 export class EnqueueUnavailableError extends Error {}
 
 /**
- * Enqueues one match job per event (data: the id only; job id: eventJobId, so a repeat is a
- * no-op while the job exists). Gives up after timeoutMs: Postgres holds the events and the
+ * Job id of a match job: for one event its id (eventJobId), for several a digest of the ids, so
+ * that enqueuing the same ids again is a no-op while the job exists, and a different set (a
+ * sweeper page that grew) is a job of its own.
+ */
+export function eventMatchJobId(eventIds: readonly string[]): string {
+  if (eventIds.length === 1) return eventJobId(eventIds[0]!);
+  const digest = createHash('sha256').update(eventIds.join('\n')).digest('hex');
+  return `events-${eventIds.length}-${digest.slice(0, 32)}`;
+}
+
+/**
+ * Enqueues the match of events stored together: one job per MATCH_JOB_EVENTS_MAX ids (data: the
+ * ids only; job id: eventMatchJobId). Gives up after timeoutMs: Postgres holds the events and the
  * sweeper enqueues whatever is left unmatched.
  */
 export async function enqueueEventMatches(
@@ -63,10 +76,10 @@ export async function enqueueEventMatches(
   try {
     await Promise.race([
       queue.addBulk(
-        eventIds.map((eventId) => ({
+        chunks(eventIds, MATCH_JOB_EVENTS_MAX).map((ids) => ({
           name: MATCH_EVENT_JOB,
-          data: { eventId },
-          opts: { jobId: eventJobId(eventId) },
+          data: { eventIds: ids },
+          opts: { jobId: eventMatchJobId(ids) },
         })),
       ),
       new Promise((_resolve, reject) => {
@@ -79,4 +92,10 @@ export async function enqueueEventMatches(
   } finally {
     clearTimeout(timer);
   }
+}
+
+function chunks<T>(list: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
+  return out;
 }

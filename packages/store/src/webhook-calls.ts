@@ -76,31 +76,42 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
 /**
- * Creates the event's calls (one per webhook; existing ones are kept) and marks the event matched,
- * in one statement. Returns the calls that still need a job: the new ones and any earlier one
- * still pending (a previous run may have died before enqueuing). Marking the event matched here
- * is safe because the calls are durable: the sweeper re-enqueues pending calls whose job is lost.
+ * The calls of several events in one statement: a row per (event, matching webhook), and every
+ * event marked matched, even those matching nothing. Returns the calls inserted and, for a
+ * repeat, those still pending (they may have lost their jobs), in event order.
  */
 export async function createWebhookCalls(
   db: Queryable,
-  event: { id: string; entityType: string; eventType: string },
-  webhookIds: readonly string[],
+  matches: readonly {
+    event: { id: string; entityType: string; eventType: string };
+    webhookIds: readonly string[];
+  }[],
 ): Promise<{ id: string; webhookId: string }[]> {
-  const { rows } = await db.query<{ id: string; webhook_id: string }>(
+  if (matches.length === 0) return [];
+  let n = 0;
+  const rows = matches.flatMap(({ event, webhookIds }) =>
+    webhookIds.map((w) => ({ n: n++, e: event.id, w, t: event.entityType, v: event.eventType })),
+  );
+  const eventIds = matches.map(({ event }) => event.id);
+  const result = await db.query<{ id: string; webhook_id: string }>(
     `WITH inserted AS (
        INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-       SELECT $1, w, $2, $3 FROM unnest($4::bigint[]) AS w
+       SELECT x.e, x.w, x.t, x.v
+       FROM json_to_recordset($1::json) AS x(e text, w bigint, t text, v text, n integer)
+       ORDER BY x.n
        ON CONFLICT (event_id, webhook_id) DO NOTHING
        RETURNING id, webhook_id
      ), matched AS (
-       UPDATE events SET matched_at = now() WHERE id = $1 AND matched_at IS NULL RETURNING 1
+       UPDATE events SET matched_at = now() WHERE id = ANY($2::text[]) AND matched_at IS NULL
+       RETURNING 1
      )
      SELECT id, webhook_id FROM inserted
      UNION ALL
-     SELECT id, webhook_id FROM webhook_calls WHERE event_id = $1 AND status = 'pending'`,
-    [event.id, event.entityType, event.eventType, webhookIds],
+     SELECT id, webhook_id FROM webhook_calls WHERE event_id = ANY($2::text[]) AND status = 'pending'
+     ORDER BY id`,
+    [JSON.stringify(rows), eventIds],
   );
-  return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
+  return result.rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
 }
 
 export async function findWebhookCall(

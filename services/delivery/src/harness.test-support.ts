@@ -94,6 +94,7 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     retry: { scheduleMs: [150, 300, 450], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
     maxInFlightPerWebhook: 10,
     deliverConcurrency: 50,
+    callsPerJob: 25,
     matchConcurrency: 10,
     jobLockMs: 5000,
     sweepIntervalMs: 60_000,
@@ -199,15 +200,14 @@ export function itemEvent(overrides: Partial<NewEvent> = {}): NewEvent {
   };
 }
 
-/** Stores events as POST /events does and enqueues their match jobs. */
+/** Stores events as POST /events does and enqueues their match job. */
 export async function emitEvents(db: Db, pipeline: Pipeline, events: NewEvent[]): Promise<void> {
   await insertEvents(db, events);
-  await pipeline.runtime.matchQueue.addBulk(
-    events.map((event) => ({
-      name: MATCH_EVENT_JOB,
-      data: { eventId: event.id },
-      opts: { jobId: eventJobId(event.id), removeOnComplete: true, removeOnFail: true },
-    })),
+  // One job for the batch, as ingest enqueues it.
+  await pipeline.runtime.matchQueue.add(
+    MATCH_EVENT_JOB,
+    { eventIds: events.map((event) => event.id) },
+    { jobId: eventJobId(events[0]!.id), removeOnComplete: true, removeOnFail: true },
   );
 }
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
-import { findEvent, type Db, type NewEvent } from '@herald/store';
+import type { Queue } from 'bullmq';
+import { findEvent, insertEvents, type Db, type NewEvent } from '@herald/store';
 import { createTestDb, randomId, type TestDb } from '@herald/testkit';
 import {
   addWebhook,
@@ -205,12 +206,39 @@ describe('matching (API.md §4.3)', () => {
     // The same event enqueued again (a sweeper, a retry) creates no second call and no second send.
     await pipeline.runtime.matchQueue.add(
       'match-event',
-      { eventId: event.id },
+      { eventIds: [event.id] },
       { jobId: `again-${event.id}` },
     );
     await pipeline.runtime.sweeper.sweep();
     const { rows } = await db.query('SELECT id FROM webhook_calls WHERE event_id = $1', [event.id]);
     expect(rows).toEqual([{ id: call.id }]);
+  });
+
+  it('matches a batch in one job, and still takes a job of one event in the old shape', async () => {
+    const env = randomId('env');
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, {
+        events: [
+          {
+            entity_type: 'item',
+            event_types: ['update'],
+            filters: [{ entity_type: 'environment', entity_ids: [env] }],
+          },
+        ],
+      }),
+    );
+    const batch = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
+    await emitEvents(db, pipeline, batch);
+    // 60 calls of one event batch: three deliver-calls jobs at DELIVERY_CALLS_PER_JOB=25.
+    for (const event of batch) await waitForCall(db, event.id, webhook.id, ['success']);
+    const legacy = itemEvent({ environment: env });
+    await insertEvents(db, [legacy]);
+    // Typed loosely on purpose: this is the data shape of jobs enqueued by the first release.
+    const queue: Queue = pipeline.runtime.matchQueue as unknown as Queue;
+    await queue.add('match-event', { eventId: legacy.id }, { jobId: `legacy-${legacy.id}` });
+    await waitForCall(db, legacy.id, webhook.id, ['success']);
   });
 });
 

@@ -66,12 +66,10 @@ async function stop(child: ChildProcess, signal: NodeJS.Signals): Promise<void> 
 async function emit(events: NewEvent[], enqueue = true): Promise<void> {
   await insertEvents(db, events);
   if (!enqueue) return;
-  await matchQueue.addBulk(
-    events.map((e) => ({
-      name: MATCH_EVENT_JOB,
-      data: { eventId: e.id },
-      opts: { jobId: eventJobId(e.id), removeOnComplete: true, removeOnFail: true },
-    })),
+  await matchQueue.add(
+    MATCH_EVENT_JOB,
+    { eventIds: events.map((e) => e.id) },
+    { jobId: eventJobId(events[0]!.id), removeOnComplete: true, removeOnFail: true },
   );
 }
 

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { QUEUE_WEBHOOK_DELIVER, eventJobId, type DeliverJobData } from '@herald/contract';
+import { QUEUE_WEBHOOK_DELIVER } from '@herald/contract';
 import {
   createEventMatchQueue,
   createMetrics,
+  eventMatchJobId,
   type EventMatchQueue,
   type Redis,
 } from '@herald/runtime';
 import { insertEvents, markEventsMatched, type NewEvent } from '@herald/store';
 import { createTestDb, randomId, silentLogger, testRedis, type TestDb } from '@herald/testkit';
+import type { DeliverQueue } from './jobs/match-event.js';
 import { Sweeper, sweepUnmatchedEvents } from './sweeper.js';
 
 let t: TestDb;
@@ -58,13 +60,16 @@ describe('the sweeper: unmatched events', () => {
     await markEventsMatched(t.db, ['sw-4']);
     const count = await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue });
     expect(count).toBe(4);
-    for (const id of ['sw:1', 'sw-2', '12345', 'sw-5']) {
-      expect((await queue.getJob(eventJobId(id)))?.data).toEqual({ eventId: id });
+    // One job per page of batchSize (2) ids.
+    for (const page of [
+      ['sw:1', 'sw-2'],
+      ['12345', 'sw-5'],
+    ]) {
+      expect((await queue.getJob(eventMatchJobId(page)))?.data).toEqual({ eventIds: page });
     }
-    expect(await queue.getJob(eventJobId('sw-4'))).toBeUndefined();
     // A second sweep re-adds the same job ids: BullMQ keeps one job per id.
     await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue });
-    expect(await queue.getJobCountByTypes('waiting')).toBe(4);
+    expect(await queue.getJobCountByTypes('waiting')).toBe(2);
     expect(
       await metrics.registry.getSingleMetricAsString('herald_sweeper_events_enqueued_total'),
     ).toMatch(/ 8$/m);
@@ -77,7 +82,7 @@ describe('the sweeper: unmatched events', () => {
   });
 
   it('runs periodically once started, and stops', async () => {
-    const deliverQueue = new Queue<DeliverJobData>(QUEUE_WEBHOOK_DELIVER, {
+    const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
       connection: redis,
       prefix: `{${randomId('herald_test')}}`,
     });
@@ -97,10 +102,10 @@ describe('the sweeper: unmatched events', () => {
     try {
       await insertEvents(t.db, [event('later-1')]);
       await expect
-        .poll(async () => (await queue.getJob('later-1'))?.data)
-        .toEqual({
-          eventId: 'later-1',
-        });
+        .poll(async () =>
+          (await queue.getJobs(['waiting'])).some((job) => job.data.eventIds.includes('later-1')),
+        )
+        .toBe(true);
     } finally {
       await sweeper.stop();
       await deliverQueue.obliterate({ force: true });

@@ -1,6 +1,5 @@
-import type { Queue } from 'bullmq';
 import { Counter, type Registry } from 'prom-client';
-import { DELIVER_WEBHOOK_JOB, deliverJobId, type DeliverJobData } from '@herald/contract';
+import { DELIVER_WEBHOOK_JOB, deliverJobId } from '@herald/contract';
 import { enqueueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
 import {
   listStrandedWebhookCalls,
@@ -9,7 +8,7 @@ import {
   type Db,
   type Queryable,
 } from '@herald/store';
-import { DELIVER_JOB_OPTIONS, deliverJobs } from './jobs/match-event.js';
+import { DELIVER_JOB_OPTIONS, deliverJobs, type DeliverQueue } from './jobs/match-event.js';
 
 const counters = new WeakMap<Registry, Counter>();
 function sweptCounter(registry: Registry): Counter {
@@ -70,7 +69,7 @@ export async function sweepUnmatchedEvents(options: EventSweepOptions): Promise<
 export interface SweeperOptions {
   db: Db;
   matchQueue: EventMatchQueue;
-  deliverQueue: Queue<DeliverJobData>;
+  deliverQueue: DeliverQueue;
   logger: Logger;
   registry: Registry;
   /** Time between sweeps (the first one runs at start). */

@@ -1,9 +1,11 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import {
+  DELIVER_CALLS_JOB,
   QUEUE_EVENT_MATCH,
   QUEUE_WEBHOOK_DELIVER,
   webhooksChangedChannel,
   type CidrList,
+  type DeliverCallsJobData,
   type DeliverJobData,
   type EventMatchJobData,
   type WebhookChangedMessage,
@@ -22,8 +24,9 @@ import { InFlightLimiter } from './delivery/in-flight.js';
 import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
-import { deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
-import { matchEvent, type MatchContext } from './jobs/match-event.js';
+import { Semaphore } from './delivery/semaphore.js';
+import { deliverCalls, deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
+import { matchEvent, type DeliverQueue, type MatchContext } from './jobs/match-event.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
 
@@ -41,6 +44,8 @@ export interface DeliverySettings {
   retry: RetryPolicy;
   maxInFlightPerWebhook: number;
   deliverConcurrency: number;
+  /** New calls per deliver-calls job. */
+  callsPerJob: number;
   matchConcurrency: number;
   jobLockMs: number;
   sweepIntervalMs: number;
@@ -64,7 +69,7 @@ export interface DeliveryDeps {
 export interface DeliveryRuntime {
   index: WebhookIndex;
   matchQueue: EventMatchQueue;
-  deliverQueue: Queue<DeliverJobData>;
+  deliverQueue: DeliverQueue;
   sweeper: Sweeper;
   metrics: DeliveryMetrics;
   /** Stops taking jobs, lets in-flight ones finish, then closes queues and connections. */
@@ -85,7 +90,7 @@ export async function startDelivery(
 
   // The producer side of event-match, with ingest's job options (the sweeper enqueues on it).
   const matchQueue = createEventMatchQueue(redis, settings.redisPrefix, logger);
-  const deliverQueue = new Queue<DeliverJobData>(QUEUE_WEBHOOK_DELIVER, {
+  const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
     connection: redis,
     prefix,
   });
@@ -146,17 +151,18 @@ export async function startDelivery(
   const loaders = deliveryLoaders(db);
   const matchContext: MatchContext = {
     db,
-    loaders,
     index,
     deliverQueue,
     metrics,
     logger: logger.child({ module: 'match' }),
+    callsPerJob: settings.callsPerJob,
   };
   const deliverContext: DeliverContext = {
     db,
     loaders,
     client,
     limiter,
+    semaphore: new Semaphore(settings.deliverConcurrency),
     deliverQueue,
     metrics,
     logger: logger.child({ module: 'deliver' }),
@@ -181,10 +187,19 @@ export async function startDelivery(
       matchEvent.handler(matchContext, matchEvent.schema.parse(job.data)),
     { ...workerOptions, concurrency: settings.matchConcurrency },
   );
-  const deliverWorker = new Worker<DeliverJobData>(
+  // Worker concurrency counts jobs; the semaphore (DELIVERY_CONCURRENCY) counts the attempts
+  // in flight, whatever jobs they come from.
+  const deliverWorker = new Worker<DeliverJobData | DeliverCallsJobData>(
     QUEUE_WEBHOOK_DELIVER,
-    async (job: Job<DeliverJobData>, token?: string) =>
-      deliverWebhook.handler(deliverContext, deliverWebhook.schema.parse(job.data), job, token),
+    async (job: Job<DeliverJobData | DeliverCallsJobData>, token?: string) =>
+      job.name === DELIVER_CALLS_JOB
+        ? deliverCalls.handler(deliverContext, deliverCalls.schema.parse(job.data))
+        : deliverWebhook.handler(
+            deliverContext,
+            deliverWebhook.schema.parse(job.data),
+            job as Job<DeliverJobData>,
+            token,
+          ),
     { ...workerOptions, concurrency: settings.deliverConcurrency },
   );
   for (const worker of [matchWorker, deliverWorker]) {

@@ -13,11 +13,23 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1
 `;
 
+/** One attempt asking for a slot of its webhook. */
+export interface SlotRequest {
+  webhookId: string;
+  /** Identifies the attempt; release with the same token. */
+  token: string;
+}
+
 /**
  * The per-webhook in-flight limit (API.md §6.2), counted in Redis so that it holds across worker
  * processes. One slow endpoint then occupies at most `limit` of the shared pool.
+ *
+ * Round trips are shared: the slots of a whole deliver-calls job are asked for in one pipeline,
+ * and the releases made in the same tick go together in one pipeline.
  */
 export class InFlightLimiter {
+  #releases: { key: string; token: string; done: () => void; fail: (e: unknown) => void }[] = [];
+
   constructor(
     private readonly redis: Redis,
     private readonly redisPrefix: string,
@@ -32,18 +44,41 @@ export class InFlightLimiter {
 
   /** True when a slot was taken for `token` (release it with the same token). */
   async acquire(webhookId: string, token: string): Promise<boolean> {
-    const taken = await this.redis.eval(
-      ACQUIRE,
-      1,
-      this.#key(webhookId),
-      this.limit,
-      this.ttlMs,
-      token,
-    );
-    return taken === 1;
+    const [taken] = await this.acquireMany([{ webhookId, token }]);
+    return taken === true;
   }
 
-  async release(webhookId: string, token: string): Promise<void> {
-    await this.redis.zrem(this.#key(webhookId), token);
+  /** For each request, in order, whether its slot was taken. */
+  async acquireMany(requests: readonly SlotRequest[]): Promise<boolean[]> {
+    if (requests.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const { webhookId, token } of requests) {
+      pipeline.eval(ACQUIRE, 1, this.#key(webhookId), this.limit, this.ttlMs, token);
+    }
+    const results = (await pipeline.exec()) ?? [];
+    return requests.map((_, i) => {
+      const [error, taken] = results[i] ?? [new Error('no reply')];
+      if (error) throw error;
+      return taken === 1;
+    });
+  }
+
+  /** Frees a slot; releases asked for in the same tick share one round trip. */
+  release(webhookId: string, token: string): Promise<void> {
+    return new Promise((done, fail) => {
+      this.#releases.push({ key: this.#key(webhookId), token, done, fail });
+      if (this.#releases.length === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#releases;
+    this.#releases = [];
+    const pipeline = this.redis.pipeline();
+    for (const { key, token } of batch) pipeline.zrem(key, token);
+    pipeline.exec().then(
+      () => batch.forEach((r) => r.done()),
+      (error: unknown) => batch.forEach((r) => r.fail(error)),
+    );
   }
 }

@@ -118,6 +118,12 @@ export function canonicalItem(value: unknown): unknown {
   return item;
 }
 
+/** Where serialization reads models from (the deliver worker batches these reads). */
+export type ModelSource = (
+  environment: string,
+  ids: readonly string[],
+) => Promise<Map<string, ModelInfo>>;
+
 /**
  * An item entity as GET /items serializes it: block fields hold ids, or (nested) full block
  * objects. The event holds the entity as the producer sent it (blocks as ids or expanded); ids are
@@ -128,6 +134,7 @@ export async function serializeEntity(
   environment: string,
   entity: unknown,
   nested: boolean,
+  models: ModelSource = (env, ids) => loadModels(db, env, ids),
 ): Promise<unknown> {
   const item = entity as ItemLike | null;
   const itemTypeId = item?.relationships?.item_type?.data?.id;
@@ -141,6 +148,7 @@ export async function serializeEntity(
     { ...item, id, attributes },
     itemTypeId,
     nested,
+    models,
   );
   return canonicalItem(await canonical);
 }
@@ -151,9 +159,10 @@ async function serializeBlocks(
   entity: ItemLike & { id: string; attributes: Record<string, unknown> },
   itemTypeId: string,
   nested: boolean,
+  loadModelsOf: ModelSource,
 ): Promise<unknown> {
   const item = entity;
-  const models = await loadModels(db, environment, [itemTypeId]);
+  const models = await loadModelsOf(environment, [itemTypeId]);
   const model = models.get(itemTypeId);
   const blockFields = model?.fields.filter((f) => BLOCK_FIELD_TYPES.has(f.fieldType)) ?? [];
   if (!model || blockFields.length === 0) return entity;
@@ -173,7 +182,7 @@ async function serializeBlocks(
   const blockModelIds = [...new Set([...blocks.values()].map((b) => b.itemTypeId))];
   const allModels = new Map<string, ModelInfo>([
     ...models,
-    ...(await loadModels(db, environment, blockModelIds)),
+    ...(await loadModelsOf(environment, blockModelIds)),
   ]);
   // serializeItem does the expansion; only its attributes are used (meta comes from the event).
   const shell: StoredItem = {

@@ -1,5 +1,5 @@
 import type { Queryable, StoredEvent, WebhookRecord } from '@herald/store';
-import { buildDefaultPayload, serializeEntity } from './payload.js';
+import { buildDefaultPayload, serializeEntity, type ModelSource } from './payload.js';
 import { renderCustomPayload, renderUrl } from './render.js';
 
 /** What shapes the request of one call: the webhook's settings that the rendering reads. */
@@ -18,6 +18,8 @@ export interface DeliveryRequestInput {
   /** The `webhook-signature` value for (call id, unix seconds, body). */
   sign: (callId: string, timestampSeconds: number, body: string) => string;
   now: Date;
+  /** Where models are read (default: one query per entity). */
+  models?: ModelSource;
 }
 
 export interface DeliveryRequest {
@@ -39,10 +41,22 @@ export async function renderDeliveryRequest(
 ): Promise<DeliveryRequest> {
   const { webhook, event } = input;
   const [entity, previousEntity] = await Promise.all([
-    serializeEntity(db, event.environment, event.entity, webhook.nestedItemsInPayload),
+    serializeEntity(
+      db,
+      event.environment,
+      event.entity,
+      webhook.nestedItemsInPayload,
+      input.models,
+    ),
     event.previousEntity === null || event.previousEntity === undefined
       ? null
-      : serializeEntity(db, event.environment, event.previousEntity, webhook.nestedItemsInPayload),
+      : serializeEntity(
+          db,
+          event.environment,
+          event.previousEntity,
+          webhook.nestedItemsInPayload,
+          input.models,
+        ),
   ]);
   const payload = buildDefaultPayload({
     callId: input.callId,

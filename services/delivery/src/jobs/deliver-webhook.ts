@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { DelayedError, type Job, type Queue } from 'bullmq';
-import { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId } from '@herald/contract';
+import { DelayedError, type Job } from 'bullmq';
+import {
+  DELIVER_CALLS_JOB,
+  DELIVER_WEBHOOK_JOB,
+  DeliverCallsJobData,
+  DeliverJobData,
+  deliverJobId,
+} from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
@@ -19,8 +25,9 @@ import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
+import type { Semaphore } from '../delivery/semaphore.js';
 import { signWebhook } from '../delivery/signing.js';
-import { DELIVER_JOB_OPTIONS } from './match-event.js';
+import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
@@ -28,7 +35,9 @@ export interface DeliverContext {
   loaders: DeliveryLoaders;
   client: HttpClient;
   limiter: InFlightLimiter;
-  deliverQueue: Queue<DeliverJobData>;
+  /** The process's attempts in flight (DELIVERY_CONCURRENCY). */
+  semaphore: Semaphore;
+  deliverQueue: DeliverQueue;
   metrics: DeliveryMetrics;
   logger: Logger;
   siteId: string;
@@ -50,6 +59,13 @@ function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
   return call.status === 'rescheduled' && call.attemptedAutoRetriesCount < data.retry;
 }
 
+/** A fresh in-flight slot token for an attempt of `callId`. */
+const slotToken = (callId: string): string => `${callId}:${randomBytes(4).toString('hex')}`;
+
+/** How long an attempt whose webhook is at its in-flight limit steps aside. */
+const inFlightWait = (ctx: DeliverContext): number => ctx.inFlightWaitMs * (1 + Math.random());
+
+/** A job of one call: a retry, a resend, or the sweeper's re-add. */
 async function handler(
   ctx: DeliverContext,
   data: DeliverJobData,
@@ -57,19 +73,56 @@ async function handler(
   token: string | undefined,
 ): Promise<void> {
   // The in-flight limit comes first, so a job that must wait costs no database query.
-  const slot = `${job.id ?? data.callId}:${randomBytes(4).toString('hex')}`;
+  const slot = slotToken(data.callId);
   if (!(await ctx.limiter.acquire(data.webhookId, slot))) {
     // The webhook is at its in-flight limit: step aside (this frees the worker slot for other
     // webhooks) and come back later. Never worker.rateLimit(): that would pause the whole queue.
-    const wait = ctx.inFlightWaitMs * (1 + Math.random());
-    await job.moveToDelayed(Date.now() + wait, token);
+    await job.moveToDelayed(Date.now() + inFlightWait(ctx), token);
     throw new DelayedError();
   }
-  ctx.metrics.inFlight.inc();
+  await deliverHolding(ctx, data, slot);
+}
+
+/**
+ * A job of new calls (the match worker's): their slots are asked for in one round trip; a call
+ * whose webhook is at its limit steps aside as a job of its own, the others are sent
+ * concurrently. If one fails unexpectedly the job is retried, and the calls it already
+ * delivered are skipped then (isDue).
+ */
+async function callsHandler(ctx: DeliverContext, data: DeliverCallsJobData): Promise<void> {
+  const slots = data.calls.map(({ callId }) => slotToken(callId));
+  const taken = await ctx.limiter.acquireMany(
+    data.calls.map(({ webhookId }, i) => ({ webhookId, token: slots[i]! })),
+  );
+  const deferred = data.calls.filter((_, i) => !taken[i]);
+  if (deferred.length > 0) {
+    await ctx.deliverQueue.addBulk(
+      deferred.map(({ callId, webhookId }) => ({
+        name: DELIVER_WEBHOOK_JOB,
+        data: { callId, webhookId },
+        opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
+      })),
+    );
+  }
+  const results = await Promise.allSettled(
+    data.calls.flatMap((call, i) => (taken[i] ? [deliverHolding(ctx, call, slots[i]!)] : [])),
+  );
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
+/** Delivers a call whose in-flight slot is taken, then frees the slot. */
+async function deliverHolding(ctx: DeliverContext, data: DeliverJobData, slot: string) {
   try {
-    await deliver(ctx, data);
+    await ctx.semaphore.run(async () => {
+      ctx.metrics.inFlight.inc();
+      try {
+        await deliver(ctx, data);
+      } finally {
+        ctx.metrics.inFlight.dec();
+      }
+    });
   } finally {
-    ctx.metrics.inFlight.dec();
     await ctx.limiter.release(data.webhookId, slot);
   }
 }
@@ -108,6 +161,7 @@ async function attempt(
     sign: (id, timestamp, signed) =>
       signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
     now: sentAt,
+    models: ctx.loaders.models,
   });
 
   const started = performance.now();
@@ -192,3 +246,8 @@ async function attempt(
 }
 
 export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };
+export const deliverCalls = {
+  name: DELIVER_CALLS_JOB,
+  schema: DeliverCallsJobData,
+  handler: callsHandler,
+};

@@ -3,6 +3,7 @@ import { eventJobId, serializeItem, type ModelInfo } from '@herald/contract';
 import {
   createEventMatchQueue,
   createRedis,
+  eventMatchJobId,
   type EventMatchQueue,
   type Redis,
 } from '@herald/runtime';
@@ -188,8 +189,19 @@ describe('POST /events acceptance', () => {
     const record = await findRecord(t.db, 'main', id);
     expect(record?.currentAttributes).toEqual({ title: 'Hello' });
     const job = await queue.getJob(eventJobId(event.id));
-    expect(job?.data).toEqual({ eventId: event.id });
+    expect(job?.data).toEqual({ eventIds: [event.id] });
     expect(job?.id).toBe(event.id.replaceAll(':', '%'));
+  });
+
+  it('enqueues a batch as one match job', async () => {
+    const events = [1, 2, 3].map((n) =>
+      itemEvent('create', randomId('r'), { title: `t${n}` }, { eventId: randomId('evt') }),
+    );
+    const answer = await post(events);
+    expect(answer.status).toBe(202);
+    const ids = events.map((event) => event.id);
+    expect((await queue.getJob(eventMatchJobId(ids)))?.data).toEqual({ eventIds: ids });
+    for (const id of ids) expect(await queue.getJob(eventJobId(id))).toBeUndefined();
   });
 
   it('generates an id when the event has none', async () => {
@@ -922,7 +934,7 @@ describe('while Redis is down', () => {
         enqueueTimeoutMs: 5000,
       });
       for (const event of events) {
-        expect((await queue.getJob(eventJobId(event.id)))?.data).toEqual({ eventId: event.id });
+        expect((await queue.getJob(eventJobId(event.id)))?.data).toEqual({ eventIds: [event.id] });
       }
     } finally {
       await down.close();
