@@ -14,6 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
+import { backendPids, cpuPer, sampleCpu, type CpuSample } from '../lib/cpu.js';
 import { MATCH_WEBHOOKS, matchingBench } from './matching.js';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
 import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
@@ -57,6 +58,10 @@ class ReceiverProcess {
     private readonly child: ChildProcess,
     readonly url: string,
   ) {}
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
 
   static async start(): Promise<ReceiverProcess> {
     const child = fork(fileURLToPath(new URL('./receiver.js', import.meta.url)), [], {
@@ -259,6 +264,7 @@ async function main(): Promise<void> {
     searchPath: testDb.schema!,
     maxConnections: config.DB_POOL_SIZE,
     synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
+    applicationName: testDb.schema!,
   });
   const logger = silentLogger();
   try {
@@ -286,13 +292,20 @@ async function main(): Promise<void> {
       const scenarioB = (count: number) =>
         Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
 
+      // This run's own backends (other work on the machine may use Postgres too).
+      let backends: number[] = [];
+      const cpuNow = () => sampleCpu([receiver.pid], backends);
       const run = async (events: unknown[], expected: number) => {
         const before = (await receiver.stats()).count;
+        const cpu = cpuNow();
         const started = performance.now();
         await postInBatches(herald.url, token, events);
         const posted = (performance.now() - started) / 1000;
         await receiver.waitFor(before + expected);
-        return { count: expected, seconds: (performance.now() - started) / 1000, posted };
+        const seconds = (performance.now() - started) / 1000;
+        // CPU per 1000 deliveries (the receiver's polling for its count included).
+        const cpuPer1000 = cpuPer(cpu, cpuNow(), expected / 1000);
+        return { count: expected, seconds, posted, cpuPer1000 };
       };
 
       // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
@@ -300,6 +313,7 @@ async function main(): Promise<void> {
       await run(scenarioA(500), 500);
       await run(scenarioB(50), 50 * FANOUT);
       const bodyBytes = (await receiver.stats()).bytes;
+      backends = await backendPids(testDb.db, testDb.schema!);
 
       process.stdout.write('baseline…\n');
       await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
@@ -320,6 +334,7 @@ async function main(): Promise<void> {
       const sent = new Map<string, number>();
       const total = LATENCY_RATE * LATENCY_SECONDS;
       const posts: Promise<void>[] = [];
+      const latencyCpu = cpuNow();
       const t0 = performance.now();
       for (let i = 0; i < total; i++) {
         const due = t0 + (i * 1000) / LATENCY_RATE;
@@ -338,17 +353,38 @@ async function main(): Promise<void> {
         arrivals = (await receiver.stats()).arrivals;
         if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      const latencyCpuPer1000 = cpuPer(latencyCpu, cpuNow(), total / 1000);
       await receiver.mode(false);
       const latencies = arrivals
         .filter(([id]) => sent.has(id))
         .map(([id, at]) => at - sent.get(id)!)
         .sort((a, b) => a - b);
 
+      // Where the latency goes: accepted → call created (match) → attempt sent (deliver).
+      const { rows: stages } = await testDb.db.query<{ matched: number; sent: number }>(
+        `SELECT extract(epoch FROM c.created_at - e.accepted_at) * 1000 AS matched,
+           extract(epoch FROM c.last_sent_at - c.created_at) * 1000 AS sent
+         FROM webhook_calls c JOIN events e ON e.id = c.event_id
+         WHERE e.entity_id LIKE 'lat%' AND c.last_sent_at IS NOT NULL`,
+      );
+      const stage = (key: 'matched' | 'sent', q: number) =>
+        quantile(
+          stages.map((r) => Number(r[key])).sort((a, b) => a - b),
+          q,
+        ).toFixed(1);
+
       const loadAfter = loadavg();
       const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
       const rawRate = rate(raw);
-      const row = (name: string, r: { count: number; seconds: number; posted?: number }) =>
-        `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× |`;
+      const cpuCells = (c: CpuSample | undefined) =>
+        c
+          ? [c.bench, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ')
+          : '';
+      const row = (
+        name: string,
+        r: { count: number; seconds: number; posted?: number; cpuPer1000?: CpuSample },
+      ) =>
+        `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× | ${cpuCells(r.cpuPer1000)} |`;
       const p50 = quantile(latencies, 0.5);
       const p99 = quantile(latencies, 0.99);
       const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
@@ -357,8 +393,8 @@ async function main(): Promise<void> {
           `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
           `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight`,
         '',
-        '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline |',
-        '|---|---|---|---|---|---|',
+        '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: Herald process / its Postgres backends / redis (all) / receiver |',
+        '|---|---|---|---|---|---|---|',
         row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
         row(`Herald end to end, 1 webhook per event (${MODELS_A} webhooks)`, one),
         row(`Herald end to end, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, fan),
@@ -367,6 +403,9 @@ async function main(): Promise<void> {
         '|---|---|---|',
         `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${latencies.length}/${total} events) | ${p50.toFixed(1)} ms | |`,
         `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${p99.toFixed(1)} ms | ≤ 50 ms ${pass(p99 <= 50)} |`,
+        `| of which accepted → call created (match), p50 / p99 | ${stage('matched', 0.5)} / ${stage('matched', 0.99)} ms | |`,
+        `| of which call created → attempt sent (deliver), p50 / p99 | ${stage('sent', 0.5)} / ${stage('sent', 0.99)} ms | |`,
+        `| CPU ms per 1000 events in the latency run: Herald process / postgres / redis / receiver | ${cpuCells(latencyCpuPer1000)} | |`,
         `| matching, ${MATCH_WEBHOOKS} webhooks, ${matching.matchesPerEvent.toFixed(1)} matches/event | ${matching.usPerEvent.toFixed(2)} µs/event | ≤ 50 µs ${pass(matching.usPerEvent <= 50)} |`,
         `| delivered/s, 1 webhook per event | ${Math.round(rate(one))} | ≥ 2000 ${pass(rate(one) >= 2000)}, ≥ 0.4× ${pass(rate(one) >= 0.4 * rawRate)} |`,
         `| delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(fan))} | ≥ 2000 ${pass(rate(fan) >= 2000)}, ≥ 0.4× ${pass(rate(fan) >= 0.4 * rawRate)} |`,

@@ -123,7 +123,10 @@ export async function findEvent(db: Queryable, id: string): Promise<StoredEvent 
 
 export async function findEvents(db: Queryable, ids: readonly string[]): Promise<StoredEvent[]> {
   const { rows } = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::text[]) ORDER BY seq`,
+    {
+      name: 'herald.events.find',
+      text: `SELECT ${EVENT_COLUMNS} FROM events WHERE id = ANY($1::text[]) ORDER BY seq`,
+    },
     [ids],
   );
   return rows.map(toStoredEvent);

@@ -4,6 +4,7 @@ export {
   isDbUnavailableError,
   sqlState,
   type Db,
+  type NamedStatement,
   type PgliteOptions,
   type PostgresOptions,
   type QueryResult,

@@ -58,7 +58,10 @@ export async function loadModels(
 ): Promise<Map<string, ModelInfo>> {
   if (ids.length === 0) return new Map();
   const { rows } = await db.query<ModelRow>(
-    `${MODEL_SELECT} WHERE m.environment = $1 AND m.id = ANY($2::text[])`,
+    {
+      name: 'herald.models.load',
+      text: `${MODEL_SELECT} WHERE m.environment = $1 AND m.id = ANY($2::text[])`,
+    },
     [environment, [...new Set(ids)]],
   );
   return new Map(rows.map((row) => [row.id, toModel(row)]));

@@ -94,7 +94,9 @@ export async function createWebhookCalls(
   );
   const eventIds = matches.map(({ event }) => event.id);
   const result = await db.query<{ id: string; webhook_id: string }>(
-    `WITH inserted AS (
+    {
+      name: 'herald.webhook_calls.create',
+      text: `WITH inserted AS (
        INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
        SELECT x.e, x.w, x.t, x.v
        FROM json_to_recordset($1::json) AS x(e text, w bigint, t text, v text, n integer)
@@ -109,6 +111,7 @@ export async function createWebhookCalls(
      UNION ALL
      SELECT id, webhook_id FROM webhook_calls WHERE event_id = ANY($2::text[]) AND status = 'pending'
      ORDER BY id`,
+    },
     [JSON.stringify(rows), eventIds],
   );
   return result.rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
@@ -134,7 +137,10 @@ export async function findWebhookCalls(
   const valid = ids.filter(isCallId);
   if (!valid.length) return [];
   const { rows } = await db.query<WebhookCallRow>(
-    `SELECT ${COLUMNS} FROM webhook_calls WHERE id = ANY($1::bigint[])`,
+    {
+      name: 'herald.webhook_calls.find',
+      text: `SELECT ${COLUMNS} FROM webhook_calls WHERE id = ANY($1::bigint[])`,
+    },
     [valid],
   );
   return rows.map(toCall);
@@ -194,7 +200,9 @@ export async function recordWebhookCallAttempts(
   if (attempts.length === 0) return;
   const column = <T>(pick: (a: WebhookCallAttempt) => T) => attempts.map((a) => pick(a.attempt));
   await db.query(
-    `UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
+    {
+      name: 'herald.webhook_calls.record_attempts',
+      text: `UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
        request_headers = v.request_headers::json, request_payload = v.request_payload,
        response_status = v.response_status, response_headers = v.response_headers::json,
        response_payload = v.response_payload, failure_reason = v.failure_reason,
@@ -207,6 +215,7 @@ export async function recordWebhookCallAttempts(
             response_headers, response_payload, failure_reason, attempted, last_sent_at,
             next_retry_at)
      WHERE c.id = v.id`,
+    },
     [
       attempts.map((a) => a.id),
       column((a) => a.status),

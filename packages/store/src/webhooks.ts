@@ -187,7 +187,10 @@ export async function findWebhooks(
   const valid = ids.filter(isWebhookId);
   if (!valid.length) return [];
   const { rows } = await db.query<WebhookRow>(
-    `${SELECT} FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    {
+      name: 'herald.webhooks.find',
+      text: `${SELECT} FROM webhooks WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    },
     [valid],
   );
   return rows.map(toWebhook);

@@ -52,6 +52,8 @@ export async function createTestDb(kind: 'postgres' | 'pglite' = 'postgres'): Pr
     connectionString: TEST_DATABASE_URL,
     searchPath: schema,
     maxConnections: 10,
+    // Names the schema in pg_stat_activity (benchmarks count their own backends' CPU by it).
+    applicationName: schema,
   });
   await migrate(db);
   return {

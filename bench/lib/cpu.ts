@@ -1,0 +1,83 @@
+/**
+ * CPU time by process group over a run, read from /proc (Linux): this process, its children
+ * named by pid, the Postgres backends named by pid (else every `postgres` process) and every
+ * `redis-server` process. Unlike throughput, CPU per unit
+ * of work hardly moves when other work shares the machine, so benchmarks print it beside their
+ * rates. Elsewhere than Linux the server groups read 0.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+
+const TICKS_PER_SECOND = 100;
+
+export interface CpuSample {
+  /** Milliseconds of CPU (user + system) by group. */
+  bench: number;
+  postgres: number;
+  redis: number;
+  children: number;
+}
+
+function ticksOf(pid: string): { comm: string; ticks: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const fields = stat.slice(close + 2).split(' ');
+    return { comm, ticks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return undefined;
+  }
+}
+
+export function sampleCpu(
+  childPids: readonly number[] = [],
+  postgresPids?: readonly number[],
+): CpuSample {
+  const own = process.cpuUsage();
+  const sample: CpuSample = {
+    bench: (own.user + own.system) / 1000,
+    postgres: 0,
+    redis: 0,
+    children: 0,
+  };
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return sample;
+  }
+  const children = new Set(childPids.map(String));
+  const backends = postgresPids ? new Set(postgresPids.map(String)) : undefined;
+  for (const pid of pids) {
+    const entry = ticksOf(pid);
+    if (!entry) continue;
+    const ms = (entry.ticks * 1000) / TICKS_PER_SECOND;
+    if (children.has(pid)) sample.children += ms;
+    else if (entry.comm === 'postgres' && (!backends || backends.has(pid))) sample.postgres += ms;
+    else if (entry.comm === 'redis-server') sample.redis += ms;
+  }
+  return sample;
+}
+
+/** CPU used between two samples, in ms per `units` units of work, by group. */
+export function cpuPer(before: CpuSample, after: CpuSample, units: number): CpuSample {
+  const per = (key: keyof CpuSample) => (after[key] - before[key]) / units;
+  return {
+    bench: per('bench'),
+    postgres: per('postgres'),
+    redis: per('redis'),
+    children: per('children'),
+  };
+}
+
+/** Pids of the Postgres backends whose application_name is `name` (a benchmark's own pools). */
+export async function backendPids(
+  db: { query(text: string, params: unknown[]): Promise<{ rows: { pid: number }[] }> },
+  name: string,
+): Promise<number[]> {
+  const { rows } = await db.query(
+    'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
+    [name],
+  );
+  return rows.map((row) => row.pid);
+}
