@@ -377,9 +377,7 @@ async function main(): Promise<void> {
       const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
       const rawRate = rate(raw);
       const cpuCells = (c: CpuSample | undefined) =>
-        c
-          ? [c.bench, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ')
-          : '';
+        c ? [c.bench, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ') : '';
       const row = (
         name: string,
         r: { count: number; seconds: number; posted?: number; cpuPer1000?: CpuSample },

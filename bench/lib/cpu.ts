@@ -75,9 +75,8 @@ export async function backendPids(
   db: { query(text: string, params: unknown[]): Promise<{ rows: { pid: number }[] }> },
   name: string,
 ): Promise<number[]> {
-  const { rows } = await db.query(
-    'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
-    [name],
-  );
+  const { rows } = await db.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+    name,
+  ]);
   return rows.map((row) => row.pid);
 }

@@ -82,13 +82,4 @@ export {
   type WebhookFilter,
   type WebhookFilterEntityType,
 } from './webhooks.js';
-export {
-  DELIVER_CALLS_JOB,
-  DELIVER_JOB_CALLS_MAX,
-  DELIVER_WEBHOOK_JOB,
-  DeliverCallsJobData,
-  DeliverJobData,
-  deliverCallsJobId,
-  deliverJobId,
-  resendJobId,
-} from './deliveries.js';
+export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';

@@ -86,14 +86,14 @@ export async function createWebhookCalls(
     event: { id: string; entityType: string; eventType: string };
     webhookIds: readonly string[];
   }[],
-): Promise<{ id: string; webhookId: string }[]> {
+): Promise<{ id: string; webhookId: string; eventId: string }[]> {
   if (matches.length === 0) return [];
   let n = 0;
   const rows = matches.flatMap(({ event, webhookIds }) =>
     webhookIds.map((w) => ({ n: n++, e: event.id, w, t: event.entityType, v: event.eventType })),
   );
   const eventIds = matches.map(({ event }) => event.id);
-  const result = await db.query<{ id: string; webhook_id: string }>(
+  const result = await db.query<{ id: string; webhook_id: string; event_id: string }>(
     {
       name: 'herald.webhook_calls.create',
       text: `WITH inserted AS (
@@ -102,19 +102,24 @@ export async function createWebhookCalls(
        FROM json_to_recordset($1::json) AS x(e text, w bigint, t text, v text, n integer)
        ORDER BY x.n
        ON CONFLICT (event_id, webhook_id) DO NOTHING
-       RETURNING id, webhook_id
+       RETURNING id, webhook_id, event_id
      ), matched AS (
        UPDATE events SET matched_at = now() WHERE id = ANY($2::text[]) AND matched_at IS NULL
        RETURNING 1
      )
-     SELECT id, webhook_id FROM inserted
+     SELECT id, webhook_id, event_id FROM inserted
      UNION ALL
-     SELECT id, webhook_id FROM webhook_calls WHERE event_id = ANY($2::text[]) AND status = 'pending'
+     SELECT id, webhook_id, event_id FROM webhook_calls
+     WHERE event_id = ANY($2::text[]) AND status = 'pending'
      ORDER BY id`,
     },
     [JSON.stringify(rows), eventIds],
   );
-  return result.rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
+  return result.rows.map((row) => ({
+    id: row.id,
+    webhookId: row.webhook_id,
+    eventId: row.event_id,
+  }));
 }
 
 export async function findWebhookCall(

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { DELIVER_JOB_CALLS_MAX } from '@herald/contract';
 import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 import { createPostgresDb, type Db } from '@herald/store';
 import type { DeliverySettings } from './workers.js';
@@ -34,11 +33,6 @@ export const deliveryEnv = {
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: int(1, 10_000).default(10),
   /** Concurrent delivery attempts per process (the shared pool). */
   DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
-  /**
-   * New calls per deliver job: the match worker groups the calls of an event batch, so BullMQ's
-   * per-job Redis work is shared by this many deliveries. 1 gives one job per call.
-   */
-  DELIVERY_CALLS_PER_JOB: int(1, DELIVER_JOB_CALLS_MAX).default(25),
   /** Concurrent event matches per process. */
   MATCH_CONCURRENCY: int(1, 1000).default(20),
   /** Keep-alive sockets per webhook origin. */
@@ -114,7 +108,6 @@ export function deliverySettings(
     },
     maxInFlightPerWebhook: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     deliverConcurrency: config.DELIVERY_CONCURRENCY,
-    callsPerJob: config.DELIVERY_CALLS_PER_JOB,
     matchConcurrency: config.MATCH_CONCURRENCY,
     jobLockMs: config.DELIVERY_JOB_LOCK_MS,
     sweepIntervalMs: config.DELIVERY_SWEEP_INTERVAL_MS,

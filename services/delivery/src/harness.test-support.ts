@@ -94,7 +94,6 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     retry: { scheduleMs: [150, 300, 450], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
     maxInFlightPerWebhook: 10,
     deliverConcurrency: 50,
-    callsPerJob: 25,
     matchConcurrency: 10,
     jobLockMs: 5000,
     sweepIntervalMs: 60_000,

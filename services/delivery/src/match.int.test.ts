@@ -231,7 +231,7 @@ describe('matching (API.md §4.3)', () => {
     );
     const batch = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
     await emitEvents(db, pipeline, batch);
-    // 60 calls of one event batch: three deliver-calls jobs at DELIVERY_CALLS_PER_JOB=25.
+    // 60 calls of one event batch, created by one statement and started together.
     for (const event of batch) await waitForCall(db, event.id, webhook.id, ['success']);
     const legacy = itemEvent({ environment: env });
     await insertEvents(db, [legacy]);

@@ -1,11 +1,9 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import {
-  DELIVER_CALLS_JOB,
   QUEUE_EVENT_MATCH,
   QUEUE_WEBHOOK_DELIVER,
   webhooksChangedChannel,
   type CidrList,
-  type DeliverCallsJobData,
   type DeliverJobData,
   type EventMatchJobData,
   type WebhookChangedMessage,
@@ -24,8 +22,9 @@ import { InFlightLimiter } from './delivery/in-flight.js';
 import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
+import { Background } from './delivery/background.js';
 import { Semaphore } from './delivery/semaphore.js';
-import { deliverCalls, deliverWebhook, type DeliverContext } from './jobs/deliver-webhook.js';
+import { deliverWebhook, startFirstAttempts, type DeliverContext } from './jobs/deliver-webhook.js';
 import { matchEvent, type DeliverQueue, type MatchContext } from './jobs/match-event.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
@@ -44,8 +43,6 @@ export interface DeliverySettings {
   retry: RetryPolicy;
   maxInFlightPerWebhook: number;
   deliverConcurrency: number;
-  /** New calls per deliver-calls job. */
-  callsPerJob: number;
   matchConcurrency: number;
   jobLockMs: number;
   sweepIntervalMs: number;
@@ -149,20 +146,14 @@ export async function startDelivery(
   );
 
   const loaders = deliveryLoaders(db);
-  const matchContext: MatchContext = {
-    db,
-    index,
-    deliverQueue,
-    metrics,
-    logger: logger.child({ module: 'match' }),
-    callsPerJob: settings.callsPerJob,
-  };
+  const background = new Background();
   const deliverContext: DeliverContext = {
     db,
     loaders,
     client,
     limiter,
     semaphore: new Semaphore(settings.deliverConcurrency),
+    background,
     deliverQueue,
     metrics,
     logger: logger.child({ module: 'deliver' }),
@@ -170,6 +161,15 @@ export async function startDelivery(
     userAgent: settings.userAgent,
     retry: settings.retry,
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
+  };
+  const matchContext: MatchContext = {
+    db,
+    index,
+    metrics,
+    logger: logger.child({ module: 'match' }),
+    startAttempts: (calls) => startFirstAttempts(deliverContext, calls),
+    // Matching waits while this process already has twice its pool of attempts started.
+    roomForAttempts: () => background.below(2 * settings.deliverConcurrency),
   };
 
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
@@ -187,19 +187,13 @@ export async function startDelivery(
       matchEvent.handler(matchContext, matchEvent.schema.parse(job.data)),
     { ...workerOptions, concurrency: settings.matchConcurrency },
   );
-  // Worker concurrency counts jobs; the semaphore (DELIVERY_CONCURRENCY) counts the attempts
-  // in flight, whatever jobs they come from.
-  const deliverWorker = new Worker<DeliverJobData | DeliverCallsJobData>(
+  // Deliver jobs are retries, resends, calls that waited for their webhook's in-flight limit and
+  // the sweeper's re-adds; first attempts start from the match worker. The semaphore
+  // (DELIVERY_CONCURRENCY) counts the attempts in flight, wherever they come from.
+  const deliverWorker = new Worker<DeliverJobData>(
     QUEUE_WEBHOOK_DELIVER,
-    async (job: Job<DeliverJobData | DeliverCallsJobData>, token?: string) =>
-      job.name === DELIVER_CALLS_JOB
-        ? deliverCalls.handler(deliverContext, deliverCalls.schema.parse(job.data))
-        : deliverWebhook.handler(
-            deliverContext,
-            deliverWebhook.schema.parse(job.data),
-            job as Job<DeliverJobData>,
-            token,
-          ),
+    async (job: Job<DeliverJobData>, token?: string) =>
+      deliverWebhook.handler(deliverContext, deliverWebhook.schema.parse(job.data), job, token),
     { ...workerOptions, concurrency: settings.deliverConcurrency },
   );
   for (const worker of [matchWorker, deliverWorker]) {
@@ -254,8 +248,10 @@ export async function startDelivery(
       metrics.collectQueues = undefined;
       clearInterval(reloadTimer);
       await sweeper.stop();
-      // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout).
+      // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
+      // then the first attempts the match worker started finish too.
       await Promise.all([matchWorker.close(), deliverWorker.close()]);
+      await background.drain();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
       await Promise.all(

@@ -1,12 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DelayedError, type Job } from 'bullmq';
-import {
-  DELIVER_CALLS_JOB,
-  DELIVER_WEBHOOK_JOB,
-  DeliverCallsJobData,
-  DeliverJobData,
-  deliverJobId,
-} from '@herald/contract';
+import { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
@@ -25,6 +19,7 @@ import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
+import type { Background } from '../delivery/background.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 import { signWebhook } from '../delivery/signing.js';
 import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
@@ -37,6 +32,8 @@ export interface DeliverContext {
   limiter: InFlightLimiter;
   /** The process's attempts in flight (DELIVERY_CONCURRENCY). */
   semaphore: Semaphore;
+  /** First attempts started by the match worker and not awaited. */
+  background: Background;
   deliverQueue: DeliverQueue;
   metrics: DeliveryMetrics;
   logger: Logger;
@@ -57,6 +54,13 @@ function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
   if (data.resend) return true;
   if (data.retry === undefined) return call.status === 'pending';
   return call.status === 'rescheduled' && call.attemptedAutoRetriesCount < data.retry;
+}
+
+/** A call the match worker just created, with its event. */
+export interface NewCall {
+  id: string;
+  webhookId: string;
+  event: StoredEvent;
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */
@@ -80,51 +84,86 @@ async function handler(
     await job.moveToDelayed(Date.now() + inFlightWait(ctx), token);
     throw new DelayedError();
   }
-  await deliverHolding(ctx, data, slot);
+  await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
 }
 
 /**
- * A job of new calls (the match worker's): their slots are asked for in one round trip; a call
- * whose webhook is at its limit steps aside as a job of its own, the others are sent
- * concurrently. If one fails unexpectedly the job is retried, and the calls it already
- * delivered are skipped then (isDue).
+ * Starts the first attempts of new calls in this process (the match worker calls it): one queue
+ * hop less than a deliver job per call, which is most of what a delivery cost in Redis and in
+ * latency. Their in-flight slots are asked for in one round trip; a call whose webhook is at its
+ * limit steps aside as a delayed job of its own. The attempts run in the background: each call
+ * stays `pending` until its outcome is written, so if this process dies first the sweeper
+ * re-enqueues it (DELIVERY_SWEEP_AFTER_MS). Resolves once the attempts are started.
  */
-async function callsHandler(ctx: DeliverContext, data: DeliverCallsJobData): Promise<void> {
-  const slots = data.calls.map(({ callId }) => slotToken(callId));
+export async function startFirstAttempts(
+  ctx: DeliverContext,
+  calls: readonly NewCall[],
+): Promise<void> {
+  if (calls.length === 0) return;
+  const slots = calls.map(({ id }) => slotToken(id));
   const taken = await ctx.limiter.acquireMany(
-    data.calls.map(({ webhookId }, i) => ({ webhookId, token: slots[i]! })),
+    calls.map(({ webhookId }, i) => ({ webhookId, token: slots[i]! })),
   );
-  const deferred = data.calls.filter((_, i) => !taken[i]);
+  const deferred = calls.filter((_, i) => !taken[i]);
   if (deferred.length > 0) {
     await ctx.deliverQueue.addBulk(
-      deferred.map(({ callId, webhookId }) => ({
+      deferred.map(({ id: callId, webhookId }) => ({
         name: DELIVER_WEBHOOK_JOB,
         data: { callId, webhookId },
         opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
       })),
     );
   }
-  const results = await Promise.allSettled(
-    data.calls.flatMap((call, i) => (taken[i] ? [deliverHolding(ctx, call, slots[i]!)] : [])),
-  );
-  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failure) throw failure.reason;
+  calls.forEach((call, i) => {
+    if (!taken[i]) return;
+    const first = () => deliverFirst(ctx, call);
+    ctx.background.track(
+      deliverHolding(ctx, call.webhookId, slots[i]!, first).catch((error: unknown) => {
+        ctx.logger.warn(
+          { err: error instanceof Error ? error.message : String(error), callId: call.id },
+          'first attempt failed; the sweeper will retry the call',
+        );
+      }),
+    );
+  });
 }
 
-/** Delivers a call whose in-flight slot is taken, then frees the slot. */
-async function deliverHolding(ctx: DeliverContext, data: DeliverJobData, slot: string) {
+/** Runs a delivery whose in-flight slot is taken, within the process's pool; frees the slot. */
+async function deliverHolding(
+  ctx: DeliverContext,
+  webhookId: string,
+  slot: string,
+  run: () => Promise<void>,
+): Promise<void> {
   try {
     await ctx.semaphore.run(async () => {
       ctx.metrics.inFlight.inc();
       try {
-        await deliver(ctx, data);
+        await run();
       } finally {
         ctx.metrics.inFlight.dec();
       }
     });
   } finally {
-    await ctx.limiter.release(data.webhookId, slot);
+    await ctx.limiter.release(webhookId, slot);
   }
+}
+
+/**
+ * The first attempt of a call the match worker just created: the call (pending, no retry yet)
+ * and its event are in hand, only the webhook is read (its current settings and secrets).
+ */
+async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
+  const webhook = await ctx.loaders.webhooks.load(call.webhookId);
+  if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
+  if (!webhook.enabled) return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
+  const pending = {
+    id: call.id,
+    status: 'pending' as const,
+    nextRetryAt: null,
+    attemptedAutoRetriesCount: 0,
+  };
+  await attempt(ctx, { callId: call.id, webhookId: call.webhookId }, pending, webhook, call.event);
 }
 
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
@@ -145,7 +184,7 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
 async function attempt(
   ctx: DeliverContext,
   data: DeliverJobData,
-  call: WebhookCallRecord,
+  call: Pick<WebhookCallRecord, 'id' | 'status' | 'nextRetryAt' | 'attemptedAutoRetriesCount'>,
   webhook: WebhookRecord,
   event: StoredEvent,
 ): Promise<void> {
@@ -246,8 +285,3 @@ async function attempt(
 }
 
 export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };
-export const deliverCalls = {
-  name: DELIVER_CALLS_JOB,
-  schema: DeliverCallsJobData,
-  handler: callsHandler,
-};

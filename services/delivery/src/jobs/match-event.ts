@@ -1,29 +1,28 @@
 import type { Queue } from 'bullmq';
 import {
-  DELIVER_CALLS_JOB,
   DELIVER_WEBHOOK_JOB,
   EventMatchJobData,
   MATCH_EVENT_JOB,
-  deliverCallsJobId,
   deliverJobId,
-  type DeliverCallsJobData,
   type DeliverJobData,
 } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import { createWebhookCalls, findEvents, type Db } from '@herald/store';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import type { WebhookIndex } from '../webhook-index.js';
+import type { NewCall } from './deliver-webhook.js';
 
-export type DeliverQueue = Queue<DeliverJobData | DeliverCallsJobData>;
+export type DeliverQueue = Queue<DeliverJobData>;
 
 export interface MatchContext {
   db: Db;
   index: WebhookIndex;
-  deliverQueue: DeliverQueue;
   metrics: DeliveryMetrics;
   logger: Logger;
-  /** Calls per deliver-calls job (DELIVERY_CALLS_PER_JOB). */
-  callsPerJob: number;
+  /** Starts the first attempts of new calls (startFirstAttempts, in this process). */
+  startAttempts: (calls: readonly NewCall[]) => Promise<void>;
+  /** Resolves when this process has room for more attempts (back-pressure on matching). */
+  roomForAttempts: () => Promise<void>;
 }
 
 /** Deliver jobs leave Redis once done: Postgres keeps the log, and the sweeper may re-add ids. */
@@ -43,31 +42,13 @@ export function deliverJobs(calls: readonly { id: string; webhookId: string }[])
   }));
 }
 
-/** New calls, `perJob` per deliver-calls job. */
-export function deliverCallsJobs(
-  calls: readonly { id: string; webhookId: string }[],
-  perJob: number,
-) {
-  const jobs = [];
-  for (let i = 0; i < calls.length; i += perJob) {
-    const chunk = calls
-      .slice(i, i + perJob)
-      .map(({ id: callId, webhookId }) => ({ callId, webhookId }));
-    jobs.push({
-      name: DELIVER_CALLS_JOB,
-      data: { calls: chunk },
-      opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverCallsJobId(chunk) },
-    });
-  }
-  return jobs;
-}
-
 /**
- * Turns events stored together into one webhook_call per (event, matching webhook) and deliver
- * jobs for the calls, several calls per job. Safe to run twice: calls are unique per (event,
- * webhook), events already matched are skipped, and a repeat re-adds the calls still pending.
+ * Turns events stored together into one webhook_call per (event, matching webhook), then starts
+ * the calls' first attempts. Safe to run twice: calls are unique per (event, webhook), events
+ * already matched are skipped, and a repeat starts the calls still pending.
  */
 async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void> {
+  await ctx.roomForAttempts();
   const events = (await findEvents(ctx.db, data.eventIds)).filter((event) => !event.matchedAt);
   if (events.length === 0) return;
   const matches = events.map((event) => {
@@ -76,8 +57,14 @@ async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void
     ctx.metrics.matchDuration.observe((performance.now() - started) / 1000);
     return { event, webhookIds };
   });
+  const byId = new Map(events.map((event) => [event.id, event]));
   const calls = await createWebhookCalls(ctx.db, matches);
-  if (calls.length > 0) await ctx.deliverQueue.addBulk(deliverCallsJobs(calls, ctx.callsPerJob));
+  await ctx.startAttempts(
+    calls.flatMap((call) => {
+      const event = byId.get(call.eventId);
+      return event ? [{ id: call.id, webhookId: call.webhookId, event }] : [];
+    }),
+  );
 }
 
 export const matchEvent = { name: MATCH_EVENT_JOB, schema: EventMatchJobData, handler };
