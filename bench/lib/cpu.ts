@@ -40,7 +40,7 @@ export function sampleCpu(
     redis: 0,
     children: 0,
   };
-  let pids: string[] = [];
+  let pids: string[];
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
   } catch {

@@ -236,7 +236,7 @@ describe('matching (API.md §4.3)', () => {
     const legacy = itemEvent({ environment: env });
     await insertEvents(db, [legacy]);
     // Typed loosely on purpose: this is the data shape of jobs enqueued by the first release.
-    const queue: Queue = pipeline.runtime.matchQueue as unknown as Queue;
+    const queue = pipeline.runtime.matchQueue as unknown as Queue<{ eventId: string }>;
     await queue.add('match-event', { eventId: legacy.id }, { jobId: `legacy-${legacy.id}` });
     await waitForCall(db, legacy.id, webhook.id, ['success']);
   });

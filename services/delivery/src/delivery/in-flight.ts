@@ -13,6 +13,11 @@ redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1
 `;
 
+/** A pipeline with the command defineCommand adds. */
+type AcquirePipeline = ReturnType<Redis['pipeline']> & {
+  heraldInFlightAcquire(key: string, limit: number, ttlMs: number, token: string): unknown;
+};
+
 /** One attempt asking for a slot of its webhook. */
 export interface SlotRequest {
   webhookId: string;
@@ -36,7 +41,13 @@ export class InFlightLimiter {
     private readonly limit: number,
     /** Longer than the longest attempt (the whole-call timeout plus margin). */
     private readonly ttlMs: number,
-  ) {}
+  ) {
+    // EVALSHA (ioredis falls back to EVAL once per connection): Redis hashes the script text of
+    // every plain EVAL, which cost more than the script itself.
+    if (!('heraldInFlightAcquire' in redis)) {
+      redis.defineCommand('heraldInFlightAcquire', { numberOfKeys: 1, lua: ACQUIRE });
+    }
+  }
 
   #key(webhookId: string): string {
     return `${this.redisPrefix}:in-flight:${webhookId}`;
@@ -51,9 +62,9 @@ export class InFlightLimiter {
   /** For each request, in order, whether its slot was taken. */
   async acquireMany(requests: readonly SlotRequest[]): Promise<boolean[]> {
     if (requests.length === 0) return [];
-    const pipeline = this.redis.pipeline();
+    const pipeline = this.redis.pipeline() as AcquirePipeline;
     for (const { webhookId, token } of requests) {
-      pipeline.eval(ACQUIRE, 1, this.#key(webhookId), this.limit, this.ttlMs, token);
+      pipeline.heraldInFlightAcquire(this.#key(webhookId), this.limit, this.ttlMs, token);
     }
     const results = (await pipeline.exec()) ?? [];
     return requests.map((_, i) => {

@@ -64,7 +64,10 @@ export interface NewCall {
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */
-const slotToken = (callId: string): string => `${callId}:${randomBytes(4).toString('hex')}`;
+let attempts = 0;
+const processTag = randomBytes(4).toString('hex');
+const slotToken = (callId: string): string =>
+  `${callId}:${processTag}:${(attempts++).toString(36)}`;
 
 /** How long an attempt whose webhook is at its in-flight limit steps aside. */
 const inFlightWait = (ctx: DeliverContext): number => ctx.inFlightWaitMs * (1 + Math.random());
