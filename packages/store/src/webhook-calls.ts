@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
 /** API.md §4.4: pending (not yet answered), success, failed, rescheduled (retry planned). */
 export type WebhookCallStatus = 'pending' | 'success' | 'failed' | 'rescheduled';
@@ -75,10 +76,20 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
 
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
+/** A call createWebhookCalls made (or found pending), with its webhook as it is now. */
+export interface NewWebhookCall {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  /** null when the webhook was deleted meanwhile. */
+  webhook: WebhookRecord | null;
+}
+
 /**
  * The calls of several events in one statement: a row per (event, matching webhook), and every
  * event marked matched, even those matching nothing. Returns the calls inserted and, for a
- * repeat, those still pending (they may have lost their jobs), in event order.
+ * repeat, those still pending (they may have lost their jobs), in creation order, each with its
+ * webhook read in the same statement (the first attempt needs its current settings and secrets).
  */
 export async function createWebhookCalls(
   db: Queryable,
@@ -86,14 +97,19 @@ export async function createWebhookCalls(
     event: { id: string; entityType: string; eventType: string };
     webhookIds: readonly string[];
   }[],
-): Promise<{ id: string; webhookId: string; eventId: string }[]> {
+): Promise<NewWebhookCall[]> {
   if (matches.length === 0) return [];
   let n = 0;
   const rows = matches.flatMap(({ event, webhookIds }) =>
     webhookIds.map((w) => ({ n: n++, e: event.id, w, t: event.entityType, v: event.eventType })),
   );
   const eventIds = matches.map(({ event }) => event.id);
-  const result = await db.query<{ id: string; webhook_id: string; event_id: string }>(
+  const webhookColumns = WEBHOOK_COLUMNS.split(',')
+    .map((column) => `w.${column.trim()}`)
+    .join(', ');
+  const result = await db.query<
+    Partial<WebhookRow> & { call_id: string; call_webhook_id: string; call_event_id: string }
+  >(
     {
       name: 'herald.webhook_calls.create',
       text: `WITH inserted AS (
@@ -106,19 +122,24 @@ export async function createWebhookCalls(
      ), matched AS (
        UPDATE events SET matched_at = now() WHERE id = ANY($2::text[]) AND matched_at IS NULL
        RETURNING 1
+     ), calls AS (
+       SELECT id, webhook_id, event_id FROM inserted
+       UNION ALL
+       SELECT id, webhook_id, event_id FROM webhook_calls
+       WHERE event_id = ANY($2::text[]) AND status = 'pending'
      )
-     SELECT id, webhook_id, event_id FROM inserted
-     UNION ALL
-     SELECT id, webhook_id, event_id FROM webhook_calls
-     WHERE event_id = ANY($2::text[]) AND status = 'pending'
-     ORDER BY id`,
+     SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
+       ${webhookColumns}
+     FROM calls c LEFT JOIN webhooks w ON w.id = c.webhook_id
+     ORDER BY c.id`,
     },
     [JSON.stringify(rows), eventIds],
   );
   return result.rows.map((row) => ({
-    id: row.id,
-    webhookId: row.webhook_id,
-    eventId: row.event_id,
+    id: row.call_id,
+    webhookId: row.call_webhook_id,
+    eventId: row.call_event_id,
+    webhook: row.id ? toWebhook(row as WebhookRow) : null,
   }));
 }
 

@@ -56,12 +56,14 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   autoRetry: { column: 'auto_retry' },
 };
 
-const SELECT = `SELECT id, name, url, enabled, headers, events, custom_payload, http_basic_user,
+/** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
+export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret,
   previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
+const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
-interface WebhookRow extends Record<string, unknown> {
+export interface WebhookRow extends Record<string, unknown> {
   headers: Record<string, string>;
   events: WebhookEventEntry[];
   id: string;
@@ -83,7 +85,7 @@ interface WebhookRow extends Record<string, unknown> {
   updated_at: Date;
 }
 
-const toWebhook = (row: WebhookRow): WebhookRecord => ({
+export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   id: row.id,
   name: row.name,
   url: row.url,

@@ -56,11 +56,13 @@ function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
   return call.status === 'rescheduled' && call.attemptedAutoRetriesCount < data.retry;
 }
 
-/** A call the match worker just created, with its event. */
+/** A call the match worker just created, with its event and its webhook as read then. */
 export interface NewCall {
   id: string;
   webhookId: string;
   event: StoredEvent;
+  /** null: deleted meanwhile. */
+  webhook: WebhookRecord | null;
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */
@@ -153,11 +155,12 @@ async function deliverHolding(
 }
 
 /**
- * The first attempt of a call the match worker just created: the call (pending, no retry yet)
- * and its event are in hand, only the webhook is read (its current settings and secrets).
+ * The first attempt of a call the match worker just created: the call (pending, no retry yet),
+ * its event and its webhook (read by the statement that created the call, milliseconds ago) are
+ * in hand, so nothing is read before rendering.
  */
 async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
-  const webhook = await ctx.loaders.webhooks.load(call.webhookId);
+  const { webhook } = call;
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
   if (!webhook.enabled) return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   const pending = {

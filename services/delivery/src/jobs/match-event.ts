@@ -62,7 +62,7 @@ async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void
   await ctx.startAttempts(
     calls.flatMap((call) => {
       const event = byId.get(call.eventId);
-      return event ? [{ id: call.id, webhookId: call.webhookId, event }] : [];
+      return event ? [{ ...call, event }] : [];
     }),
   );
 }
