@@ -22,9 +22,12 @@ import { InFlightLimiter } from './delivery/in-flight.js';
 import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
-import { Background } from './delivery/background.js';
 import { Semaphore } from './delivery/semaphore.js';
-import { deliverWebhook, startFirstAttempts, type DeliverContext } from './jobs/deliver-webhook.js';
+import {
+  createFirstAttempts,
+  deliverWebhook,
+  type DeliverContext,
+} from './jobs/deliver-webhook.js';
 import { matchEvent, type DeliverQueue, type MatchContext } from './jobs/match-event.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
@@ -146,14 +149,12 @@ export async function startDelivery(
   );
 
   const loaders = deliveryLoaders(db);
-  const background = new Background();
   const deliverContext: DeliverContext = {
     db,
     loaders,
     client,
     limiter,
     semaphore: new Semaphore(settings.deliverConcurrency),
-    background,
     deliverQueue,
     metrics,
     logger: logger.child({ module: 'deliver' }),
@@ -162,14 +163,15 @@ export async function startDelivery(
     retry: settings.retry,
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
   };
+  const firstAttempts = createFirstAttempts(deliverContext);
   const matchContext: MatchContext = {
     db,
     index,
     metrics,
     logger: logger.child({ module: 'match' }),
-    startAttempts: (calls) => startFirstAttempts(deliverContext, calls),
-    // Matching waits while this process already has twice its pool of attempts started.
-    roomForAttempts: () => background.below(2 * settings.deliverConcurrency),
+    startAttempts: (calls) => firstAttempts.add(calls),
+    // Matching waits while this process has twice its pool of first attempts queued or in flight.
+    roomForAttempts: () => firstAttempts.below(2 * settings.deliverConcurrency),
   };
 
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
@@ -251,7 +253,7 @@ export async function startDelivery(
       // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
       // then the first attempts the match worker started finish too.
       await Promise.all([matchWorker.close(), deliverWorker.close()]);
-      await background.drain();
+      await firstAttempts.drain();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
       await Promise.all(

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { Background } from './background.js';
 import { Semaphore } from './semaphore.js';
 
 /** A promise and the function that settles it. */
@@ -41,33 +40,20 @@ describe('Semaphore', () => {
   });
 });
 
-describe('Background', () => {
-  it('counts tracked work, waits for room below a limit, and drains', async () => {
-    const background = new Background();
-    const gates = [gate(), gate(), gate()];
-    for (const g of gates) background.track(g.promise);
-    expect(background.size).toBe(3);
-    let roomy = false;
-    const room = background.below(3).then(() => (roomy = true));
-    await Promise.resolve();
-    expect(roomy).toBe(false);
-    gates[0]!.open();
-    await room;
-    expect(background.size).toBe(2);
-    let drained = false;
-    const drain = background.drain().then(() => (drained = true));
-    gates[1]!.open();
-    await Promise.resolve();
-    expect(drained).toBe(false);
-    gates[2]!.open();
-    await drain;
-    expect(background.size).toBe(0);
-  });
-
-  it('counts work that rejects as finished too', async () => {
-    const background = new Background();
-    background.track(Promise.reject(new Error('lost')).catch(() => undefined));
-    await background.drain();
-    expect(background.size).toBe(0);
+describe('Semaphore: take and give', () => {
+  it('takes only free slots, hands a freed slot to a waiter of run() first, then tells listeners', async () => {
+    const semaphore = new Semaphore(3);
+    let freed = 0;
+    semaphore.onFree(() => freed++);
+    expect(semaphore.take(2)).toBe(2);
+    expect(semaphore.take(5)).toBe(1);
+    expect(semaphore.take(1)).toBe(0);
+    let ran = false;
+    const waiting = semaphore.run(() => Promise.resolve((ran = true)));
+    semaphore.give(); // to the waiter, not the pool
+    await waiting;
+    expect(ran).toBe(true);
+    expect(freed).toBe(1); // the waiter's slot came back when it finished
+    expect(semaphore.take(5)).toBe(1);
   });
 });

@@ -19,7 +19,7 @@ import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
-import type { Background } from '../delivery/background.js';
+import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 import { signWebhook } from '../delivery/signing.js';
 import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
@@ -32,8 +32,6 @@ export interface DeliverContext {
   limiter: InFlightLimiter;
   /** The process's attempts in flight (DELIVERY_CONCURRENCY). */
   semaphore: Semaphore;
-  /** First attempts started by the match worker and not awaited. */
-  background: Background;
   deliverQueue: DeliverQueue;
   metrics: DeliveryMetrics;
   logger: Logger;
@@ -93,43 +91,41 @@ async function handler(
 }
 
 /**
- * Starts the first attempts of new calls in this process (the match worker calls it): one queue
- * hop less than a deliver job per call, which is most of what a delivery cost in Redis and in
- * latency. Their in-flight slots are asked for in one round trip; a call whose webhook is at its
- * limit steps aside as a delayed job of its own. The attempts run in the background: each call
- * stays `pending` until its outcome is written, so if this process dies first the sweeper
- * re-enqueues it (DELIVERY_SWEEP_AFTER_MS). Resolves once the attempts are started.
+ * The first attempts of new calls, in the process that matched them (the match worker adds
+ * them): one queue hop less than a deliver job per call, which was most of what a delivery cost
+ * in Redis and in latency. A call whose webhook is at its limit becomes a delayed deliver job.
+ * A call stays `pending` until its outcome is written, so calls this process never finishes
+ * (it died, Redis was away) are re-enqueued by the sweeper (DELIVERY_SWEEP_AFTER_MS).
  */
-export async function startFirstAttempts(
-  ctx: DeliverContext,
-  calls: readonly NewCall[],
-): Promise<void> {
-  if (calls.length === 0) return;
-  const slots = calls.map(({ id }) => slotToken(id));
-  const taken = await ctx.limiter.acquireMany(
-    calls.map(({ webhookId }, i) => ({ webhookId, token: slots[i]! })),
-  );
-  const deferred = calls.filter((_, i) => !taken[i]);
-  if (deferred.length > 0) {
-    await ctx.deliverQueue.addBulk(
-      deferred.map(({ id: callId, webhookId }) => ({
-        name: DELIVER_WEBHOOK_JOB,
-        data: { callId, webhookId },
-        opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
-      })),
-    );
-  }
-  calls.forEach((call, i) => {
-    if (!taken[i]) return;
-    const first = () => deliverFirst(ctx, call);
-    ctx.background.track(
-      deliverHolding(ctx, call.webhookId, slots[i]!, first).catch((error: unknown) => {
-        ctx.logger.warn(
-          { err: error instanceof Error ? error.message : String(error), callId: call.id },
-          'first attempt failed; the sweeper will retry the call',
-        );
-      }),
-    );
+export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall> {
+  return new FirstAttempts<NewCall>({
+    semaphore: ctx.semaphore,
+    acquire: (requests) => ctx.limiter.acquireMany(requests),
+    release: (webhookId, token) => ctx.limiter.release(webhookId, token),
+    token: (call) => slotToken(call.id),
+    attempt: async (call) => {
+      ctx.metrics.inFlight.inc();
+      try {
+        await deliverFirst(ctx, call);
+      } finally {
+        ctx.metrics.inFlight.dec();
+      }
+    },
+    defer: async (calls) => {
+      await ctx.deliverQueue.addBulk(
+        calls.map(({ id: callId, webhookId }) => ({
+          name: DELIVER_WEBHOOK_JOB,
+          data: { callId, webhookId },
+          opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
+        })),
+      );
+    },
+    abandon: (calls, error) => {
+      ctx.logger.warn(
+        { err: error instanceof Error ? error.message : String(error), calls: calls.length },
+        'first attempts not made here; the sweeper will re-enqueue the calls',
+      );
+    },
   });
 }
 

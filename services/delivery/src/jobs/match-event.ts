@@ -19,8 +19,8 @@ export interface MatchContext {
   index: WebhookIndex;
   metrics: DeliveryMetrics;
   logger: Logger;
-  /** Starts the first attempts of new calls (startFirstAttempts, in this process). */
-  startAttempts: (calls: readonly NewCall[]) => Promise<void>;
+  /** Queues the first attempts of new calls in this process (FirstAttempts). */
+  startAttempts: (calls: readonly NewCall[]) => void;
   /** Resolves when this process has room for more attempts (back-pressure on matching). */
   roomForAttempts: () => Promise<void>;
 }
@@ -59,7 +59,7 @@ async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void
   });
   const byId = new Map(events.map((event) => [event.id, event]));
   const calls = await createWebhookCalls(ctx.db, matches);
-  await ctx.startAttempts(
+  ctx.startAttempts(
     calls.flatMap((call) => {
       const event = byId.get(call.eventId);
       return event ? [{ ...call, event }] : [];

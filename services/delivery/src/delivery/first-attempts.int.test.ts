@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { randomId, testRedis } from '@herald/testkit';
+import { FirstAttempts, type PendingAttempt } from './first-attempts.js';
+import { InFlightLimiter } from './in-flight.js';
+import { Semaphore } from './semaphore.js';
+
+// The worker role queues commands until the connection is up (the producer role fails fast).
+const redis = testRedis('worker');
+beforeAll(async () => {
+  await redis.ping();
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+/** FirstAttempts over a real limiter; attempts wait until `finish` lets them go. */
+function setup(poolSize: number, perWebhook: number) {
+  const limiter = new InFlightLimiter(redis, randomId('herald_test'), perWebhook, 10_000);
+  const semaphore = new Semaphore(poolSize);
+  const started: string[] = [];
+  const deferred: string[] = [];
+  const gates = new Map<string, () => void>();
+  const first = new FirstAttempts<PendingAttempt>({
+    semaphore,
+    acquire: (requests) => limiter.acquireMany(requests),
+    release: (webhookId, token) => limiter.release(webhookId, token),
+    token: (call) => `slot-${call.id}`,
+    attempt: (call) => {
+      started.push(call.id);
+      return new Promise<void>((resolve) => gates.set(call.id, resolve));
+    },
+    defer: (calls) => {
+      deferred.push(...calls.map((c) => c.id));
+      return Promise.resolve();
+    },
+    abandon: () => undefined,
+  });
+  const finish = (id: string) => gates.get(id)!();
+  return { first, started, deferred, finish, semaphore };
+}
+
+describe('FirstAttempts (real Redis limiter)', () => {
+  it('starts as many calls as the pool has room for, and the next ones as attempts finish', async () => {
+    const { first, started, finish } = setup(2, 10);
+    first.add(['a', 'b', 'c'].map((id) => ({ id, webhookId: '1' })));
+    await vi.waitFor(() => expect(started).toEqual(['a', 'b']));
+    expect(first.size).toBe(3);
+    finish('a');
+    await vi.waitFor(() => expect(started).toEqual(['a', 'b', 'c']));
+    finish('b');
+    finish('c');
+    await first.drain();
+    expect(first.size).toBe(0);
+  });
+
+  it('defers a call whose webhook is at its limit, and holds no slot for queued calls', async () => {
+    const { first, started, deferred, finish } = setup(10, 1);
+    first.add([
+      { id: 'x1', webhookId: '7' },
+      { id: 'x2', webhookId: '7' },
+      { id: 'y1', webhookId: '8' },
+    ]);
+    await vi.waitFor(() => expect(started.sort()).toEqual(['x1', 'y1']));
+    expect(deferred).toEqual(['x2']);
+    finish('x1');
+    finish('y1');
+    await first.drain();
+  });
+
+  it('lets matching wait for room below a limit', async () => {
+    const { first, finish } = setup(1, 10);
+    first.add(['p', 'q'].map((id) => ({ id, webhookId: '3' })));
+    let roomy = false;
+    const room = first.below(2).then(() => (roomy = true));
+    await vi.waitFor(() => expect(first.size).toBe(2));
+    expect(roomy).toBe(false);
+    await vi.waitFor(() => finish('p'));
+    await room;
+    await vi.waitFor(() => finish('q'));
+    await first.drain();
+  });
+});
