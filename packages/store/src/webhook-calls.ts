@@ -135,11 +135,19 @@ export async function createWebhookCalls(
     },
     [JSON.stringify(rows), eventIds],
   );
+  // One record per webhook, however many calls it has in the batch.
+  const webhooks = new Map<string, WebhookRecord>();
+  const webhookOf = (row: Partial<WebhookRow>): WebhookRecord | null => {
+    if (!row.id) return null;
+    let webhook = webhooks.get(row.id);
+    if (!webhook) webhooks.set(row.id, (webhook = toWebhook(row as WebhookRow)));
+    return webhook;
+  };
   return result.rows.map((row) => ({
     id: row.call_id,
     webhookId: row.call_webhook_id,
     eventId: row.call_event_id,
-    webhook: row.id ? toWebhook(row as WebhookRow) : null,
+    webhook: webhookOf(row),
   }));
 }
 
