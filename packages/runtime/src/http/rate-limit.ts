@@ -23,6 +23,10 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`;
 
+type RateLimitRedis = Redis & {
+  heraldRateLimitHit(key: string, windowMs: number): Promise<unknown>;
+};
+
 /**
  * Counts requests in Redis so the limit holds across replicas. When Redis is unreachable the
  * request is let through (returns undefined): rate limiting must not turn an outage into refusals
@@ -33,7 +37,13 @@ export class RateLimiter {
     private readonly redis: Redis,
     private readonly limits: RateLimits,
     private readonly prefix: string,
-  ) {}
+  ) {
+    // EVALSHA (ioredis falls back to EVAL once per connection): with plain EVAL Redis hashes the
+    // script text on every request.
+    if (!('heraldRateLimitHit' in redis)) {
+      redis.defineCommand('heraldRateLimitHit', { numberOfKeys: 1, lua: SCRIPT });
+    }
+  }
 
   limitFor(role: Role | 'anonymous'): number {
     return role === 'anonymous' ? this.limits.anonymous : this.limits.perRole[role];
@@ -43,7 +53,10 @@ export class RateLimiter {
     const limit = this.limitFor(role);
     let reply: unknown;
     try {
-      reply = await this.redis.eval(SCRIPT, 1, `${this.prefix}${key}`, this.limits.windowMs);
+      reply = await (this.redis as RateLimitRedis).heraldRateLimitHit(
+        `${this.prefix}${key}`,
+        this.limits.windowMs,
+      );
     } catch {
       return undefined;
     }
