@@ -20,6 +20,7 @@ function setup(poolSize: number, perWebhook: number) {
   const started: string[] = [];
   const deferred: string[] = [];
   const gates = new Map<string, () => void>();
+  const queued: number[] = [];
   const first = new FirstAttempts<PendingAttempt>({
     semaphore,
     acquire: (requests) => limiter.acquireMany(requests),
@@ -34,19 +35,22 @@ function setup(poolSize: number, perWebhook: number) {
       return Promise.resolve();
     },
     abandon: () => undefined,
+    queued: (count) => queued.push(count),
   });
   const finish = (id: string) => gates.get(id)!();
-  return { first, started, deferred, finish, semaphore };
+  return { first, started, deferred, finish, semaphore, queued };
 }
 
 describe('FirstAttempts (real Redis limiter)', () => {
   it('starts as many calls as the pool has room for, and the next ones as attempts finish', async () => {
-    const { first, started, finish } = setup(2, 10);
+    const { first, started, finish, queued } = setup(2, 10);
     first.add(['a', 'b', 'c'].map((id) => ({ id, webhookId: '1' })));
     await vi.waitFor(() => expect(started).toEqual(['a', 'b']));
     expect(first.size).toBe(3);
+    expect(queued.at(-1)).toBe(1);
     finish('a');
     await vi.waitFor(() => expect(started).toEqual(['a', 'b', 'c']));
+    expect(queued.at(-1)).toBe(0);
     finish('b');
     finish('c');
     await first.drain();

@@ -20,6 +20,8 @@ export interface FirstAttemptsOptions<C extends PendingAttempt> {
   defer: (calls: readonly C[]) => Promise<void>;
   /** Calls this process gave up on (Redis away): they stay pending for the sweeper. */
   abandon: (calls: readonly C[], error: unknown) => void;
+  /** Hears the number of calls queued (not yet started) whenever it changes. */
+  queued?: (count: number) => void;
 }
 
 /**
@@ -46,6 +48,7 @@ export class FirstAttempts<C extends PendingAttempt> {
 
   add(calls: readonly C[]): void {
     this.#queue.push(...calls);
+    this.options.queued?.(this.#queue.length);
     void this.#pump();
   }
 
@@ -69,6 +72,7 @@ export class FirstAttempts<C extends PendingAttempt> {
         if (count === 0) break;
         const batch = this.#queue.splice(0, count);
         this.#running += count;
+        this.options.queued?.(this.#queue.length);
         const tokens = batch.map((call) => this.options.token(call));
         let taken: boolean[];
         try {

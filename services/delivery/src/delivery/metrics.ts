@@ -10,6 +10,7 @@ export interface DeliveryMetrics {
   endToEndLatency: Histogram;
   matchDuration: Histogram;
   inFlight: Gauge;
+  firstAttemptsQueued: Gauge;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -60,6 +61,11 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
     inFlight: new Gauge({
       name: 'herald_deliveries_in_flight',
       help: 'Delivery attempts in flight in this process',
+      registers,
+    }),
+    firstAttemptsQueued: new Gauge({
+      name: 'herald_first_attempts_queued',
+      help: 'New calls matched in this process and waiting for a slot of its pool',
       registers,
     }),
     queueDepth: new Gauge({

@@ -120,6 +120,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
         })),
       );
     },
+    queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
     abandon: (calls, error) => {
       ctx.logger.warn(
         { err: error instanceof Error ? error.message : String(error), calls: calls.length },
