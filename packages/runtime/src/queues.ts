@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   MATCH_EVENT_JOB,
@@ -65,29 +65,31 @@ export async function enqueueEventMatches(
   timeoutMs: number,
 ): Promise<void> {
   if (eventIds.length === 0) return;
-  const client = (await Promise.race([
-    queue.client,
-    new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), timeoutMs).unref()),
-  ])) as Redis | undefined;
-  if (!client || client.status !== 'ready') {
-    throw new EnqueueUnavailableError(`Redis is not ready (${client?.status ?? 'timeout'})`);
-  }
+  const jobs: { name: typeof MATCH_EVENT_JOB; data: EventMatchJobData; opts: JobsOptions }[] =
+    chunks(eventIds, MATCH_JOB_EVENTS_MAX).map((ids) => ({
+      name: MATCH_EVENT_JOB,
+      data: { eventIds: ids },
+      opts: { jobId: eventMatchJobId(ids) },
+    }));
+  // One timer bounds the whole enqueue: waiting for the connection and the add.
   let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new EnqueueUnavailableError(`enqueue timed out after ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
   try {
+    const client = await Promise.race([queue.client, timedOut]);
+    if (client.status !== 'ready') {
+      throw new EnqueueUnavailableError(`Redis is not ready (${client.status})`);
+    }
     await Promise.race([
-      queue.addBulk(
-        chunks(eventIds, MATCH_JOB_EVENTS_MAX).map((ids) => ({
-          name: MATCH_EVENT_JOB,
-          data: { eventIds: ids },
-          opts: { jobId: eventMatchJobId(ids) },
-        })),
-      ),
-      new Promise((_resolve, reject) => {
-        timer = setTimeout(
-          () => reject(new EnqueueUnavailableError(`enqueue timed out after ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      }),
+      // One job (a request's batch) needs no MULTI around it.
+      jobs.length === 1
+        ? queue.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts)
+        : queue.addBulk(jobs),
+      timedOut,
     ]);
   } finally {
     clearTimeout(timer);
