@@ -8,6 +8,7 @@
  * a Redis prefix of its own, dropped at the end.
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
@@ -30,6 +31,61 @@ const SCENARIOS = [
 const suffix = randomBytes(4).toString('hex');
 const schema = `herald_bench_${suffix}`;
 let counter = 0;
+
+/** utime + stime of a process in µs (Linux /proc; USER_HZ is 100), or 0 when it is gone. */
+function processCpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
+/** Pids of the local processes whose command name is `name` (e.g. redis-server). */
+function pidsNamed(name: string): number[] {
+  try {
+    return readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU spent by a set of processes over a window: the bench's own Postgres backends (found by
+ * application_name, so other clients of the server do not count) and every redis-server. Only
+ * meaningful when Postgres and Redis run on this machine; otherwise the figures read 0.
+ */
+class CpuWindow {
+  private readonly start = new Map<number, number>();
+
+  private constructor(private readonly pids: () => Promise<number[]>) {}
+
+  static async open(pids: () => Promise<number[]>): Promise<CpuWindow> {
+    const window = new CpuWindow(pids);
+    for (const pid of await pids()) window.start.set(pid, processCpuMicros(pid));
+    return window;
+  }
+
+  /** µs of CPU since open(); a process that started inside the window counts whole. */
+  async close(): Promise<number> {
+    let total = 0;
+    for (const pid of new Set([...(await this.pids()), ...this.start.keys()])) {
+      const now = processCpuMicros(pid);
+      if (now > 0) total += now - (this.start.get(pid) ?? 0);
+    }
+    return total;
+  }
+}
 
 function itemEvent(): Record<string, unknown> {
   const n = counter++;
@@ -76,12 +132,22 @@ async function main(): Promise<void> {
     connectionString: DATABASE_URL,
     searchPath: schema,
     maxConnections: 10,
+    applicationName: `herald-bench-${suffix}`,
   });
   const baselinePool = new pg.Pool({
     connectionString: DATABASE_URL,
     max: CONCURRENCY,
     options: `-c search_path=${schema}`,
+    application_name: `herald-bench-baseline-${suffix}`,
   });
+  const backends = (name: string) => async () =>
+    (
+      await admin.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE application_name = $1',
+        [name],
+      )
+    ).rows.map((row) => row.pid);
+  const redisPids = () => Promise.resolve(pidsNamed('redis-server'));
   const redis = createRedis(REDIS_URL, 'producer', silentLogger());
   const deps = {
     ...testDeps(db, redis, { authCacheTtlMs: 5000 }),
@@ -133,6 +199,7 @@ async function main(): Promise<void> {
     }
 
     const rows: string[][] = [];
+    const cpuRows: string[][] = [];
     for (const { batch, events } of SCENARIOS) {
       const batches = Math.max(1, Math.round(events / batch));
       // Bodies are built before the clock starts: the load generator shares the CPU.
@@ -140,13 +207,19 @@ async function main(): Promise<void> {
         JSON.stringify({ data: Array.from({ length: batch }, itemEvent) }),
       );
       const cpu = process.cpuUsage();
+      const pgCpu = await CpuWindow.open(backends(`herald-bench-${suffix}`));
+      const redisCpu = await CpuWindow.open(redisPids);
       const herald = await measure(batches, batch, (i) => postBody(bodies[i]!));
       const used = process.cpuUsage(cpu);
-      const cpuMsPer1000 = ((used.user + used.system) / 1000 / (batches * batch)) * 1000;
+      const pgUsed = await pgCpu.close();
+      const redisUsed = await redisCpu.close();
+      const total = batches * batch;
 
       const baselineBatches = Array.from({ length: batches }, () =>
         Array.from({ length: batch }, itemEvent),
       );
+      const baselineCpu = process.cpuUsage();
+      const baselinePgCpu = await CpuWindow.open(backends(`herald-bench-baseline-${suffix}`));
       const baseline = await measure(batches, batch, async (i) => {
         const list = baselineBatches[i]!;
         const params: unknown[] = [];
@@ -173,31 +246,57 @@ async function main(): Promise<void> {
           params,
         );
       });
+      const baselineUsed = process.cpuUsage(baselineCpu);
+      const baselinePgUsed = await baselinePgCpu.close();
+      const perEvent = (micros: number) => (micros / total).toFixed(0);
       rows.push([
         String(batch),
-        String(batches * batch),
+        String(total),
         herald.toFixed(0),
         baseline.toFixed(0),
         (herald / baseline).toFixed(2),
-        cpuMsPer1000.toFixed(0),
+      ]);
+      cpuRows.push([
+        String(batch),
+        `${perEvent(used.user + used.system)} (${perEvent(used.user)} + ${perEvent(used.system)})`,
+        perEvent(pgUsed),
+        perEvent(redisUsed),
+        perEvent(baselineUsed.user + baselineUsed.system),
+        perEvent(baselinePgUsed),
       ]);
     }
 
-    const header = [
-      'batch size',
-      'events',
-      'POST /events (events/s)',
-      'raw multi-row INSERT (events/s)',
-      'ratio',
-      'ingest process CPU ms / 1000 events',
-    ];
-    const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-    const line = (cells: string[]) =>
-      `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
+    const table = (header: string[], body: string[][]) => {
+      const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+      const line = (cells: string[]) =>
+        `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
+      return `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n${body.map(line).join('\n')}\n`;
+    };
     process.stdout.write(
       `\nIngest benchmark: ${CONCURRENCY} requests in flight, item create events (3 fields, draft mode)\n\n` +
-        `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n` +
-        `${rows.map(line).join('\n')}\n\n`,
+        table(
+          [
+            'batch size',
+            'events',
+            'POST /events (events/s)',
+            'raw multi-row INSERT (events/s)',
+            'ratio',
+          ],
+          rows,
+        ) +
+        `\nCPU µs per event (node: server and load generator, user + system; Postgres: the bench's own backends; Redis: every local redis-server)\n\n` +
+        table(
+          [
+            'batch size',
+            'POST /events: node',
+            'Postgres',
+            'Redis',
+            'INSERT baseline: node',
+            'Postgres',
+          ],
+          cpuRows,
+        ) +
+        '\n',
     );
   } finally {
     server.closeAllConnections();
