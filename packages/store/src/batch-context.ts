@@ -34,20 +34,9 @@ export async function loadBatchContext(
   eventIds: readonly string[],
   modelKeys: readonly { environment: string; key: string }[],
 ): Promise<BatchContext> {
+  // herald_batch_context (migration 006): the same query, its plan prepared once per connection.
   const { rows } = await db.query<ContextRow>(
-    `SELECT
-       (SELECT coalesce(json_agg(e.id), '[]') FROM events e WHERE e.id = ANY($1::text[])) AS known,
-       (SELECT coalesce(json_agg(json_build_object('id', v.id, 'locales', v.locales,
-          'is_primary', v.is_primary)), '[]') FROM environments v) AS environments,
-       (SELECT coalesce(json_agg(json_build_object('environment', m.environment, 'id', m.id,
-          'api_key', m.api_key, 'modular_block', m.modular_block, 'sortable', m.sortable,
-          'tree', m.tree, 'draft_mode_active', m.draft_mode_active,
-          'fields', (SELECT json_agg(json_build_object('api_key', f.api_key,
-              'field_type', f.field_type, 'localized', f.localized) ORDER BY f.position, f.api_key)
-            FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id))), '[]')
-        FROM item_types m
-        WHERE EXISTS (SELECT 1 FROM json_to_recordset($2::json) AS k(environment text, key text)
-          WHERE k.environment = m.environment AND (k.key = m.id OR k.key = m.api_key))) AS models`,
+    'SELECT known, environments, models FROM herald_batch_context($1::text[], $2::json)',
     [eventIds, JSON.stringify(modelKeys)],
   );
   const row = rows[0]!;

@@ -12,12 +12,14 @@ export interface NewEvent {
   itemTypeApiKey: string | null;
   occurredAt: Date;
   entity: unknown;
+  /** JSON.stringify(entity), when the caller has it already (writeItemBatch then reuses it). */
+  entityJson?: string;
   previousEntity: unknown;
   relatedEntities: unknown[];
 }
 
 /** A stored event, as the match worker and delivery read it. */
-export interface StoredEvent extends NewEvent {
+export interface StoredEvent extends Omit<NewEvent, 'entityJson'> {
   seq: string;
   acceptedAt: Date;
   matchedAt: Date | null;

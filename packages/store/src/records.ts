@@ -1,6 +1,6 @@
 import type { ItemVersion, StoredItem } from '@herald/contract';
 import type { Queryable } from './db.js';
-import { eventRows, insertEventsSql, type NewEvent } from './events.js';
+import type { NewEvent } from './events.js';
 
 /**
  * How an item event changes a record (API.md §5.2):
@@ -372,6 +372,11 @@ export function insertRecordTextsSql(param: string, source = ''): string {
  * written only for events that were inserted (not duplicates), stale writes are skipped as in
  * upsertRecords, and documents are written only for the records written. Every locale's
  * document must be in `texts` (empty ones too): they replace the stored ones.
+ *
+ * Runs herald_write_item_batch (migration 006), whose plan is prepared once per connection. Each
+ * event travels once: a record whose `attributes` is the very object of its event's
+ * `entity.attributes` is written from the entity, and an event's `entityJson`, when given, is
+ * used as is.
  */
 export async function writeItemBatch(
   db: Queryable,
@@ -382,18 +387,102 @@ export async function writeItemBatch(
   },
 ): Promise<{ inserted: Set<string>; written: number }> {
   const { rows } = await db.query<{ inserted: string[]; written: string }>(
-    `WITH ev AS (${insertEventsSql('$1')}),
-     rec AS (${upsertRecordsSql('$2', 'x.event_id IN (SELECT id FROM ev) AND')}),
-     txt AS (${insertRecordTextsSql('$3', 'JOIN rec ON rec.environment = x.environment AND rec.id = x.record_id')})
-     SELECT (SELECT coalesce(json_agg(id), '[]') FROM ev) AS inserted,
-       (SELECT count(*) FROM rec) AS written`,
-    [
-      JSON.stringify(eventRows(input.events)),
-      JSON.stringify(recordRows(input.records)),
-      JSON.stringify(textRows(input.texts)),
-    ],
+    'SELECT inserted, written FROM herald_write_item_batch($1::json, $2::json)',
+    [itemBatchJson(input.events, input.records), documentsJson(input.texts)],
   );
   return { inserted: new Set(rows[0]!.inserted), written: Number(rows[0]!.written) };
+}
+
+const isoOrNull = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+/** herald_write_item_batch's `batch`: one row per event, with its record's columns if any. */
+function itemBatchJson(events: readonly NewEvent[], records: readonly RecordWrite[]): string {
+  const byEvent = new Map<string, RecordWrite>();
+  for (const record of records) byEvent.set(record.eventId, record);
+  const parts: string[] = [];
+  for (let n = 0; n < events.length; n++) {
+    const e = events[n]!;
+    const w = byEvent.get(e.id);
+    const entityAttributes = (e.entity as { attributes?: unknown } | null)?.attributes;
+    const head = JSON.stringify({
+      n,
+      id: e.id,
+      environment: e.environment,
+      is_environment_primary: e.isEnvironmentPrimary,
+      entity_type: e.entityType,
+      event_type: e.eventType,
+      entity_id: w ? w.id : e.entityId,
+      item_type_id: w ? w.itemTypeId : e.itemTypeId,
+      item_type_api_key: e.itemTypeApiKey,
+      occurred_at: e.occurredAt.toISOString(),
+      previous_entity: e.previousEntity ?? null,
+      related_entities: e.relatedEntities,
+      ...(w && {
+        mode: w.mode,
+        attributes: w.attributes === entityAttributes ? null : w.attributes,
+        parent_id: w.parentId,
+        position: w.position,
+        creator_type: w.creator?.type ?? null,
+        creator_id: w.creator?.id ?? null,
+        created_at: w.createdAt.toISOString(),
+        updated_at: w.updatedAt.toISOString(),
+        published_at: w.publishedAt.toISOString(),
+        first_published_at: isoOrNull(w.firstPublishedAt),
+        publication_scheduled_at: isoOrNull(w.publicationScheduledAt),
+        unpublishing_scheduled_at: isoOrNull(w.unpublishingScheduledAt),
+        is_valid: w.isValid,
+        is_current_version_valid: w.isCurrentVersionValid,
+        is_published_version_valid: w.isPublishedVersionValid,
+        current_version: w.currentVersion,
+        stage: w.stage,
+        version_key: versionKey(w.currentVersion),
+      }),
+    });
+    parts.push(`${head.slice(0, -1)},"entity":${e.entityJson ?? JSON.stringify(e.entity)}}`);
+  }
+  return `[${parts.join(',')}]`;
+}
+
+/**
+ * herald_write_item_batch's `texts`: the documents, those of one record and locale with the same
+ * text (a publish writes the current and the published version) folded into one row.
+ */
+function documentsJson(texts: readonly RecordText[]): string {
+  const rows: {
+    environment: string;
+    record_id: string;
+    item_type_id: string;
+    locale: string;
+    config: string;
+    text: string;
+    versions: string[];
+  }[] = [];
+  const byKey = new Map<string, (typeof rows)[number]>();
+  for (const t of texts) {
+    const key = `${t.environment}\u0000${t.recordId}\u0000${t.locale}`;
+    const same = byKey.get(key);
+    if (
+      same &&
+      same.text === t.text &&
+      same.config === t.config &&
+      same.item_type_id === t.itemTypeId
+    ) {
+      if (!same.versions.includes(t.version)) same.versions.push(t.version);
+      continue;
+    }
+    const row = {
+      environment: t.environment,
+      record_id: t.recordId,
+      item_type_id: t.itemTypeId,
+      locale: t.locale,
+      config: t.config,
+      text: t.text,
+      versions: [t.version as string],
+    };
+    rows.push(row);
+    byKey.set(key, row);
+  }
+  return JSON.stringify(rows);
 }
 
 /** The columns StoredItem is read from; `r` is the records alias. */

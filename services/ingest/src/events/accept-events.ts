@@ -143,13 +143,13 @@ export async function acceptEvents(
  * of models without block fields (so no stored blocks can need reconciling).
  */
 function fastPathWrites(
-  planned: readonly { plan: Plan }[],
+  planned: readonly { row: NewEvent; plan: Plan }[],
   planner: Planner,
 ): { records: RecordWrite[]; texts: RecordText[] } | undefined {
   const records: RecordWrite[] = [];
   const texts: RecordText[] = [];
   const seen = new Set<string>();
-  for (const { plan } of planned) {
+  for (const { row, plan } of planned) {
     if (plan.kind === 'none') continue;
     if (plan.kind !== 'item-write' || plan.write.mode === 'unpublish') return undefined;
     const { write } = plan;
@@ -159,7 +159,10 @@ function fastPathWrites(
       return undefined;
     }
     seen.add(key);
-    records.push(write);
+    // Without block fields, the validated attributes are the entity's, key for key: handing
+    // writeItemBatch that very object lets it write the record from the event's entity.
+    const entityAttributes = (row.entity as { attributes?: Record<string, unknown> }).attributes;
+    records.push(entityAttributes ? { ...write, attributes: entityAttributes } : write);
     const versions: ItemVersion[] =
       write.mode === 'publish' ? ['current', 'published'] : ['current'];
     const byLocale = buildSearchTexts({
@@ -305,6 +308,7 @@ class Planner {
       itemTypeApiKey,
       occurredAt: date(event.attributes.occurred_at) ?? this.now,
       entity: event.attributes.entity,
+      entityJson: event.entityJson,
       previousEntity: event.attributes.previous_entity ?? null,
       relatedEntities: event.attributes.related_entities,
     };

@@ -16,7 +16,11 @@ import {
 } from '@herald/contract';
 
 /** One event of the batch after shape validation, with its entity narrowed by entity type. */
-export type ValidEvent = EventInput & { index: number } & (
+export type ValidEvent = EventInput & {
+  index: number;
+  /** JSON.stringify(attributes.entity), measured against ENTITY_BYTES_MAX and stored as is. */
+  entityJson: string;
+} & (
     | { kind: 'item'; item: ItemEntity }
     | { kind: 'item_type'; itemType: ItemTypeEntity; fields: FieldEntity[] }
     | { kind: 'environment'; environmentEntity: EnvironmentEntity }
@@ -125,9 +129,11 @@ function validateEvent(index: number, raw: unknown): ValidEvent | ErrorEntry[] {
       ),
     ];
   }
+  const entityJson = JSON.stringify(entity);
   for (const key of ['entity', 'previous_entity'] as const) {
     const value = event.attributes[key];
-    if (value && Buffer.byteLength(JSON.stringify(value)) > ENTITY_BYTES_MAX) {
+    const json = key === 'entity' ? entityJson : value ? JSON.stringify(value) : '';
+    if (Buffer.byteLength(json) > ENTITY_BYTES_MAX) {
       return [
         ApiError.field(
           `${prefix}.attributes.${key}`,
@@ -160,7 +166,7 @@ function validateEvent(index: number, raw: unknown): ValidEvent | ErrorEntry[] {
       ];
     }
   }
-  return { ...event, index, ...narrowed };
+  return { ...event, index, entityJson, ...narrowed };
 }
 
 type Narrowed =

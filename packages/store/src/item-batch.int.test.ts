@@ -1,0 +1,308 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import {
+  createPgliteDb,
+  createPostgresDb,
+  deleteRecords,
+  findRecord,
+  loadBatchContext,
+  migrate,
+  upsertModel,
+  upsertRecords,
+  writeItemBatch,
+  type Db,
+  type NewEvent,
+  type RecordText,
+  type RecordWrite,
+} from '@herald/store';
+
+// The write path of migration 006: herald_write_item_batch, herald_batch_context and the
+// sharded record_counts. @herald/testkit depends on the store, so the database is opened here.
+const DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function createTestDb(kind: 'postgres' | 'pglite'): Promise<{
+  db: Db;
+  cleanup(): Promise<void>;
+}> {
+  if (kind === 'pglite') {
+    const db = await createPgliteDb();
+    await migrate(db);
+    return { db, cleanup: () => db.close() };
+  }
+  const schema = `herald_store_${randomBytes(6).toString('hex')}`;
+  const admin = createPostgresDb({ connectionString: DATABASE_URL, maxConnections: 1 });
+  await admin.exec(`CREATE SCHEMA ${schema}`);
+  const db = createPostgresDb({ connectionString: DATABASE_URL, searchPath: schema });
+  await migrate(db);
+  return {
+    db,
+    async cleanup() {
+      await db.close();
+      await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    },
+  };
+}
+
+const at = new Date('2026-03-01T00:00:00Z');
+
+/** An item event on record `recordId` with its record write and its English document. */
+function item(
+  eventId: string,
+  recordId: string,
+  over: { mode?: RecordWrite['mode']; model?: string; title?: string } = {},
+): { event: NewEvent; record: RecordWrite; texts: RecordText[] } {
+  const model = over.model ?? 'post';
+  const attributes = { title: over.title ?? `walrus ${recordId}` };
+  const entity = {
+    type: 'item',
+    id: recordId,
+    attributes,
+    relationships: { item_type: { data: { type: 'item_type', id: model } } },
+  };
+  const mode = over.mode ?? 'save';
+  return {
+    event: {
+      id: eventId,
+      environment: 'main',
+      isEnvironmentPrimary: true,
+      entityType: 'item',
+      eventType: mode === 'publish' ? 'publish' : 'create',
+      entityId: recordId,
+      itemTypeId: model,
+      itemTypeApiKey: model,
+      occurredAt: at,
+      entity,
+      entityJson: JSON.stringify(entity),
+      previousEntity: null,
+      relatedEntities: [],
+    },
+    // The very object of the entity: writeItemBatch writes the record from the entity.
+    record: {
+      environment: 'main',
+      id: recordId,
+      itemTypeId: model,
+      mode,
+      eventId,
+      eventType: mode === 'publish' ? 'publish' : 'create',
+      attributes,
+      parentId: null,
+      position: null,
+      creator: null,
+      createdAt: at,
+      updatedAt: at,
+      publishedAt: at,
+      firstPublishedAt: null,
+      publicationScheduledAt: null,
+      unpublishingScheduledAt: null,
+      isValid: true,
+      isCurrentVersionValid: true,
+      isPublishedVersionValid: true,
+      currentVersion: null,
+      stage: null,
+    },
+    texts: (mode === 'publish' ? (['current', 'published'] as const) : (['current'] as const)).map(
+      (version) => ({
+        environment: 'main',
+        recordId,
+        itemTypeId: model,
+        version,
+        locale: 'en',
+        config: 'english',
+        text: attributes.title,
+      }),
+    ),
+  };
+}
+
+function batchOf(items: ReturnType<typeof item>[]) {
+  return {
+    events: items.map((i) => i.event),
+    records: items.map((i) => i.record),
+    texts: items.flatMap((i) => i.texts),
+  };
+}
+
+/** Exact counts per model from the records themselves, and from record_counts' shards. */
+async function counts(db: Db): Promise<{ actual: unknown[]; kept: unknown[] }> {
+  const actual = await db.query(
+    `SELECT item_type_id, count(current_attributes)::int AS cur,
+       count(published_attributes)::int AS pub
+     FROM records WHERE NOT is_block GROUP BY item_type_id ORDER BY item_type_id`,
+  );
+  const kept = await db.query(
+    `SELECT item_type_id, sum(current_count)::int AS cur, sum(published_count)::int AS pub
+     FROM record_counts GROUP BY item_type_id
+     HAVING sum(current_count) <> 0 OR sum(published_count) <> 0 ORDER BY item_type_id`,
+  );
+  return { actual: actual.rows, kept: kept.rows };
+}
+
+describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
+  let t: Awaited<ReturnType<typeof createTestDb>>;
+  beforeAll(async () => {
+    t = await createTestDb(kind);
+    for (const id of ['post', 'page']) {
+      await upsertModel(
+        t.db,
+        'main',
+        {
+          id,
+          apiKey: id,
+          name: id,
+          modularBlock: false,
+          sortable: false,
+          tree: false,
+          draftModeActive: true,
+          attributes: {},
+        },
+        [
+          {
+            apiKey: 'title',
+            fieldType: 'string',
+            localized: false,
+            id: null,
+            label: null,
+            position: 0,
+            attributes: {},
+          },
+        ],
+      );
+    }
+  });
+  afterAll(() => t.cleanup());
+
+  it('writes a record from its event entity, and one document per version of a publish', async () => {
+    const published = item('ib-1', 'ib-r1', { mode: 'publish', title: 'published walrus' });
+    const draft = item('ib-2', 'ib-r2');
+    const result = await writeItemBatch(t.db, batchOf([published, draft]));
+    expect(result).toEqual({ inserted: new Set(['ib-1', 'ib-2']), written: 2 });
+    const r1 = await findRecord(t.db, 'main', 'ib-r1');
+    expect(r1).toMatchObject({
+      status: 'published',
+      currentAttributes: { title: 'published walrus' },
+      publishedAttributes: { title: 'published walrus' },
+    });
+    expect((await findRecord(t.db, 'main', 'ib-r2'))?.currentAttributes).toEqual({
+      title: 'walrus ib-r2',
+    });
+    const { rows } = await t.db.query(
+      `SELECT record_id, version FROM record_texts
+       WHERE record_id LIKE 'ib-%' AND document @@ websearch_to_tsquery('english', 'walrus')
+       ORDER BY record_id, version`,
+    );
+    expect(rows).toEqual([
+      { record_id: 'ib-r1', version: 'current' },
+      { record_id: 'ib-r1', version: 'published' },
+      { record_id: 'ib-r2', version: 'current' },
+    ]);
+    // The event's entity is stored as sent.
+    const stored = await t.db.query(`SELECT entity FROM events WHERE id = 'ib-1'`);
+    expect(stored.rows[0]).toEqual({ entity: published.event.entity });
+  });
+
+  it('writes the records given apart from their entity when they differ', async () => {
+    const one = item('ib-3', 'ib-r3');
+    await writeItemBatch(t.db, {
+      ...batchOf([one]),
+      records: [{ ...one.record, attributes: { title: 'from the record' } }],
+    });
+    expect((await findRecord(t.db, 'main', 'ib-r3'))?.currentAttributes).toEqual({
+      title: 'from the record',
+    });
+  });
+
+  it('loads the batch context by key, whatever the size of the events table', async () => {
+    // The plan is prepared once per connection: built on an almost empty table it must still
+    // read events by key once the table is large (a scan would make this lookup slow, not wrong).
+    const before = await loadBatchContext(
+      t.db,
+      ['ib-1', 'nope'],
+      [{ environment: 'main', key: 'post' }],
+    );
+    expect(before.knownEventIds).toEqual(new Set(['ib-1']));
+    expect([...(before.models.get('main')?.keys() ?? [])]).toEqual(['post']);
+    await t.db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         occurred_at, entity)
+       SELECT 'ib-bulk-' || g, 'main', true, 'item', 'create', now(), '{}'
+       FROM generate_series(1, 5000) g`,
+    );
+    const after = await loadBatchContext(
+      t.db,
+      ['ib-bulk-17', 'ib-bulk-4999', 'nope'],
+      [{ environment: 'main', key: 'page' }],
+    );
+    expect(after.knownEventIds).toEqual(new Set(['ib-bulk-17', 'ib-bulk-4999']));
+    expect([...(after.models.get('main')?.keys() ?? [])]).toEqual(['page']);
+  });
+
+  it('keeps exact per-model counts through concurrent batches, updates and deletes', async () => {
+    const batches = Array.from({ length: 12 }, (_, b) =>
+      batchOf(
+        Array.from({ length: 20 }, (_, i) =>
+          item(`ib-c${b}-${i}`, `ib-cr${b}-${i}`, {
+            model: b % 3 === 0 ? 'page' : 'post',
+            mode: i % 4 === 0 ? 'publish' : 'save',
+          }),
+        ),
+      ),
+    );
+    await Promise.all(batches.map((batch) => writeItemBatch(t.db, batch)));
+    // Updates (publishing drafts) and deletes, concurrently too.
+    await Promise.all([
+      upsertRecords(
+        t.db,
+        batches[1]!.records.slice(0, 10).map((r) => ({
+          ...r,
+          mode: 'publish' as const,
+          updatedAt: new Date(at.getTime() + 1000),
+        })),
+      ),
+      deleteRecords(
+        t.db,
+        batches[2]!.records.map((r) => ({
+          environment: 'main',
+          id: r.id,
+          updatedAt: new Date(at.getTime() + 1000),
+          currentVersion: null,
+        })),
+      ),
+      writeItemBatch(t.db, batches[0]!),
+    ]);
+    const { actual, kept } = await counts(t.db);
+    expect(kept).toEqual(actual);
+  });
+});
+
+describe('item batches and other writers (postgres)', () => {
+  let t: Awaited<ReturnType<typeof createTestDb>>;
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  });
+  afterAll(() => t.cleanup());
+
+  it('never makes a batch wait for another transaction writing the same model', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const isHolding = new Promise<void>((resolve) => (holding = resolve));
+    // A transaction that wrote a record of `post` (so holds one of its count rows) and stays
+    // open until the other batch is done.
+    const open = t.db.transaction(async (tx) => {
+      await upsertRecords(tx, [item('ib-h1', 'ib-hr1').record]);
+      holding();
+      await held;
+    });
+    await isHolding;
+    await writeItemBatch(t.db, batchOf([item('ib-h2', 'ib-hr2')]));
+    release();
+    await open;
+    const { actual, kept } = await counts(t.db);
+    expect(kept).toEqual(actual);
+    const shards = await t.db.query(
+      `SELECT count(*)::int AS n FROM record_counts WHERE item_type_id = 'post'`,
+    );
+    expect((shards.rows[0] as { n: number }).n).toBeGreaterThan(1);
+  });
+});
