@@ -8,6 +8,7 @@ import {
   EventInput,
   FieldEntity,
   ItemEntity,
+  ItemMeta,
   ItemTypeEntity,
   isEventTypeOf,
   type EntityType,
@@ -116,9 +117,15 @@ export function validateEventsBody(body: unknown): ValidEvent[] {
 
 function validateEvent(index: number, raw: unknown): ValidEvent | ErrorEntry[] {
   const prefix = `data.${index}`;
-  const parsed = EventInput.safeParse(raw);
-  if (!parsed.success) return issuesToEntries(prefix, parsed.error, raw);
-  const event = parsed.data;
+  const fast = parseItemEventFast(raw);
+  let event: EventInput;
+  if (fast) {
+    event = fast;
+  } else {
+    const parsed = EventInput.safeParse(raw);
+    if (!parsed.success) return issuesToEntries(prefix, parsed.error, raw);
+    event = parsed.data;
+  }
   const { entity_type: entityType, event_type: eventType, entity } = event.attributes;
   if (!isEventTypeOf(entityType, eventType)) {
     return [
@@ -142,6 +149,11 @@ function validateEvent(index: number, raw: unknown): ValidEvent | ErrorEntry[] {
         ),
       ];
     }
+  }
+  if (fast) {
+    // Checked whole by parseItemEventFast: the entity is the item as ItemEntity would give it.
+    const item = { ...(entity as ItemEntity), attributes: entity.attributes ?? {} };
+    return { ...event, index, entityJson, kind: 'item', item };
   }
   const entityPrefix = `${prefix}.attributes.entity`;
   const narrowed = narrowEntity(entityType, eventType, entity, event.attributes.related_entities);
@@ -245,4 +257,115 @@ function narrowEntity(
     case 'cda_cache_tags':
       return { kind: 'other' };
   }
+}
+
+// The common event, checked by hand: zod's EventInput + ItemEntity walk and copy every object
+// of every event, which cost as much as storing it. parseItemEventFast accepts only what those
+// schemas accept, and only shapes whose zod output equals the input (no key that zod would strip
+// or default); anything else (including every invalid event) goes through zod, which then
+// produces the same value or the same error entries as before.
+
+const EVENT_KEYS = new Set(['type', 'id', 'attributes']);
+const ATTRIBUTE_KEYS = new Set([
+  'entity_type',
+  'event_type',
+  'environment',
+  'occurred_at',
+  'entity',
+  'previous_entity',
+  'related_entities',
+]);
+const ITEM_EVENT_TYPES: ReadonlySet<unknown> = new Set(EVENT_TYPES_BY_ENTITY.item);
+const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+const ENTITY_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const attributesShape = EventInput.shape.attributes.shape;
+const metaShape = ItemMeta.shape;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+/** What z.record accepts: a plain object. */
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  isObject(value) && Object.getPrototypeOf(value) === Object.prototype;
+const onlyKeys = (value: Record<string, unknown>, keys: ReadonlySet<string>): boolean => {
+  for (const key in value) if (!keys.has(key)) return false;
+  return true;
+};
+const DATA_KEYS = new Set(['data']);
+const REF_KEYS = new Set(['type', 'id']);
+
+/** relationships: item_type (z.object: nothing to strip) and an optional creator. */
+function relationshipsOk(value: unknown): boolean {
+  if (!isRecord(value)) return false;
+  const itemType = value['item_type'];
+  if (!isObject(itemType) || !onlyKeys(itemType, DATA_KEYS)) return false;
+  const data = itemType['data'];
+  if (!isObject(data) || !onlyKeys(data, REF_KEYS)) return false;
+  if (data['type'] !== 'item_type') return false;
+  if (typeof data['id'] !== 'string' || !ENTITY_ID.test(data['id'])) return false;
+  const creator = value['creator'];
+  if (creator === undefined) return true;
+  if (!isObject(creator) || !onlyKeys(creator, DATA_KEYS) || !('data' in creator)) return false;
+  const who = creator['data'];
+  if (who === null) return true;
+  return (
+    isObject(who) &&
+    onlyKeys(who, REF_KEYS) &&
+    typeof who['type'] === 'string' &&
+    typeof who['id'] === 'string' &&
+    who['id'].length >= 1 &&
+    who['id'].length <= 128
+  );
+}
+
+/** meta: every key ItemMeta knows is checked by its own schema; the others ride along. */
+function metaOk(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (!isRecord(value)) return false;
+  for (const key in value) {
+    const schema = (metaShape as Record<string, z.ZodType | undefined>)[key];
+    if (schema && !schema.safeParse(value[key]).success) return false;
+  }
+  return true;
+}
+
+/** An item event in its common shape, as EventInput would parse it; undefined: ask zod. */
+export function parseItemEventFast(raw: unknown): EventInput | undefined {
+  if (!isObject(raw) || !onlyKeys(raw, EVENT_KEYS) || raw['type'] !== 'event') return undefined;
+  const id = raw['id'];
+  if (id !== undefined && (typeof id !== 'string' || !EVENT_ID.test(id))) return undefined;
+  const attributes = raw['attributes'];
+  if (!isObject(attributes) || !onlyKeys(attributes, ATTRIBUTE_KEYS)) return undefined;
+  const eventType = attributes['event_type'];
+  if (attributes['entity_type'] !== 'item' || !ITEM_EVENT_TYPES.has(eventType)) return undefined;
+  const environment = attributes['environment'];
+  if (
+    environment !== undefined &&
+    (typeof environment !== 'string' || !ENTITY_ID.test(environment))
+  )
+    return undefined;
+  const occurredAt = attributes['occurred_at'];
+  if (occurredAt !== undefined && !attributesShape.occurred_at.safeParse(occurredAt).success)
+    return undefined;
+  const previous = attributes['previous_entity'];
+  if (previous !== undefined && previous !== null) return undefined;
+  const related = attributes['related_entities'];
+  if (related !== undefined && !(Array.isArray(related) && related.length === 0)) return undefined;
+  const entity = attributes['entity'];
+  if (!isObject(entity) || entity['type'] !== 'item') return undefined;
+  if (typeof entity['id'] !== 'string' || !ENTITY_ID.test(entity['id'])) return undefined;
+  if (entity['attributes'] !== undefined && !isRecord(entity['attributes'])) return undefined;
+  if (!relationshipsOk(entity['relationships']) || !metaOk(entity['meta'])) return undefined;
+  return {
+    type: 'event',
+    ...(id !== undefined && { id }),
+    attributes: {
+      entity_type: 'item',
+      event_type: eventType as EventInput['attributes']['event_type'],
+      ...(environment !== undefined && { environment }),
+      ...(occurredAt !== undefined && { occurred_at: occurredAt as string }),
+      entity: entity as EventInput['attributes']['entity'],
+      ...(previous !== undefined && { previous_entity: null }),
+      related_entities: [],
+    },
+  };
 }
