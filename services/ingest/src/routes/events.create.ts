@@ -45,13 +45,22 @@ export function eventsCreate(deps: IngestDeps): RequestHandler {
         throw error;
       }
       if (result.environmentsChanged) deps.environments?.invalidate();
+      // One inc per label set, not per event (a batch is usually one or two label sets).
+      const tally = new Map<string, { labels: Record<string, string>; count: number }>();
       for (const event of result.events) {
-        metrics.events.inc({
-          entity_type: event.entityType,
-          event_type: event.eventType,
-          outcome: event.status,
-        });
+        const key = `${event.entityType} ${event.eventType} ${event.status}`;
+        const seen = tally.get(key);
+        if (seen) seen.count++;
+        else {
+          const labels = {
+            entity_type: event.entityType,
+            event_type: event.eventType,
+            outcome: event.status,
+          };
+          tally.set(key, { labels, count: 1 });
+        }
       }
+      for (const { labels, count } of tally.values()) metrics.events.inc(labels, count);
       try {
         await enqueueEventMatches(deps.eventMatchQueue, result.acceptedIds, deps.enqueueTimeoutMs);
       } catch (error) {
