@@ -91,7 +91,9 @@ END
 $$;
 
 -- loadBatchContext (store/batch-context.ts): which event ids are stored, the environments, and
--- the models named by id or api_key in `model_keys` ([{environment, key}]).
+-- the models named by id or api_key in `model_keys` ([{environment, key}]), each with its
+-- version: the xmin of its item_types row, which every change of the model or of its fields
+-- (upsertModel rewrites the row) and every re-creation after a delete moves.
 CREATE FUNCTION herald_batch_context(event_ids text[], model_keys json,
   OUT known json, OUT environments json, OUT models json)
 LANGUAGE plpgsql STABLE
@@ -103,7 +105,7 @@ BEGIN
        'is_primary', v.is_primary)), '[]') FROM environments v),
     (SELECT coalesce(json_agg(json_build_object('environment', m.environment, 'id', m.id,
        'api_key', m.api_key, 'modular_block', m.modular_block, 'sortable', m.sortable,
-       'tree', m.tree, 'draft_mode_active', m.draft_mode_active,
+       'tree', m.tree, 'draft_mode_active', m.draft_mode_active, 'version', m.xmin::text,
        'fields', (SELECT json_agg(json_build_object('api_key', f.api_key,
            'field_type', f.field_type, 'localized', f.localized) ORDER BY f.position, f.api_key)
          FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id))), '[]')
@@ -120,10 +122,26 @@ $$;
 -- when absent). The records upsert is upsertRecordsSql's (records.ts), restricted to the events
 -- inserted now; `texts` ([{environment, record_id, item_type_id, locale, config, text,
 -- versions}]) are the documents of the records written, each computed once for all its versions.
-CREATE FUNCTION herald_write_item_batch(batch json, texts json,
+-- `expected` (optional: {environments: [{id, locales, is_primary}], models: [{environment, id,
+-- version}]}) is the context the batch was validated against when it came from a cache: if any
+-- of it changed, nothing is written and `inserted` is NULL (the caller validates again).
+CREATE FUNCTION herald_write_item_batch(batch json, texts json, expected json,
   OUT inserted text[], OUT written bigint)
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 BEGIN
+  IF expected IS NOT NULL AND (
+    EXISTS (SELECT 1 FROM json_to_recordset(expected->'models')
+        AS m(environment text, id text, version text)
+      WHERE NOT EXISTS (SELECT 1 FROM item_types t
+        WHERE t.environment = m.environment AND t.id = m.id AND t.xmin::text = m.version))
+    OR EXISTS (SELECT 1 FROM json_to_recordset(expected->'environments')
+        AS e(id text, locales text[], is_primary boolean)
+      WHERE NOT EXISTS (SELECT 1 FROM environments v
+        WHERE v.id = e.id AND v.locales = e.locales AND v.is_primary = e.is_primary)))
+  THEN
+    written := 0;
+    RETURN;
+  END IF;
   WITH x AS MATERIALIZED (
     SELECT * FROM json_to_recordset(batch) AS x(n integer, id text, environment text,
       is_environment_primary boolean, entity_type text, event_type text, entity_id text,

@@ -8,6 +8,8 @@ export interface BatchContext {
   environments: Environment[];
   /** Models named by id or api_key, by environment, by id. */
   models: Map<string, Map<string, ModelInfo>>;
+  /** Each model's version (see herald_batch_context), by recordKey(environment, id). */
+  modelVersions: Map<string, string>;
 }
 
 interface ContextRow extends Record<string, unknown> {
@@ -21,6 +23,7 @@ interface ContextRow extends Record<string, unknown> {
     sortable: boolean;
     tree: boolean;
     draft_mode_active: boolean;
+    version: string;
     fields: { api_key: string; field_type: string; localized: boolean }[] | null;
   }[];
 }
@@ -41,7 +44,9 @@ export async function loadBatchContext(
   );
   const row = rows[0]!;
   const models = new Map<string, Map<string, ModelInfo>>();
+  const modelVersions = new Map<string, string>();
   for (const m of row.models) {
+    modelVersions.set(`${m.environment}\u0000${m.id}`, m.version);
     let byId = models.get(m.environment);
     if (!byId) models.set(m.environment, (byId = new Map<string, ModelInfo>()));
     byId.set(m.id, {
@@ -66,5 +71,6 @@ export async function loadBatchContext(
       isPrimary: e.is_primary,
     })),
     models,
+    modelVersions,
   };
 }

@@ -67,6 +67,8 @@ export {
   upsertRecords,
   versionKey,
   writeItemBatch,
+  StaleBatchContextError,
+  type ExpectedContext,
   type BlockSync,
   type BlockWrite,
   type RecordDelete,

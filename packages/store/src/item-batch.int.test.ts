@@ -10,6 +10,7 @@ import {
   upsertModel,
   upsertRecords,
   writeItemBatch,
+  StaleBatchContextError,
   type Db,
   type NewEvent,
   type RecordText,
@@ -235,6 +236,61 @@ describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
     );
     expect(after.knownEventIds).toEqual(new Set(['ib-bulk-17', 'ib-bulk-4999']));
     expect([...(after.models.get('main')?.keys() ?? [])]).toEqual(['page']);
+  });
+
+  it('writes nothing when the context the batch was validated against changed', async () => {
+    const context = await loadBatchContext(t.db, [], [{ environment: 'main', key: 'post' }]);
+    const version = context.modelVersions.get('main\u0000post')!;
+    const expected = (over: { version?: string; locales?: string[] }) => ({
+      environments: [{ id: 'main', locales: over.locales ?? ['en'], isPrimary: true }],
+      models: [{ environment: 'main', id: 'post', version: over.version ?? version }],
+    });
+    await expect(
+      writeItemBatch(t.db, {
+        ...batchOf([item('ib-s1', 'ib-sr1')]),
+        expected: expected({ version: '1' }),
+      }),
+    ).rejects.toBeInstanceOf(StaleBatchContextError);
+    await expect(
+      writeItemBatch(t.db, {
+        ...batchOf([item('ib-s1', 'ib-sr1')]),
+        expected: expected({ locales: ['en', 'fr'] }),
+      }),
+    ).rejects.toBeInstanceOf(StaleBatchContextError);
+    expect(await findRecord(t.db, 'main', 'ib-sr1')).toBeNull();
+    expect((await t.db.query(`SELECT 1 FROM events WHERE id = 'ib-s1'`)).rows).toEqual([]);
+    expect(
+      await writeItemBatch(t.db, { ...batchOf([item('ib-s1', 'ib-sr1')]), expected: expected({}) }),
+    ).toEqual({ inserted: new Set(['ib-s1']), written: 1 });
+    // Any rewrite of the model (here the same fields again) moves its version.
+    await upsertModel(
+      t.db,
+      'main',
+      {
+        id: 'post',
+        apiKey: 'post',
+        name: 'post',
+        modularBlock: false,
+        sortable: false,
+        tree: false,
+        draftModeActive: true,
+        attributes: {},
+      },
+      [
+        {
+          apiKey: 'title',
+          fieldType: 'string',
+          localized: false,
+          id: null,
+          label: null,
+          position: 0,
+          attributes: {},
+        },
+      ],
+    );
+    await expect(
+      writeItemBatch(t.db, { ...batchOf([item('ib-s2', 'ib-sr2')]), expected: expected({}) }),
+    ).rejects.toBeInstanceOf(StaleBatchContextError);
   });
 
   it('keeps exact per-model counts through concurrent batches, updates and deletes', async () => {

@@ -384,13 +384,49 @@ export async function writeItemBatch(
     events: readonly NewEvent[];
     records: readonly RecordWrite[];
     texts: readonly RecordText[];
+    /**
+     * The context the batch was validated against, when it came from a cache: if any of it has
+     * changed since, nothing is written and StaleBatchContextError is thrown.
+     */
+    expected?: ExpectedContext;
   },
 ): Promise<{ inserted: Set<string>; written: number }> {
-  const { rows } = await db.query<{ inserted: string[]; written: string }>(
-    'SELECT inserted, written FROM herald_write_item_batch($1::json, $2::json)',
-    [itemBatchJson(input.events, input.records), documentsJson(input.texts)],
+  const { rows } = await db.query<{ inserted: string[] | null; written: string }>(
+    'SELECT inserted, written FROM herald_write_item_batch($1::json, $2::json, $3::json)',
+    [
+      itemBatchJson(input.events, input.records),
+      documentsJson(input.texts),
+      input.expected ? expectedJson(input.expected) : null,
+    ],
   );
-  return { inserted: new Set(rows[0]!.inserted), written: Number(rows[0]!.written) };
+  const inserted = rows[0]!.inserted;
+  if (inserted === null) throw new StaleBatchContextError();
+  return { inserted: new Set(inserted), written: Number(rows[0]!.written) };
+}
+
+/** Environments and model versions (BatchContext.modelVersions) a batch was validated against. */
+export interface ExpectedContext {
+  environments: readonly { id: string; locales: readonly string[]; isPrimary: boolean }[];
+  models: readonly { environment: string; id: string; version: string }[];
+}
+
+/** writeItemBatch's `expected` context no longer holds: nothing was written. */
+export class StaleBatchContextError extends Error {
+  constructor() {
+    super('the environments or models the batch was validated against have changed');
+    this.name = 'StaleBatchContextError';
+  }
+}
+
+function expectedJson(expected: ExpectedContext): string {
+  return JSON.stringify({
+    environments: expected.environments.map((e) => ({
+      id: e.id,
+      locales: e.locales,
+      is_primary: e.isPrimary,
+    })),
+    models: expected.models,
+  });
 }
 
 /** A JSON string or null, for the hand-built rows below. */

@@ -27,9 +27,12 @@ import {
   upsertModel,
   upsertRecords,
   writeItemBatch,
+  StaleBatchContextError,
+  type BatchContext,
   type BlockSync,
   type BlockWrite,
   type Db,
+  type Environment,
   type FieldWrite,
   type ModelWrite,
   type NewEvent,
@@ -40,6 +43,7 @@ import {
   type TextBlock,
 } from '@herald/store';
 import type { ValidEvent } from '../routes/events.validators.js';
+import type { BatchContextCache } from './context-cache.js';
 import { extractItem, type ExtractedItem } from './item-values.js';
 
 export interface AcceptedEvent {
@@ -85,17 +89,20 @@ export async function acceptEvents(
   events: readonly ValidEvent[],
   requestEnvironment: string,
   now = new Date(),
+  cache?: BatchContextCache,
 ): Promise<AcceptResult> {
+  if (cache) {
+    const cached = await acceptFromCache(db, events, requestEnvironment, now, cache);
+    if (cached) return cached;
+  }
   const ids = events.map((event) => event.id ?? randomUUID());
-  const firstIndex = new Map<string, number>();
-  ids.forEach((id, i) => {
-    if (!firstIndex.has(id)) firstIndex.set(id, i);
-  });
+  const firstIndex = firstIndexes(ids);
 
   // Planning reads outside the transaction: it took no locks inside one either, and the
   // writes re-check what matters (ON CONFLICT on event ids, the staleness rule on records).
   const planner = new Planner(now, requestEnvironment);
-  const stored = await planner.load(db, events, [...firstIndex.keys()]);
+  const context = await planner.load(db, events, [...firstIndex.keys()]);
+  const stored = context.knownEventIds;
   const fresh = events.flatMap((event, i) => {
     const id = ids[i]!;
     return firstIndex.get(id) === i && !stored.has(id) ? [{ event, id }] : [];
@@ -122,7 +129,30 @@ export async function acceptEvents(
       return ids;
     });
   }
+  if (cache) {
+    // A batch of item events leaves environments and models as they were read.
+    if (events.every((event) => event.kind === 'item')) cache.remember(context);
+    else cache.clear();
+  }
+  return acceptResult(events, ids, firstIndex, planned, inserted);
+}
 
+/** The index of each id's first occurrence (later ones are duplicates within the batch). */
+function firstIndexes(ids: readonly string[]): Map<string, number> {
+  const firstIndex = new Map<string, number>();
+  ids.forEach((id, i) => {
+    if (!firstIndex.has(id)) firstIndex.set(id, i);
+  });
+  return firstIndex;
+}
+
+function acceptResult(
+  events: readonly ValidEvent[],
+  ids: readonly string[],
+  firstIndex: ReadonlyMap<string, number>,
+  planned: readonly { row: NewEvent; plan: Plan }[],
+  inserted: ReadonlySet<string>,
+): AcceptResult {
   return {
     events: events.map((event, i) => ({
       id: ids[i]!,
@@ -135,6 +165,53 @@ export async function acceptEvents(
       (p) => inserted.has(p.row.id) && p.plan.kind.startsWith('environment-'),
     ),
   };
+}
+
+/**
+ * A batch of item events taking writeItemBatch's path, validated against the cached context
+ * instead of a fresh pre-read; undefined when it cannot: the cache lacks something, the batch is
+ * not one for the fast path, it has validation errors (the full path words them, knowing which
+ * events are duplicates and need none), or the write found the context changed. Events already
+ * stored are planned too: the write skips them (ON CONFLICT) with their records.
+ */
+async function acceptFromCache(
+  db: Db,
+  events: readonly ValidEvent[],
+  requestEnvironment: string,
+  now: Date,
+  cache: BatchContextCache,
+): Promise<AcceptResult | undefined> {
+  if (!events.every((event) => event.kind === 'item')) return undefined;
+  const planner = new Planner(now, requestEnvironment);
+  const cached = cache.lookup(
+    new Set(events.map((event) => planner.environmentOf(event))),
+    planner.modelKeys(events).map(({ environment, key }) => ({ environment, id: key })),
+  );
+  if (!cached) return undefined;
+  planner.use(cached.environments, cached.models);
+  const ids = events.map((event) => event.id ?? randomUUID());
+  const firstIndex = firstIndexes(ids);
+  const planned = events.flatMap((event, i) =>
+    firstIndex.get(ids[i]!) === i ? [planner.plan(event, ids[i]!)] : [],
+  );
+  if (planner.errors.length > 0) return undefined;
+  const fast = fastPathWrites(planned, planner);
+  if (!fast) return undefined;
+  let inserted: Set<string>;
+  try {
+    inserted = (
+      await writeItemBatch(db, {
+        events: planned.map((p) => p.row),
+        ...fast,
+        expected: cached.expected,
+      })
+    ).inserted;
+  } catch (error) {
+    if (!(error instanceof StaleBatchContextError)) throw error;
+    cache.clear();
+    return undefined;
+  }
+  return acceptResult(events, ids, firstIndex, planned, inserted);
 }
 
 /**
@@ -235,15 +312,8 @@ class Planner {
     return models;
   }
 
-  /**
-   * Loads the environments and every model the batch names (by id or api_key); returns the ids
-   * among eventIds that are already stored.
-   */
-  async load(
-    db: Queryable,
-    events: readonly ValidEvent[],
-    eventIds: readonly string[],
-  ): Promise<Set<string>> {
+  /** The models the batch names (by id or api_key), by environment. */
+  modelKeys(events: readonly ValidEvent[]): { environment: string; key: string }[] {
     const keys = new Map<string, { environment: string; key: string }>();
     const add = (environment: string, key: string) =>
       keys.set(`${environment}\u0000${key}`, { environment, key });
@@ -260,12 +330,32 @@ class Planner {
         if (event.itemType.attributes) add(environment, event.itemType.attributes.api_key);
       }
     }
-    const context = await loadBatchContext(db, eventIds, [...keys.values()]);
-    for (const env of context.environments) {
+    return [...keys.values()];
+  }
+
+  /**
+   * Loads the environments and every model the batch names (by id or api_key); returns what it
+   * read, whose knownEventIds are the ids among eventIds already stored.
+   */
+  async load(
+    db: Queryable,
+    events: readonly ValidEvent[],
+    eventIds: readonly string[],
+  ): Promise<BatchContext> {
+    const context = await loadBatchContext(db, eventIds, this.modelKeys(events));
+    this.use(context.environments, context.models);
+    return context;
+  }
+
+  /** Plans against these environments and models (copies are kept). */
+  use(
+    environments: readonly Environment[],
+    models: ReadonlyMap<string, ReadonlyMap<string, ModelInfo>>,
+  ): void {
+    for (const env of environments) {
       this.environments.set(env.id, { locales: env.locales, isPrimary: env.isPrimary });
     }
-    for (const [environment, models] of context.models) this.models.set(environment, models);
-    return context.knownEventIds;
+    for (const [environment, byId] of models) this.models.set(environment, new Map(byId));
   }
 
   plan(event: ValidEvent, id: string): { row: NewEvent; plan: Plan } {

@@ -3,6 +3,7 @@ import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@her
 import { context, enqueueEventMatches, requireRole } from '@herald/runtime';
 import type { IngestDeps } from '../app.js';
 import { acceptEvents } from '../events/accept-events.js';
+import { BatchContextCache } from '../events/context-cache.js';
 import { ingestMetrics } from '../events/metrics.js';
 import { validateEventsBody } from './events.validators.js';
 
@@ -32,6 +33,9 @@ function countRejected(deps: IngestDeps, body: unknown): void {
 export function eventsCreate(deps: IngestDeps): RequestHandler {
   const metrics = ingestMetrics(deps.metrics.registry);
   const log = deps.logger.child({ module: 'events' });
+  // Environments and models of recent batches: item batches skip the pre-read (the write
+  // re-checks them, see BatchContextCache).
+  const contextCache = new BatchContextCache();
   return async (req, res, next) => {
     try {
       const body: unknown = req.body;
@@ -39,7 +43,13 @@ export function eventsCreate(deps: IngestDeps): RequestHandler {
       try {
         const events = validateEventsBody(body);
         metrics.batchSize.observe(events.length);
-        result = await acceptEvents(deps.db, events, context(res).environment?.id ?? 'main');
+        result = await acceptEvents(
+          deps.db,
+          events,
+          context(res).environment?.id ?? 'main',
+          new Date(),
+          contextCache,
+        );
       } catch (error) {
         if (error instanceof ApiError && error.status === 422) countRejected(deps, body);
         throw error;
