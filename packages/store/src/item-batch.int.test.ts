@@ -213,6 +213,47 @@ describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
     });
   });
 
+  it('leaves the same record as the step-by-step write (migration 006 repeats its upsert)', async () => {
+    // herald_write_item_batch carries a copy of upsertRecordsSql (records.ts): a change to one
+    // without the other makes this fail. The same history goes to record ib-fast through the
+    // one-statement write and to ib-slow through upsertRecords.
+    const steps: { mode: RecordWrite['mode']; title: string; minutes: number }[] = [
+      { mode: 'save', title: 'first draft', minutes: 1 },
+      { mode: 'publish', title: 'published', minutes: 2 },
+      { mode: 'save', title: 'edited after publishing', minutes: 3 },
+      { mode: 'save', title: 'stale: must not win', minutes: 0 },
+      { mode: 'unpublish', title: 'unpublished', minutes: 4 },
+    ];
+    let n = 0;
+    for (const step of steps) {
+      const updatedAt = new Date(at.getTime() + step.minutes * 60_000);
+      for (const recordId of ['ib-fast', 'ib-slow']) {
+        const one = item(`ib-eq-${n++}`, recordId, { mode: step.mode, title: step.title });
+        const record = { ...one.record, updatedAt };
+        if (recordId === 'ib-fast' && step.mode !== 'unpublish') {
+          await writeItemBatch(t.db, { ...batchOf([one]), records: [record] });
+        } else {
+          await upsertRecords(t.db, [record]);
+        }
+      }
+    }
+    // The fast path takes no unpublish (fastPathWrites): both records got it step by step.
+    const { rows } = await t.db.query<Record<string, unknown>>(
+      `SELECT * FROM records WHERE id IN ('ib-fast', 'ib-slow') ORDER BY id`,
+    );
+    const comparable = (row: Record<string, unknown>) => {
+      const { id: _id, last_event_id: _event, ...rest } = row;
+      return rest;
+    };
+    expect(rows).toHaveLength(2);
+    expect(comparable(rows[0]!)).toEqual(comparable(rows[1]!));
+    expect(rows[0]).toMatchObject({
+      status: 'draft',
+      current_attributes: { title: 'unpublished' },
+      published_attributes: null,
+    });
+  });
+
   it('loads the batch context by key, whatever the size of the events table', async () => {
     // The plan is prepared once per connection: built on an almost empty table it must still
     // read events by key once the table is large (a scan would make this lookup slow, not wrong).
