@@ -14,7 +14,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { backendPids, cpuPer, sampleCpu, type CpuSample } from '../lib/cpu.js';
+import { backendPids, cpuPer, processCpuMs, sampleCpu, type CpuSample } from '../lib/cpu.js';
 import { MATCH_WEBHOOKS, matchingBench } from './matching.js';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
 import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
@@ -105,6 +105,41 @@ class ReceiverProcess {
     this.child.send({ cmd: 'exit' });
     await exited;
   }
+}
+
+/** The delivery workers in a child process of their own (./workers.ts). */
+class WorkersProcess {
+  private constructor(private readonly child: ChildProcess) {}
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  static async start(env: NodeJS.ProcessEnv): Promise<WorkersProcess> {
+    const child = fork(fileURLToPath(new URL('./workers.js', import.meta.url)), [], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env,
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('message', () => resolve());
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`delivery workers exited with ${code}`)));
+    });
+    return new WorkersProcess(child);
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.send({ cmd: 'exit' });
+    await exited;
+  }
+}
+
+/** CPU by process group, with the workers' process apart (0 when they run in this process). */
+type Cpu = CpuSample & { workers: number };
+
+function cpuPerUnit(before: Cpu, after: Cpu, units: number): Cpu {
+  return { ...cpuPer(before, after, units), workers: (after.workers - before.workers) / units };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -282,139 +317,196 @@ async function main(): Promise<void> {
         await insertWebhook(testDb.db, itemWebhook(receiver.url, `b-${m}-${k}`, ['publish'], m));
       }
     }
-    const delivery = await startDelivery(
-      { db: workerDb, redis, logger, registry: deps.metrics.registry },
-      settings,
-    );
-    try {
-      const scenarioA = (count: number) =>
-        Array.from({ length: count }, (_, i) => itemEvent('update', i % MODELS_A, randomId('r')));
-      const scenarioB = (count: number) =>
-        Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
+    const scenarioA = (count: number) =>
+      Array.from({ length: count }, (_, i) => itemEvent('update', i % MODELS_A, randomId('r')));
+    const scenarioB = (count: number) =>
+      Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
 
-      // This run's own backends (other work on the machine may use Postgres too).
-      let backends: number[] = [];
-      const cpuNow = () => sampleCpu([receiver.pid], backends);
-      const run = async (events: unknown[], expected: number) => {
-        const before = (await receiver.stats()).count;
-        const cpu = cpuNow();
-        const started = performance.now();
-        await postInBatches(herald.url, token, events);
-        const posted = (performance.now() - started) / 1000;
-        await receiver.waitFor(before + expected);
-        const seconds = (performance.now() - started) / 1000;
-        // CPU per 1000 deliveries (the receiver's polling for its count included).
-        const cpuPer1000 = cpuPer(cpu, cpuNow(), expected / 1000);
-        return { count: expected, seconds, posted, cpuPer1000 };
-      };
-
-      // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
-      process.stdout.write('warming up…\n');
+    // This run's own backends (other work on the machine may use Postgres too), read again
+    // whenever the workers' pool changes.
+    let backends: number[] = [];
+    let workersPid = 0;
+    const cpuNow = (): Cpu => ({
+      ...sampleCpu([receiver.pid], backends),
+      workers: workersPid ? processCpuMs(workersPid) : 0,
+    });
+    const run = async (events: unknown[], expected: number) => {
+      const before = (await receiver.stats()).count;
+      const cpu = cpuNow();
+      const started = performance.now();
+      await postInBatches(herald.url, token, events);
+      const posted = (performance.now() - started) / 1000;
+      await receiver.waitFor(before + expected);
+      const seconds = (performance.now() - started) / 1000;
+      // CPU per 1000 deliveries (the receiver's polling for its count included).
+      return { count: expected, seconds, posted, cpuPer1000: cpuPerUnit(cpu, cpuNow(), expected / 1000) };
+    };
+    const warmUp = async () => {
       await run(scenarioA(500), 500);
       await run(scenarioB(50), 50 * FANOUT);
-      const bodyBytes = (await receiver.stats()).bytes;
       backends = await backendPids(testDb.db, testDb.schema!);
+    };
 
-      process.stdout.write('baseline…\n');
-      await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
-      const raw = await baseline(
-        receiver.url,
-        bodyBytes,
-        settings.connectionsPerOrigin,
-        EVENTS * 2,
-      );
-
-      process.stdout.write('Herald, 1 webhook per event…\n');
-      const one = await run(scenarioA(EVENTS), EVENTS);
-      process.stdout.write('Herald, 10 webhooks per event…\n');
-      const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
-
-      process.stdout.write(`latency at ${LATENCY_RATE} events/s…\n`);
+    /** One event per POST /events at a paced LATENCY_RATE; latency from POST sent to arrival. */
+    const latencyRun = async (shape: string) => {
       await receiver.mode(true);
+      const prefix = `lat${shape.replace(/[^a-z]/g, "")}`;
       const sent = new Map<string, number>();
       const total = LATENCY_RATE * LATENCY_SECONDS;
       const posts: Promise<void>[] = [];
-      const latencyCpu = cpuNow();
+      const answers: number[] = [];
+      const cpu = cpuNow();
       const t0 = performance.now();
       for (let i = 0; i < total; i++) {
         const due = t0 + (i * 1000) / LATENCY_RATE;
         const wait = due - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        const recordId = randomId('lat');
+        const recordId = randomId(prefix);
         sent.set(recordId, now());
-        posts.push(postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]));
+        const postedAt = performance.now();
+        posts.push(
+          postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]).then(() => {
+            answers.push(performance.now() - postedAt);
+          }),
+        );
       }
       await Promise.all(posts);
-      const base = (await receiver.stats()).count;
-      void base;
+      answers.sort((a, b) => a - b);
       let arrivals: [string, number][] = [];
       const deadline = Date.now() + 60_000;
       while (arrivals.length < total && Date.now() < deadline) {
         arrivals = (await receiver.stats()).arrivals;
         if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      const latencyCpuPer1000 = cpuPer(latencyCpu, cpuNow(), total / 1000);
+      const cpuPer1000 = cpuPerUnit(cpu, cpuNow(), total / 1000);
       await receiver.mode(false);
       const latencies = arrivals
         .filter(([id]) => sent.has(id))
         .map(([id, at]) => at - sent.get(id)!)
         .sort((a, b) => a - b);
-
       // Where the latency goes: accepted → call created (match) → attempt sent (deliver).
-      const { rows: stages } = await testDb.db.query<{ matched: number; sent: number }>(
+      const { rows } = await testDb.db.query<{ matched: number; sent: number }>(
         `SELECT extract(epoch FROM c.created_at - e.accepted_at) * 1000 AS matched,
            extract(epoch FROM c.last_sent_at - c.created_at) * 1000 AS sent
          FROM webhook_calls c JOIN events e ON e.id = c.event_id
-         WHERE e.entity_id LIKE 'lat%' AND c.last_sent_at IS NOT NULL`,
+         WHERE e.entity_id LIKE $1 AND c.last_sent_at IS NOT NULL`,
+        [`${prefix}%`],
       );
       const stage = (key: 'matched' | 'sent', q: number) =>
         quantile(
-          stages.map((r) => Number(r[key])).sort((a, b) => a - b),
+          rows.map((r) => Number(r[key])).sort((a, b) => a - b),
           q,
         ).toFixed(1);
+      return {
+        total,
+        received: latencies.length,
+        p50: quantile(latencies, 0.5),
+        p99: quantile(latencies, 0.99),
+        accepted: `${quantile(answers, 0.5).toFixed(1)} / ${quantile(answers, 0.99).toFixed(1)}`,
+        matched: `${stage('matched', 0.5)} / ${stage('matched', 0.99)}`,
+        delivered: `${stage('sent', 0.5)} / ${stage('sent', 0.99)}`,
+        cpuPer1000,
+      };
+    };
+    const shapeRuns = async (shape: string) => {
+      process.stdout.write(`${shape}: 1 webhook per event…\n`);
+      const one = await run(scenarioA(EVENTS), EVENTS);
+      process.stdout.write(`${shape}: ${FANOUT} webhooks per event…\n`);
+      const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
+      process.stdout.write(`${shape}: latency at ${LATENCY_RATE} events/s…\n`);
+      const latency = await latencyRun(shape);
+      return { one, fan, latency };
+    };
 
-      const loadAfter = loadavg();
-      const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
-      const rawRate = rate(raw);
-      const cpuCells = (c: CpuSample | undefined) =>
-        c ? [c.bench, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ') : '';
-      const row = (
-        name: string,
-        r: { count: number; seconds: number; posted?: number; cpuPer1000?: CpuSample },
-      ) =>
-        `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× | ${cpuCells(r.cpuPer1000)} |`;
-      const p50 = quantile(latencies, 0.5);
-      const p99 = quantile(latencies, 0.99);
-      const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-      const table = [
-        `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
-          `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
-          `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight`,
-        '',
-        '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: Herald process / its Postgres backends / redis (all) / receiver |',
-        '|---|---|---|---|---|---|---|',
-        row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
-        row(`Herald end to end, 1 webhook per event (${MODELS_A} webhooks)`, one),
-        row(`Herald end to end, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, fan),
-        '',
-        `| measure | value | target |`,
-        '|---|---|---|',
-        `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${latencies.length}/${total} events) | ${p50.toFixed(1)} ms | |`,
-        `| e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${p99.toFixed(1)} ms | ≤ 50 ms ${pass(p99 <= 50)} |`,
-        `| of which accepted → call created (match), p50 / p99 | ${stage('matched', 0.5)} / ${stage('matched', 0.99)} ms | |`,
-        `| of which call created → attempt sent (deliver), p50 / p99 | ${stage('sent', 0.5)} / ${stage('sent', 0.99)} ms | |`,
-        `| CPU ms per 1000 events in the latency run: Herald process / postgres / redis / receiver | ${cpuCells(latencyCpuPer1000)} | |`,
-        `| matching, ${MATCH_WEBHOOKS} webhooks, ${matching.matchesPerEvent.toFixed(1)} matches/event | ${matching.usPerEvent.toFixed(2)} µs/event | ≤ 50 µs ${pass(matching.usPerEvent <= 50)} |`,
-        `| delivered/s, 1 webhook per event | ${Math.round(rate(one))} | ≥ 2000 ${pass(rate(one) >= 2000)}, ≥ 0.4× ${pass(rate(one) >= 0.4 * rawRate)} |`,
-        `| delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(fan))} | ≥ 2000 ${pass(rate(fan) >= 2000)}, ≥ 0.4× ${pass(rate(fan) >= 0.4 * rawRate)} |`,
-        '',
-        `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
-          `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
-      ];
-      process.stdout.write(`\n${table.join('\n')}\n`);
+    // Shape 1: the workers in the process that ingests (npm start's standalone mode).
+    const delivery = await startDelivery(
+      { db: workerDb, redis, logger, registry: deps.metrics.registry },
+      settings,
+    );
+    let single: Awaited<ReturnType<typeof shapeRuns>>;
+    let raw: { count: number; seconds: number };
+    let bodyBytes: number;
+    try {
+      // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
+      process.stdout.write('warming up…\n');
+      await warmUp();
+      bodyBytes = (await receiver.stats()).bytes;
+      process.stdout.write('baseline…\n');
+      await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
+      raw = await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, EVENTS * 2);
+      single = await shapeRuns('one process');
     } finally {
       await delivery.close();
     }
+
+    // Shape 2: the delivery service's workers in a process of their own (docker-compose).
+    const workers = await WorkersProcess.start({
+      ...process.env,
+      BENCH_SCHEMA: testDb.schema!,
+      REDIS_PREFIX: deps.redisPrefix,
+      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+    });
+    let split: Awaited<ReturnType<typeof shapeRuns>>;
+    try {
+      workersPid = workers.pid;
+      await warmUp();
+      split = await shapeRuns('two processes');
+    } finally {
+      workersPid = 0;
+      await workers.stop();
+    }
+
+    const loadAfter = loadavg();
+    const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
+    const rawRate = rate(raw);
+    const cpuCells = (c: Cpu | undefined) =>
+      c
+        ? [c.bench, c.workers, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ')
+        : '';
+    const row = (
+      name: string,
+      r: { count: number; seconds: number; posted?: number; cpuPer1000?: Cpu },
+    ) =>
+      `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× | ${cpuCells(r.cpuPer1000)} |`;
+    const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+    const shapes = [
+      ['one process', single],
+      ['two processes', split],
+    ] as const;
+    const table = [
+      `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
+        `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
+        `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight. ` +
+        `"one process": ingest and workers in the bench process (npm start); "two processes": the workers in a child process (the delivery service, as deployed)`,
+      '',
+      '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: bench process (ingest, poster; workers in "one process") / workers process / Herald\'s Postgres backends / redis (all) / receiver |',
+      '|---|---|---|---|---|---|---|',
+      row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
+      ...shapes.flatMap(([name, r]) => [
+        row(`Herald, ${name}, 1 webhook per event (${MODELS_A} webhooks)`, r.one),
+        row(`Herald, ${name}, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, r.fan),
+      ]),
+      '',
+      `| measure | value | target |`,
+      '|---|---|---|',
+      ...shapes.flatMap(([name, r]) => [
+        `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${r.latency.received}/${r.latency.total} events) | ${r.latency.p50.toFixed(1)} ms | |`,
+        `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${r.latency.p99.toFixed(1)} ms | ≤ 50 ms ${pass(r.latency.p99 <= 50)} |`,
+        `| ${name}: of which POST sent → 202 received, p50 / p99 | ${r.latency.accepted} ms | |`,
+        `| ${name}: of which accepted → call created (match), p50 / p99 | ${r.latency.matched} ms | |`,
+        `| ${name}: of which call created → attempt sent (deliver), p50 / p99 | ${r.latency.delivered} ms | |`,
+        `| ${name}: CPU ms per 1000 events in the latency run (columns as above) | ${cpuCells(r.latency.cpuPer1000)} | |`,
+      ]),
+      `| matching, ${MATCH_WEBHOOKS} webhooks, ${matching.matchesPerEvent.toFixed(1)} matches/event | ${matching.usPerEvent.toFixed(2)} µs/event | ≤ 50 µs ${pass(matching.usPerEvent <= 50)} |`,
+      ...shapes.flatMap(([name, r]) => [
+        `| ${name}: delivered/s, 1 webhook per event | ${Math.round(rate(r.one))} | ≥ 2000 ${pass(rate(r.one) >= 2000)}, ≥ 0.4× ${pass(rate(r.one) >= 0.4 * rawRate)} |`,
+        `| ${name}: delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(r.fan))} | ≥ 2000 ${pass(rate(r.fan) >= 2000)}, ≥ 0.4× ${pass(rate(r.fan) >= 0.4 * rawRate)} |`,
+      ]),
+      '',
+      `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
+        `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+    ];
+    process.stdout.write(`\n${table.join('\n')}\n`);
   } finally {
     await herald.close();
     await receiver.stop();

@@ -29,6 +29,12 @@ function ticksOf(pid: string): { comm: string; ticks: number } | undefined {
   }
 }
 
+/** Milliseconds of CPU (user + system) one process has used, or 0 when it is gone. */
+export function processCpuMs(pid: number): number {
+  const entry = ticksOf(String(pid));
+  return entry ? (entry.ticks * 1000) / TICKS_PER_SECOND : 0;
+}
+
 export function sampleCpu(
   childPids: readonly number[] = [],
   postgresPids?: readonly number[],

@@ -29,6 +29,7 @@ export {
   EnqueueUnavailableError,
   createEventMatchQueue,
   enqueueEventMatches,
+  EventMatchEnqueuer,
   eventMatchJobId,
   queuePrefix,
   type EventMatchQueue,

@@ -101,3 +101,53 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
   for (let i = 0; i < list.length; i += size) out.push(list.slice(i, i + size));
   return out;
 }
+
+/**
+ * Enqueues match jobs for concurrent requests together: while one enqueue is on its way to Redis,
+ * the ids of the requests that finish meanwhile wait and go in the next one, as one job (up to
+ * MATCH_JOB_EVENTS_MAX ids). At low load each request's ids go at once, alone; under load many
+ * small requests share one Redis round trip and one match job, whose fixed cost (the BullMQ
+ * scripts on both sides, a worker wake-up) is most of the work of a one-event request.
+ */
+export class EventMatchEnqueuer {
+  #waiting: { ids: readonly string[]; resolve: () => void; reject: (error: unknown) => void }[] =
+    [];
+  #sending = false;
+
+  constructor(
+    private readonly queue: EventMatchQueue,
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Resolves once these ids are in Redis; rejects as enqueueEventMatches would. */
+  enqueue(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return Promise.resolve();
+    const done = new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ ids: eventIds, resolve, reject });
+    });
+    if (!this.#sending) void this.#send();
+    return done;
+  }
+
+  async #send(): Promise<void> {
+    this.#sending = true;
+    try {
+      while (this.#waiting.length > 0) {
+        const group = this.#waiting;
+        this.#waiting = [];
+        try {
+          await enqueueEventMatches(
+            this.queue,
+            group.flatMap((entry) => entry.ids),
+            this.timeoutMs,
+          );
+          for (const entry of group) entry.resolve();
+        } catch (error) {
+          for (const entry of group) entry.reject(error);
+        }
+      }
+    } finally {
+      this.#sending = false;
+    }
+  }
+}

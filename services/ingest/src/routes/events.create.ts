@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@herald/contract';
-import { context, enqueueEventMatches, requireRole } from '@herald/runtime';
+import { EventMatchEnqueuer, context, requireRole } from '@herald/runtime';
 import type { IngestDeps } from '../app.js';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
@@ -36,6 +36,8 @@ export function eventsCreate(deps: IngestDeps): RequestHandler {
   // Environments and models of recent batches: item batches skip the pre-read (the write
   // re-checks them, see BatchContextCache).
   const contextCache = new BatchContextCache();
+  // Requests finishing together share an enqueue (and a match job).
+  const enqueuer = new EventMatchEnqueuer(deps.eventMatchQueue, deps.enqueueTimeoutMs);
   return async (req, res, next) => {
     try {
       const body: unknown = req.body;
@@ -72,7 +74,7 @@ export function eventsCreate(deps: IngestDeps): RequestHandler {
       }
       for (const { labels, count } of tally.values()) metrics.events.inc(labels, count);
       try {
-        await enqueueEventMatches(deps.eventMatchQueue, result.acceptedIds, deps.enqueueTimeoutMs);
+        await enqueuer.enqueue(result.acceptedIds);
       } catch (error) {
         metrics.enqueueFailures.inc();
         log.warn(

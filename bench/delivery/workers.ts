@@ -1,0 +1,41 @@
+/**
+ * The delivery service's workers in a process of their own, as deployed beside the ingest service
+ * (docker-compose's `delivery`, services/delivery/src/main.ts): started by the benchmark for its
+ * "two processes" rows. Its settings come from the environment the parent gives it (DELIVERY_*,
+ * REDIS_PREFIX, SSRF_ALLOW_CIDRS) and the parent's test schema (BENCH_SCHEMA).
+ *
+ * Parent → child messages: {cmd:'exit'}. Child → parent: {ready:true} once the workers run.
+ */
+import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
+import { createMetrics, createRedis } from '@herald/runtime';
+import { createPostgresDb } from '@herald/store';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, silentLogger } from '@herald/testkit';
+
+const schema = process.env['BENCH_SCHEMA'];
+if (!schema) throw new Error('BENCH_SCHEMA is required');
+const config = loadConfig(process.env);
+const logger = silentLogger();
+// The workers' own pool, as services/delivery/src/main.ts opens it (DELIVERY_SYNCHRONOUS_COMMIT).
+const db = createPostgresDb({
+  connectionString: TEST_DATABASE_URL,
+  searchPath: schema,
+  maxConnections: config.DB_POOL_SIZE,
+  synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
+  applicationName: schema,
+});
+const redis = createRedis(TEST_REDIS_URL, 'producer', logger);
+const delivery = await startDelivery(
+  { db, redis, logger, registry: createMetrics().registry },
+  deliverySettings(config, TEST_REDIS_URL),
+);
+
+process.on('message', (message: { cmd: string }) => {
+  if (message.cmd !== 'exit') return;
+  void (async () => {
+    await delivery.close();
+    await redis.quit();
+    await db.close();
+    process.exit(0);
+  })();
+});
+process.send!({ ready: true });
