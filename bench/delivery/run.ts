@@ -339,7 +339,12 @@ async function main(): Promise<void> {
       await receiver.waitFor(before + expected);
       const seconds = (performance.now() - started) / 1000;
       // CPU per 1000 deliveries (the receiver's polling for its count included).
-      return { count: expected, seconds, posted, cpuPer1000: cpuPerUnit(cpu, cpuNow(), expected / 1000) };
+      return {
+        count: expected,
+        seconds,
+        posted,
+        cpuPer1000: cpuPerUnit(cpu, cpuNow(), expected / 1000),
+      };
     };
     const warmUp = async () => {
       await run(scenarioA(500), 500);
@@ -350,7 +355,7 @@ async function main(): Promise<void> {
     /** One event per POST /events at a paced LATENCY_RATE; latency from POST sent to arrival. */
     const latencyRun = async (shape: string) => {
       await receiver.mode(true);
-      const prefix = `lat${shape.replace(/[^a-z]/g, "")}`;
+      const prefix = `lat${shape.replace(/[^a-z]/g, '')}`;
       const sent = new Map<string, number>();
       const total = LATENCY_RATE * LATENCY_SECONDS;
       const posts: Promise<void>[] = [];
