@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { randomId, silentLogger, testRedis } from '@herald/testkit';
+import { EventMatchEnqueuer, createEventMatchQueue, type EventMatchQueue } from './queues.js';
+
+const opened: { queue: EventMatchQueue; redis: Redis }[] = [];
+
+function openQueue(redis = testRedis()): EventMatchQueue {
+  const queue = createEventMatchQueue(redis, randomId('herald_test_q'), silentLogger());
+  opened.push({ queue, redis });
+  return queue;
+}
+
+afterEach(async () => {
+  for (const { queue, redis } of opened.splice(0)) {
+    await queue.obliterate({ force: true }).catch(() => undefined);
+    await queue.close();
+    redis.disconnect();
+  }
+});
+
+describe('EventMatchEnqueuer', () => {
+  it('sends the first request alone and the ones that finish meanwhile as one job', async () => {
+    const queue = openQueue();
+    const enqueuer = new EventMatchEnqueuer(queue, 2000);
+    await queue.waitUntilReady();
+    await Promise.all([
+      enqueuer.enqueue(['a1']),
+      enqueuer.enqueue(['b1', 'b2']),
+      enqueuer.enqueue(['c1']),
+      enqueuer.enqueue([]),
+    ]);
+    const jobs = await queue.getJobs(['waiting']);
+    const batches = jobs.map((job) => job.data.eventIds).sort((x, y) => x.length - y.length);
+    expect(batches).toEqual([['a1'], ['b1', 'b2', 'c1']]);
+
+    // Alone again once nothing is on its way.
+    await enqueuer.enqueue(['d1']);
+    expect((await queue.getJobCounts('waiting')).waiting).toBe(3);
+  });
+
+  it('rejects every request of a group when Redis cannot take it, and is not stuck after', async () => {
+    // Nothing listens on port 1: every enqueue fails fast.
+    const down = new Redis('redis://127.0.0.1:1', {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => null,
+    });
+    down.on('error', () => undefined);
+    const enqueuer = new EventMatchEnqueuer(openQueue(down), 200);
+    const results = await Promise.allSettled([enqueuer.enqueue(['x1']), enqueuer.enqueue(['x2'])]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    await expect(enqueuer.enqueue(['x3'])).rejects.toThrow();
+  });
+});
