@@ -10,6 +10,7 @@ import {
   insertEvents,
   listUnmatchedEvents,
   loadBlocks,
+  loadRecordModels,
   markEventsMatched,
   replaceRecordTexts,
   syncBlocks,
@@ -264,6 +265,27 @@ for (const kind of ['postgres', 'pglite'] as const) {
       expect(
         await upsertRecords(t.db, [write({ updatedAt: new Date('2026-01-05T00:00:00Z') })]),
       ).toEqual(new Map([['main\u0000r1', { inserted: true }]]));
+    });
+
+    it('reads the models of records across environments in one query (loadRecordModels)', async () => {
+      // A record of a model the store does not know (records have no foreign key to models).
+      await upsertRecords(t.db, [
+        write({ id: 'rm1' }),
+        write({ environment: 'other', id: 'rm1', itemTypeId: 'gone', eventId: 'e2' }),
+      ]);
+      expect(
+        await loadRecordModels(t.db, [
+          { environment: 'main', id: 'rm1' },
+          { environment: 'other', id: 'rm1' },
+          { environment: 'main', id: 'nope' },
+        ]),
+      ).toEqual(
+        new Map([
+          ['main\u0000rm1', { itemTypeId: 'post', itemTypeApiKey: 'post' }],
+          ['other\u0000rm1', { itemTypeId: 'gone', itemTypeApiKey: null }],
+        ]),
+      );
+      expect(await loadRecordModels(t.db, [])).toEqual(new Map());
     });
   });
 }

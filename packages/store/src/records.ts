@@ -603,3 +603,39 @@ export async function loadBlocks(
   );
   return new Map(rows.map((row) => [row.id, toStoredItem(row)]));
 }
+
+/** The model of a stored record: its id, and its api_key while the model exists. */
+export interface RecordModel {
+  itemTypeId: string;
+  itemTypeApiKey: string | null;
+}
+
+/**
+ * The models of these records (or blocks), across environments, in one round trip: for item
+ * events that name only their record (a delete). By recordKey(environment, id); unknown
+ * records are absent.
+ */
+export async function loadRecordModels(
+  db: Queryable,
+  keys: readonly { environment: string; id: string }[],
+): Promise<Map<string, RecordModel>> {
+  if (keys.length === 0) return new Map();
+  const { rows } = await db.query<{
+    environment: string;
+    id: string;
+    item_type_id: string;
+    api_key: string | null;
+  }>(
+    `SELECT r.environment, r.id, r.item_type_id, m.api_key
+     FROM json_to_recordset($1::json) AS k(environment text, id text)
+     JOIN records r ON r.environment = k.environment AND r.id = k.id
+     LEFT JOIN item_types m ON m.environment = r.environment AND m.id = r.item_type_id`,
+    [JSON.stringify(keys)],
+  );
+  return new Map(
+    rows.map((row) => [
+      recordKey(row.environment, row.id),
+      { itemTypeId: row.item_type_id, itemTypeApiKey: row.api_key },
+    ]),
+  );
+}

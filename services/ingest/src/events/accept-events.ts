@@ -17,6 +17,7 @@ import {
   loadBatchContext,
   loadBlocks,
   loadModels,
+  loadRecordModels,
   promoteEnvironment,
   recordKey,
   replaceRecordTexts,
@@ -38,6 +39,7 @@ import {
   type NewEvent,
   type Queryable,
   type RecordDelete,
+  type RecordModel,
   type RecordText,
   type RecordWrite,
   type TextBlock,
@@ -292,6 +294,12 @@ class Planner {
   readonly environments = new Map<string, EnvState>();
   /** Models by environment, by id. */
   readonly models = new Map<string, Map<string, ModelInfo>>();
+  /**
+   * Records' models by environment, by record id, for the item events that name only their
+   * record (deletes may): as stored when the batch was read, then as the batch writes and
+   * deletes records and models. Undefined (and not kept) when no event of the batch needs it.
+   */
+  private recordModels: Map<string, Map<string, RecordModel>> | undefined;
 
   constructor(
     private readonly now: Date,
@@ -333,18 +341,52 @@ class Planner {
     return [...keys.values()];
   }
 
+  /** The records of the item events that do not name their model. */
+  private recordsWithoutModel(
+    events: readonly ValidEvent[],
+  ): { environment: string; id: string }[] {
+    return events.flatMap((event) =>
+      event.kind === 'item' && !event.item.relationships
+        ? [{ environment: this.environmentOf(event), id: event.item.id }]
+        : [],
+    );
+  }
+
   /**
-   * Loads the environments and every model the batch names (by id or api_key); returns what it
-   * read, whose knownEventIds are the ids among eventIds already stored.
+   * Loads the environments and every model the batch names (by id or api_key), and the models
+   * of the records whose events do not name one (a second query, in parallel, only for such
+   * batches); returns what it read, whose knownEventIds are the ids among eventIds already
+   * stored.
    */
   async load(
     db: Queryable,
     events: readonly ValidEvent[],
     eventIds: readonly string[],
   ): Promise<BatchContext> {
-    const context = await loadBatchContext(db, eventIds, this.modelKeys(events));
+    const records = this.recordsWithoutModel(events);
+    const [context, recordModels] = await Promise.all([
+      loadBatchContext(db, eventIds, this.modelKeys(events)),
+      loadRecordModels(db, records),
+    ]);
     this.use(context.environments, context.models);
+    if (records.length > 0) {
+      this.recordModels = new Map();
+      for (const { environment, id } of records) {
+        const model = recordModels.get(recordKey(environment, id));
+        if (model) this.recordModelsOf(environment).set(id, model);
+      }
+    }
     return context;
+  }
+
+  private recordModelsOf(environment: string): Map<string, RecordModel> {
+    const all = (this.recordModels ??= new Map<string, Map<string, RecordModel>>());
+    let byId = all.get(environment);
+    if (!byId) {
+      byId = new Map<string, RecordModel>();
+      all.set(environment, byId);
+    }
+    return byId;
   }
 
   /** Plans against these environments and models (copies are kept). */
@@ -379,11 +421,17 @@ class Planner {
         this.modelsOf(environment).get(event.itemType.id)?.apiKey ??
         null;
     } else if (event.kind === 'item') {
-      itemTypeId = event.item.relationships?.item_type.data.id ?? null;
+      // An event that names its model is taken at its word, even if the stored record says
+      // otherwise: it is what the webhooks' payload carries. One that does not (a delete) gets
+      // the record's model, so that item_type filters hold for it (API.md §4.3).
+      const named = event.item.relationships?.item_type.data.id;
+      const known = named ? undefined : this.recordModels?.get(environment)?.get(event.item.id);
+      itemTypeId = named ?? known?.itemTypeId ?? null;
       itemTypeApiKey = itemTypeId
-        ? (this.modelsOf(environment).get(itemTypeId)?.apiKey ?? null)
+        ? (this.modelsOf(environment).get(itemTypeId)?.apiKey ?? known?.itemTypeApiKey ?? null)
         : null;
       plan = this.planItem(event, environment, id, prefix);
+      if (this.recordModels) this.followRecord(environment, plan);
     }
 
     const state = this.environments.get(environment);
@@ -403,6 +451,17 @@ class Planner {
       relatedEntities: event.attributes.related_entities,
     };
     return { row, plan };
+  }
+
+  /** Keeps recordModels as an item event leaves its record. */
+  private followRecord(environment: string, plan: Plan): void {
+    if (plan.kind === 'item-write') {
+      const { id, itemTypeId } = plan.write;
+      const itemTypeApiKey = this.modelsOf(environment).get(itemTypeId)?.apiKey ?? null;
+      this.recordModelsOf(environment).set(id, { itemTypeId, itemTypeApiKey });
+    } else if (plan.kind === 'item-delete') {
+      this.recordModelsOf(environment).delete(plan.delete.id);
+    }
   }
 
   private planEnvironment(event: ValidEvent & { kind: 'environment' }, prefix: string): Plan {
@@ -442,6 +501,7 @@ class Planner {
         }
         this.environments.delete(id);
         this.models.delete(id);
+        this.recordModels?.delete(id);
         return { kind: 'environment-delete', id };
     }
   }
@@ -455,6 +515,11 @@ class Planner {
     const { id, attributes } = event.itemType;
     if (event.attributes.event_type === 'delete') {
       models.delete(id);
+      // Its records go with it.
+      const records = this.recordModels?.get(environment);
+      for (const [recordId, model] of records ?? []) {
+        if (model.itemTypeId === id) records?.delete(recordId);
+      }
       return { kind: 'model-delete', environment, id };
     }
     if (!attributes) return { kind: 'none' };

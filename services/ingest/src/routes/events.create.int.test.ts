@@ -27,6 +27,15 @@ import {
 } from '@herald/testkit';
 import { sweepUnmatchedEvents } from '@herald/delivery';
 import { createApp } from '../app.js';
+import {
+  addWebhook,
+  startPipeline,
+  startReceiver,
+  waitForCall,
+  webhookInput,
+  type Pipeline,
+  type Receiver,
+} from '../../../delivery/src/harness.test-support.js';
 
 let t: TestDb;
 let redis: Redis;
@@ -105,7 +114,8 @@ function itemEvent(
   id: string,
   attributes: Record<string, unknown>,
   options: {
-    model?: string;
+    /** null: no relationships (a delete may name only its record). */
+    model?: string | null;
     meta?: Record<string, unknown>;
     eventId?: string;
     environment?: string;
@@ -122,7 +132,11 @@ function itemEvent(
         type: 'item',
         id,
         attributes,
-        relationships: { item_type: { data: { type: 'item_type', id: options.model ?? 'post' } } },
+        ...(options.model !== null && {
+          relationships: {
+            item_type: { data: { type: 'item_type', id: options.model ?? 'post' } },
+          },
+        }),
         meta: options.meta ?? {},
       },
     },
@@ -897,6 +911,149 @@ describe('the record store', () => {
       { entity_type: 'build_trigger', is_environment_primary: true },
       { entity_type: 'cda_cache_tags', is_environment_primary: true },
     ]);
+  });
+});
+
+describe('item deletes that name only their record', () => {
+  /** A model whose id and api_key differ, with one record per id given. */
+  async function modelWithRecords(...ids: string[]) {
+    const model = { id: randomId('m'), apiKey: randomId('k') };
+    const answer = await post([
+      modelEvent(model.id, model.apiKey, {}, [field('title', 'string')]),
+      ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
+    ]);
+    expect(answer.status).toBe(202);
+    return model;
+  }
+
+  async function eventModels(ids: string[]) {
+    const { rows } = await t.db.query<{
+      id: string;
+      item_type_id: string | null;
+      api_key: string | null;
+    }>(`SELECT id, item_type_id, item_type_api_key AS api_key FROM events WHERE id = ANY($1)`, [
+      ids,
+    ]);
+    return Object.fromEntries(rows.map(({ id, ...model }) => [id, model]));
+  }
+
+  it('store the model of the record, as the batch leaves it, on the event row', async () => {
+    const [a, b, c, d, e] = ['a', 'b', 'c', 'd', 'e'].map((n) => randomId(n));
+    const model = await modelWithRecords(a!, b!, c!);
+    const env = randomId('env').replaceAll('_', '-');
+    const sameModel = modelEvent(model.id, model.apiKey, {}, [field('title', 'string')]);
+    // d exists in another environment only.
+    const setup = await post([
+      {
+        type: 'event',
+        attributes: {
+          entity_type: 'environment',
+          event_type: 'create',
+          entity: { type: 'environment', id: env, attributes: { locales: ['en'] } },
+        },
+      },
+      { ...sameModel, attributes: { ...sameModel.attributes, environment: env } },
+      itemEvent('create', d!, { title: 'd' }, { model: model.id, environment: env }),
+    ]);
+    expect(setup.status).toBe(202);
+
+    const batch = {
+      // Stored records.
+      a: itemEvent('delete', a!, {}, { model: null }),
+      b: itemEvent('delete', b!, {}, { model: null }),
+      // A model named by the producer is kept, even against the stored record's.
+      c: itemEvent('delete', c!, {}, { model: 'page' }),
+      // The record is the one of the event's environment: main has no d.
+      dHere: itemEvent('delete', d!, {}, { model: null }),
+      dThere: itemEvent('delete', d!, {}, { model: null, environment: env }),
+      // An unknown record: the event is stored without a model, as before.
+      unknown: itemEvent('delete', randomId('r'), {}, { model: null }),
+      // A record the batch creates before deleting it.
+      eCreate: itemEvent('create', e!, { title: 'e' }, { model: model.id }),
+      eDelete: itemEvent('delete', e!, {}, { model: null }),
+    };
+    const answer = await post(Object.values(batch));
+    expect(answer.status).toBe(202);
+    expect(new Set(answer.body.data.map((entry) => entry.attributes.status))).toEqual(
+      new Set(['accepted']),
+    );
+    const stored = { item_type_id: model.id, api_key: model.apiKey };
+    const none = { item_type_id: null, api_key: null };
+    const byEvent = await eventModels(Object.values(batch).map((event) => event.id));
+    expect(Object.fromEntries(Object.entries(batch).map(([k, ev]) => [k, byEvent[ev.id]]))).toEqual(
+      {
+        a: stored,
+        b: stored,
+        c: { item_type_id: 'page', api_key: 'page' },
+        dHere: none,
+        dThere: stored,
+        unknown: none,
+        eCreate: stored,
+        eDelete: stored,
+      },
+    );
+    for (const id of [a!, b!, c!, e!]) expect(await findRecord(t.db, 'main', id)).toBeNull();
+    expect(await findRecord(t.db, env, d!)).toBeNull();
+  });
+
+  describe('delivered end to end', () => {
+    let pipeline: Pipeline;
+    let receiver: Receiver;
+    let api: TestServer;
+
+    beforeAll(async () => {
+      pipeline = await startPipeline(t.db);
+      receiver = await startReceiver();
+      // This file's app, enqueuing where the pipeline's match worker takes jobs.
+      const { redisPrefix } = pipeline.settings;
+      api = await serve(
+        createApp({ ...deps, redisPrefix, eventMatchQueue: pipeline.runtime.matchQueue }),
+      );
+    });
+
+    afterAll(async () => {
+      await api.close();
+      await pipeline.close();
+      await receiver.close();
+    });
+
+    it('reach the webhooks filtered by the model id and by its api_key', async () => {
+      const id = randomId('r');
+      const model = await modelWithRecords(id);
+      const onDeleteOf = (entityIds: string[]) =>
+        webhookInput(receiver.url, {
+          events: [
+            {
+              entity_type: 'item',
+              event_types: ['delete'],
+              filters: [{ entity_type: 'item_type', entity_ids: entityIds }],
+            },
+          ],
+        });
+      const byId = await addWebhook(t.db, pipeline, onDeleteOf([model.id]));
+      const byApiKey = await addWebhook(t.db, pipeline, onDeleteOf([model.apiKey]));
+      const otherModel = await addWebhook(t.db, pipeline, onDeleteOf(['post']));
+
+      const event = itemEvent('delete', id, {}, { model: null });
+      expect((await post([event], { url: api.url })).status).toBe(202);
+      await waitForCall(t.db, event.id, byId.id, ['success']);
+      await waitForCall(t.db, event.id, byApiKey.id, ['success']);
+      const sent = receiver.requests
+        .map((request) => JSON.parse(request.body) as Record<string, unknown>)
+        .filter((body) => (body['entity'] as { id: string }).id === id);
+      expect(sent.map((body) => [body['event_type'], body['webhook_id']]).sort()).toEqual(
+        [
+          ['delete', byId.id],
+          ['delete', byApiKey.id],
+        ].sort(),
+      );
+      const { rows } = await t.db.query<{ webhook_id: string }>(
+        'SELECT webhook_id FROM webhook_calls WHERE event_id = $1',
+        [event.id],
+      );
+      expect(rows.map((row) => row.webhook_id).sort()).toEqual([byId.id, byApiKey.id].sort());
+      expect(rows.map((row) => row.webhook_id)).not.toContain(otherModel.id);
+    });
   });
 });
 
