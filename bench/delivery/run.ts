@@ -40,6 +40,9 @@ const LATENCY_SECONDS = Number(process.env['LATENCY_SECONDS'] ?? 5);
 const MODELS_A = 50; // scenario A: one webhook per model, events spread over the models
 const MODELS_B = 10; // scenario B: ten webhooks per model
 const FANOUT = 10;
+/** Delivery service processes beside the ingest process in the second shape. */
+const WORKER_PROCESSES = Number(process.env['WORKER_PROCESSES'] ?? 1);
+const SPLIT_SHAPE = WORKER_PROCESSES === 1 ? 'two processes' : `1 + ${WORKER_PROCESSES} processes`;
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -325,13 +328,14 @@ async function main(): Promise<void> {
     // This run's own backends (other work on the machine may use Postgres too), read again
     // whenever the workers' pool changes.
     let backends: number[] = [];
-    let workersPid = 0;
+    let workersPids: number[] = [];
     const cpuNow = (): Cpu => ({
       ...sampleCpu([receiver.pid], backends),
-      workers: workersPid ? processCpuMs(workersPid) : 0,
+      workers: workersPids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
     });
     const run = async (events: unknown[], expected: number) => {
       const before = (await receiver.stats()).count;
+      backends = await backendPids(testDb.db, testDb.schema!);
       const cpu = cpuNow();
       const started = performance.now();
       await postInBatches(herald.url, token, events);
@@ -360,6 +364,7 @@ async function main(): Promise<void> {
       const total = LATENCY_RATE * LATENCY_SECONDS;
       const posts: Promise<void>[] = [];
       const answers: number[] = [];
+      backends = await backendPids(testDb.db, testDb.schema!);
       const cpu = cpuNow();
       const t0 = performance.now();
       for (let i = 0; i < total; i++) {
@@ -445,20 +450,24 @@ async function main(): Promise<void> {
     }
 
     // Shape 2: the delivery service's workers in a process of their own (docker-compose).
-    const workers = await WorkersProcess.start({
-      ...process.env,
-      BENCH_SCHEMA: testDb.schema!,
-      REDIS_PREFIX: deps.redisPrefix,
-      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
-    });
+    const workers = await Promise.all(
+      Array.from({ length: WORKER_PROCESSES }, () =>
+        WorkersProcess.start({
+          ...process.env,
+          BENCH_SCHEMA: testDb.schema!,
+          REDIS_PREFIX: deps.redisPrefix,
+          SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+        }),
+      ),
+    );
     let split: Awaited<ReturnType<typeof shapeRuns>>;
     try {
-      workersPid = workers.pid;
+      workersPids = workers.map((w) => w.pid);
       await warmUp();
-      split = await shapeRuns('two processes');
+      split = await shapeRuns(SPLIT_SHAPE);
     } finally {
-      workersPid = 0;
-      await workers.stop();
+      workersPids = [];
+      await Promise.all(workers.map((w) => w.stop()));
     }
 
     const loadAfter = loadavg();
@@ -476,13 +485,13 @@ async function main(): Promise<void> {
     const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
     const shapes = [
       ['one process', single],
-      ['two processes', split],
+      [SPLIT_SHAPE, split],
     ] as const;
     const table = [
       `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
         `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
         `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight. ` +
-        `"one process": ingest and workers in the bench process (npm start); "two processes": the workers in a child process (the delivery service, as deployed)`,
+        `"one process": ingest and workers in the bench process (npm start); "${SPLIT_SHAPE}": the workers in ${WORKER_PROCESSES} child process(es) (the delivery service, as deployed)`,
       '',
       '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: bench process (ingest, poster; workers in "one process") / workers process / Herald\'s Postgres backends / redis (all) / receiver |',
       '|---|---|---|---|---|---|---|',

@@ -15,6 +15,9 @@ export interface CpuSample {
   postgres: number;
   redis: number;
   children: number;
+  /** The Postgres group by pid, so that a backend that exits between two samples (a pool's
+   * idle connection closing) drops out of the difference instead of making it negative. */
+  postgresByPid: Map<number, number>;
 }
 
 function ticksOf(pid: string): { comm: string; ticks: number } | undefined {
@@ -45,6 +48,7 @@ export function sampleCpu(
     postgres: 0,
     redis: 0,
     children: 0,
+    postgresByPid: new Map(),
   };
   let pids: string[];
   try {
@@ -59,18 +63,24 @@ export function sampleCpu(
     if (!entry) continue;
     const ms = (entry.ticks * 1000) / TICKS_PER_SECOND;
     if (children.has(pid)) sample.children += ms;
-    else if (entry.comm === 'postgres' && (!backends || backends.has(pid))) sample.postgres += ms;
-    else if (entry.comm === 'redis-server') sample.redis += ms;
+    else if (entry.comm === 'postgres' && (!backends || backends.has(pid))) {
+      sample.postgres += ms;
+      sample.postgresByPid.set(Number(pid), ms);
+    } else if (entry.comm === 'redis-server') sample.redis += ms;
   }
   return sample;
 }
 
 /** CPU used between two samples, in ms per `units` units of work, by group. */
 export function cpuPer(before: CpuSample, after: CpuSample, units: number): CpuSample {
-  const per = (key: keyof CpuSample) => (after[key] - before[key]) / units;
+  const per = (key: 'bench' | 'redis' | 'children') => (after[key] - before[key]) / units;
+  let postgres = 0;
+  for (const [pid, ms] of after.postgresByPid)
+    postgres += ms - (before.postgresByPid.get(pid) ?? 0);
   return {
     bench: per('bench'),
-    postgres: per('postgres'),
+    postgres: postgres / units,
+    postgresByPid: new Map(),
     redis: per('redis'),
     children: per('children'),
   };
