@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { createApp } from '@herald/ingest';
 import { createEventMatchQueue, createRedis } from '@herald/runtime';
-import { createPostgresDb, createToken, migrate } from '@herald/store';
+import { createPostgresDb, createToken, migrate, textSearchConfig } from '@herald/store';
 import { silentLogger, testDeps } from '@herald/testkit';
 
 const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -220,6 +220,13 @@ async function main(): Promise<void> {
       await postBody(JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) }));
     }
 
+    // The locale of the environment the events land in, and its text search configuration.
+    const { rows: environments } = await db.query<{ locale: string | null }>(
+      `SELECT locales[1] AS locale FROM environments WHERE id = 'main'`,
+    );
+    const locale = environments[0]?.locale ?? 'en';
+    const searchConfig = textSearchConfig(locale);
+
     const rows: string[][] = [];
     const cpuRows: string[][] = [];
     for (const { batch, events } of SCENARIOS) {
@@ -270,6 +277,81 @@ async function main(): Promise<void> {
       });
       const baselineUsed = process.cpuUsage(baselineCpu);
       const baselinePgUsed = await baselinePgCpu.close();
+
+      // The same rows Herald writes for these events, by hand: the event, its record and its
+      // search document (one per locale), in one statement (one round trip, one commit).
+      const rowsBatches = Array.from({ length: batches }, () =>
+        Array.from({ length: batch }, itemEvent),
+      );
+      const rowsCpu = process.cpuUsage();
+      const rowsPgCpu = await CpuWindow.open(backends(`herald-bench-baseline-${suffix}`));
+      const sameRows = await measure(batches, batch, async (i) => {
+        const list = rowsBatches[i]!;
+        const params: unknown[] = [];
+        const slots = (values: unknown[]) => {
+          const base = params.length;
+          params.push(...values);
+          return `(${values.map((_, k) => `$${base + k + 1}`).join(', ')})`;
+        };
+        const events: string[] = [];
+        const records: string[] = [];
+        const texts: string[] = [];
+        for (const event of list) {
+          const attributes = event['attributes'] as Record<string, unknown>;
+          const entity = attributes['entity'] as {
+            id: string;
+            attributes: { title: string; body: string };
+            meta: { created_at: string; updated_at: string };
+          };
+          events.push(
+            slots([
+              event['id'],
+              'main',
+              true,
+              'item',
+              'create',
+              entity.id,
+              'article',
+              attributes['occurred_at'],
+              JSON.stringify(entity),
+            ]),
+          );
+          records.push(
+            slots([
+              'main',
+              entity.id,
+              'article',
+              JSON.stringify(entity.attributes),
+              entity.meta.created_at,
+              entity.meta.updated_at,
+              event['id'],
+            ]),
+          );
+          const text = slots([
+            'main',
+            entity.id,
+            'current',
+            locale,
+            'article',
+            `${entity.attributes.title}\n${entity.attributes.body}`,
+          ]);
+          texts.push(text.replace(/, (\$\d+)\)$/, `, to_tsvector('${searchConfig}', $1))`));
+        }
+        await baselinePool.query(
+          `WITH e AS (INSERT INTO events (id, environment, is_environment_primary, entity_type,
+               event_type, entity_id, item_type_id, occurred_at, entity)
+             VALUES ${events.join(', ')}),
+           r AS (INSERT INTO records (environment, id, item_type_id, current_attributes,
+               created_at, updated_at, last_event_id)
+             VALUES ${records.join(', ')})
+           INSERT INTO record_texts (environment, record_id, version, locale, item_type_id,
+               document)
+             VALUES ${texts.join(', ')}`,
+          params,
+        );
+      });
+      const rowsUsed = process.cpuUsage(rowsCpu);
+      const rowsPgUsed = await rowsPgCpu.close();
       const perEvent = (micros: number) => (micros / total).toFixed(0);
       rows.push([
         String(batch),
@@ -277,6 +359,8 @@ async function main(): Promise<void> {
         herald.toFixed(0),
         baseline.toFixed(0),
         (herald / baseline).toFixed(2),
+        sameRows.toFixed(0),
+        (herald / sameRows).toFixed(2),
       ]);
       cpuRows.push([
         String(batch),
@@ -285,6 +369,8 @@ async function main(): Promise<void> {
         perEvent(redisUsed),
         perEvent(baselineUsed.user + baselineUsed.system),
         perEvent(baselinePgUsed),
+        perEvent(rowsUsed.user + rowsUsed.system),
+        perEvent(rowsPgUsed),
       ]);
     }
 
@@ -303,6 +389,8 @@ async function main(): Promise<void> {
             'POST /events (events/s)',
             'raw multi-row INSERT (events/s)',
             'ratio',
+            'same rows by hand (events/s)',
+            'ratio',
           ],
           rows,
         ) +
@@ -314,6 +402,8 @@ async function main(): Promise<void> {
             'Postgres',
             'Redis',
             'INSERT baseline: node',
+            'Postgres',
+            'same rows by hand: node',
             'Postgres',
           ],
           cpuRows,
