@@ -1,7 +1,9 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -26,12 +28,17 @@ import { testSettings } from '../../../delivery/src/harness.test-support.js';
  * The console, end to end: the built console (services/console/dist) served by a real Herald
  * (ingest + read on one port, as the standalone process and the gateway serve them) on real
  * Postgres and Redis, delivery workers sending to a real local receiver, driven in Debian's
- * headless Chromium by playwright-core. Screenshots of the main screens go to docs/screenshots.
+ * headless Chromium by playwright-core. Screenshots of the main screens go to docs/screenshots
+ * when UPDATE_SCREENSHOTS=1 (the README shows them), else to a temporary folder, so that running
+ * the tests leaves the working tree as it was.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
 const CONSOLE_DIR = fileURLToPath(new URL('../../dist', import.meta.url));
-const SCREENSHOTS = fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url));
+const UPDATE_SCREENSHOTS = process.env['UPDATE_SCREENSHOTS'] === '1';
+const SCREENSHOTS = UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url))
+  : `${mkdtempSync(join(tmpdir(), 'herald-console-screenshots-'))}/`;
 
 interface Received {
   url: string;
@@ -238,6 +245,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
+  if (!UPDATE_SCREENSHOTS) rmSync(SCREENSHOTS, { recursive: true, force: true });
   await browser?.close();
   await delivery?.close();
   await deliveryRedis?.quit();
