@@ -30,6 +30,7 @@ import {
   testDeps,
   testRedis,
 } from '@herald/testkit';
+import { productionHttp } from '../lib/http.js';
 
 const EVENTS = Number(process.env['EVENTS'] ?? 6000);
 const FANOUT_EVENTS = Number(process.env['FANOUT_EVENTS'] ?? 600);
@@ -284,7 +285,7 @@ async function main(): Promise<void> {
   const receiver = await ReceiverProcess.start();
   const testDb = await createTestDb('postgres');
   const redis = testRedis();
-  const deps = testDeps(testDb.db, redis);
+  const deps = testDeps(testDb.db, redis, productionHttp());
   const config = loadConfig({
     ...process.env,
     REDIS_PREFIX: deps.redisPrefix,

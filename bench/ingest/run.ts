@@ -16,6 +16,7 @@ import { createApp } from '@herald/ingest';
 import { createEventMatchQueue, createRedis } from '@herald/runtime';
 import { createPostgresDb, createToken, migrate, textSearchConfig } from '@herald/store';
 import { silentLogger, testDeps } from '@herald/testkit';
+import { productionHttp } from '../lib/http.js';
 
 const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -150,7 +151,7 @@ async function main(): Promise<void> {
   const redisPids = () => Promise.resolve(pidsNamed('redis-server'));
   const redis = createRedis(REDIS_URL, 'producer', silentLogger());
   const deps = {
-    ...testDeps(db, redis, { authCacheTtlMs: 5000 }),
+    ...testDeps(db, redis, productionHttp()),
     redisPrefix: `herald_bench_${suffix}`,
   };
   const queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);

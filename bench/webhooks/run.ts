@@ -18,6 +18,7 @@ import {
   testDeps,
   testRedis,
 } from '@herald/testkit';
+import { productionHttp } from '../lib/http.js';
 
 const WEBHOOKS = Number(process.env['WEBHOOKS'] ?? 10_000);
 const REQUESTS = Number(process.env['REQUESTS'] ?? 30);
@@ -111,7 +112,7 @@ async function main(): Promise<void> {
     await seed((text, params) => testDb.db.query(text, params));
     const token = await createTestToken(testDb.db, 'admin');
 
-    const herald = await serve(createApp(testDeps(testDb.db, redis)));
+    const herald = await serve(createApp(testDeps(testDb.db, redis, productionHttp())));
     const baseline = await baselineServer(pool);
     try {
       const raw = await measure(baseline.url, {});
@@ -119,7 +120,7 @@ async function main(): Promise<void> {
       // Cold: a fresh process-level cache each time (the first request after a start).
       const coldTimes: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const fresh = await serve(createApp(testDeps(testDb.db, redis)));
+        const fresh = await serve(createApp(testDeps(testDb.db, redis, productionHttp())));
         try {
           const started = performance.now();
           const response = await fetch(`${fresh.url}/webhooks`, {
