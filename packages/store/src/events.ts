@@ -134,10 +134,13 @@ export async function findEvents(db: Queryable, ids: readonly string[]): Promise
   return rows.map(toStoredEvent);
 }
 
-/** The match worker (issue #6) calls this once an event's webhook_call rows exist. */
+/**
+ * The match worker (issue #6) calls this once an event's webhook_call rows exist. `IS TRUE`
+ * keeps the planner on the primary key (see webhook-calls.ts on partial indexes).
+ */
 export async function markEventsMatched(db: Queryable, ids: readonly string[]): Promise<number> {
   const { rowCount } = await db.query(
-    `UPDATE events SET matched_at = now() WHERE id = ANY($1::text[]) AND matched_at IS NULL`,
+    `UPDATE events SET matched_at = now() WHERE id = ANY($1::text[]) AND (matched_at IS NULL) IS TRUE`,
     [ids],
   );
   return rowCount;

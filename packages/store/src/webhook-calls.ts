@@ -10,6 +10,15 @@ export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
   'rescheduled',
 ];
 
+// Statements that find rows by key and also test their state write the state test as
+// `(…) IS TRUE`. Written plainly (`matched_at IS NULL`, `status = 'pending'`), the test matches
+// the predicate of a partial index (events_unmatched, webhook_calls_unfinished), which the
+// statistics, read while few rows were unfinished, make look nearly empty: the planner then
+// scans that index whole and filters by key, so every match or drop costs O(backlog) exactly
+// when a backlog builds up (measured: 27 ms instead of 0.07 with 100,000 unmatched events).
+// `IS TRUE` means the same for these NOT NULL or tested-for-NULL columns and hides the
+// predicate, so the key's index is used.
+
 export interface WebhookCallRecord {
   id: string;
   eventId: string;
@@ -120,13 +129,14 @@ export async function createWebhookCalls(
        ON CONFLICT (event_id, webhook_id) DO NOTHING
        RETURNING id, webhook_id, event_id
      ), matched AS (
-       UPDATE events SET matched_at = now() WHERE id = ANY($2::text[]) AND matched_at IS NULL
+       UPDATE events SET matched_at = now()
+       WHERE id = ANY($2::text[]) AND (matched_at IS NULL) IS TRUE
        RETURNING 1
      ), calls AS (
        SELECT id, webhook_id, event_id FROM inserted
        UNION ALL
        SELECT id, webhook_id, event_id FROM webhook_calls
-       WHERE event_id = ANY($2::text[]) AND status = 'pending'
+       WHERE event_id = ANY($2::text[]) AND (status = 'pending') IS TRUE
      )
      SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
        ${webhookColumns}
@@ -271,7 +281,7 @@ export async function recordWebhookCallAttempts(
 export async function dropWebhookCall(db: Queryable, id: string, reason: string): Promise<void> {
   await db.query(
     `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2
-     WHERE id = $1 AND status IN ('pending', 'rescheduled')`,
+     WHERE id = $1 AND (status IN ('pending', 'rescheduled')) IS TRUE`,
     [id, reason],
   );
 }

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, type TestDb } from '@herald/testkit';
+import {
+  createWebhookCalls,
+  dropWebhookCall,
+  findWebhookCall,
+  insertWebhook,
+  markEventsMatched,
+  type Queryable,
+} from '@herald/store';
+
+/** Index scans of this transaction so far, by index name. */
+async function indexScans(tx: Queryable): Promise<Record<string, number>> {
+  const { rows } = await tx.query<{ name: string; scans: string }>(
+    `SELECT c.relname AS name, pg_stat_get_xact_numscans(c.oid) AS scans FROM pg_class c
+     WHERE c.relkind = 'i' AND c.relnamespace = current_schema()::regnamespace`,
+  );
+  return Object.fromEntries(rows.map((row) => [row.name, Number(row.scans)]));
+}
+
+const insertEvent = (tx: Queryable, id: string) =>
+  tx.query(
+    `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+       entity_id, occurred_at, entity)
+     VALUES ($1, 'main', true, 'item', 'update', 'r1', now(), '{}')`,
+    [id],
+  );
+
+describe('webhook_calls statements with a backlog', () => {
+  let t: TestDb;
+  let webhookId: string;
+
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+    const webhook = await insertWebhook(t.db, {
+      name: 'hook',
+      url: 'https://example.com/hook',
+      enabled: true,
+      headers: {},
+      events: [{ entity_type: 'item', event_types: ['update'], filter: null }],
+      customPayload: null,
+      httpBasicUser: null,
+      httpBasicPassword: null,
+      payloadApiVersion: '3',
+      nestedItemsInPayload: false,
+      autoRetry: true,
+    });
+    webhookId = webhook.id;
+    // Statistics read while everything was matched and answered (a quiet system) ...
+    await t.db.exec(`
+      ALTER TABLE events SET (autovacuum_enabled = false);
+      ALTER TABLE webhook_calls SET (autovacuum_enabled = false);
+      INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+        entity_id, occurred_at, entity, matched_at)
+      SELECT 'done-' || g, 'main', true, 'item', 'update', 'r' || g, now(), '{}', now()
+      FROM generate_series(1, 2000) g;
+      INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, status)
+      SELECT 'done-' || g, ${Number(webhookId)}, 'item', 'update', 'success'
+      FROM generate_series(1, 2000) g;
+      ANALYZE events;
+      ANALYZE webhook_calls;
+    `);
+    // ... then a backlog: events not matched yet, calls not answered yet.
+    await t.db.exec(`
+      INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+        entity_id, occurred_at, entity)
+      SELECT 'backlog-' || g, 'main', true, 'item', 'update', 'r' || g, now(), '{}'
+      FROM generate_series(1, 20000) g;
+      INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+      SELECT 'backlog-' || g, ${Number(webhookId)}, 'item', 'update'
+      FROM generate_series(1, 20000) g;
+    `);
+  }, 60_000);
+
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('matching and dropping look rows up by key, not by scanning the backlog', async () => {
+    const scans = await t.db.transaction(async (tx) => {
+      await insertEvent(tx, 'fresh-1');
+      await insertEvent(tx, 'fresh-2');
+      const calls = await createWebhookCalls(tx, [
+        {
+          event: { id: 'fresh-1', entityType: 'item', eventType: 'update' },
+          webhookIds: [webhookId],
+        },
+      ]);
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.webhook?.id).toBe(webhookId);
+      // A repeat returns the call still pending.
+      const repeat = await createWebhookCalls(tx, [
+        {
+          event: { id: 'fresh-1', entityType: 'item', eventType: 'update' },
+          webhookIds: [webhookId],
+        },
+      ]);
+      expect(repeat.map((call) => call.id)).toEqual([calls[0]!.id]);
+      expect(await markEventsMatched(tx, ['fresh-2'])).toBe(1);
+      expect(await markEventsMatched(tx, ['fresh-2'])).toBe(0);
+      await dropWebhookCall(tx, calls[0]!.id, 'the webhook was deleted');
+      return { scans: await indexScans(tx), callId: calls[0]!.id };
+    });
+    // The partial indexes (the sweeper's) were not scanned: each such scan reads the whole
+    // backlog (20,000 entries here) to find one row.
+    expect(scans.scans['events_unmatched'] ?? 0).toBe(0);
+    expect(scans.scans['webhook_calls_unfinished'] ?? 0).toBe(0);
+    expect(scans.scans['events_pkey']).toBeGreaterThan(0);
+    const dropped = await findWebhookCall(t.db, scans.callId);
+    expect(dropped?.status).toBe('failed');
+    expect(dropped?.failureReason).toBe('the webhook was deleted');
+  });
+});
