@@ -102,6 +102,7 @@ export {
 export {
   WEBHOOK_CALL_STATUSES,
   createWebhookCalls,
+  deleteFinishedWebhookCalls,
   dropPendingRetries,
   dropWebhookCall,
   findWebhookCall,

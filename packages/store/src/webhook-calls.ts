@@ -300,6 +300,27 @@ export async function dropPendingRetries(
   return rowCount;
 }
 
+/**
+ * Deletes up to `limit` finished calls (success, failed) created before `before`, oldest first,
+ * and returns how many (the delivery log's retention). Calls still pending or rescheduled stay
+ * whatever their age. Rows another transaction holds (a resend being recorded, another delivery
+ * process pruning) are skipped, so pruners never wait for each other or for deliveries.
+ */
+export async function deleteFinishedWebhookCalls(
+  db: Queryable,
+  before: Date,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_calls WHERE id IN (
+       SELECT id FROM webhook_calls
+       WHERE created_at < $1 AND status IN ('success', 'failed')
+       ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
+  return rowCount;
+}
+
 /** Notes that a job was just put in Redis for these calls (restarts the sweeper's clock). */
 export async function markWebhookCallsEnqueued(
   db: Queryable,

@@ -45,6 +45,14 @@ export const deliveryEnv = {
   DELIVERY_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(15_000),
   /** A call still pending this long after it was enqueued is re-enqueued by the sweeper. */
   DELIVERY_SWEEP_AFTER_MS: int(100, 86_400_000).default(60_000),
+  /**
+   * Days a finished call (success or failed, with its request and response) stays in the delivery
+   * log (GET /webhook_calls) before the sweeper deletes it; 0 keeps calls forever. Calls still
+   * pending or rescheduled are never deleted.
+   */
+  DELIVERY_LOG_RETENTION_DAYS: int(0, 36_500).default(30),
+  /** How often the sweeper deletes the calls past DELIVERY_LOG_RETENTION_DAYS (in batches). */
+  DELIVERY_LOG_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(3_600_000),
   /** Full reload period of the in-memory webhook index (changes also arrive over pub/sub). */
   WEBHOOK_INDEX_RELOAD_MS: int(100, 3_600_000).default(30_000),
   /**
@@ -116,6 +124,11 @@ export function deliverySettings(
     sweepBatchSize: config.EVENT_SWEEP_BATCH_SIZE,
     sweepEnqueueTimeoutMs: config.EVENT_SWEEP_ENQUEUE_TIMEOUT_MS,
     indexReloadMs: config.WEBHOOK_INDEX_RELOAD_MS,
+    logRetentionMs:
+      config.DELIVERY_LOG_RETENTION_DAYS === 0
+        ? null
+        : config.DELIVERY_LOG_RETENTION_DAYS * 86_400_000,
+    logPruneIntervalMs: config.DELIVERY_LOG_PRUNE_INTERVAL_MS,
   };
 }
 

@@ -102,6 +102,8 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     sweepBatchSize: 1000,
     sweepEnqueueTimeoutMs: 5000,
     indexReloadMs: 60_000,
+    logRetentionMs: null,
+    logPruneIntervalMs: 3_600_000,
     ...overrides,
   };
 }

@@ -8,7 +8,13 @@ import {
   type EventMatchQueue,
   type Redis,
 } from '@herald/runtime';
-import { insertEvents, markEventsMatched, type NewEvent } from '@herald/store';
+import {
+  createWebhookCalls,
+  insertEvents,
+  insertWebhook,
+  markEventsMatched,
+  type NewEvent,
+} from '@herald/store';
 import { createTestDb, randomId, silentLogger, testRedis, type TestDb } from '@herald/testkit';
 import type { DeliverQueue } from './jobs/match-event.js';
 import { Sweeper, sweepUnmatchedEvents } from './sweeper.js';
@@ -97,6 +103,8 @@ describe('the sweeper: unmatched events', () => {
       eventGraceMs: 0,
       batchSize: 2,
       enqueueTimeoutMs: 5000,
+      retentionMs: null,
+      pruneIntervalMs: 3_600_000,
     });
     sweeper.start();
     try {
@@ -110,6 +118,125 @@ describe('the sweeper: unmatched events', () => {
       await sweeper.stop();
       await deliverQueue.obliterate({ force: true });
       await deliverQueue.close();
+    }
+  });
+});
+
+describe('the sweeper: delivery log retention', () => {
+  const DAY = 86_400_000;
+  let deliverQueue: DeliverQueue;
+  let webhookId: string;
+
+  beforeAll(async () => {
+    deliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
+      connection: redis,
+      prefix: `{${randomId('herald_test')}}`,
+    });
+    const webhook = await insertWebhook(t.db, {
+      name: randomId('retention'),
+      url: 'https://example.com/hook',
+      enabled: true,
+      headers: {},
+      events: [{ entity_type: 'item', event_types: ['update'], filter: null }],
+      customPayload: null,
+      httpBasicUser: null,
+      httpBasicPassword: null,
+      payloadApiVersion: '3',
+      nestedItemsInPayload: false,
+      autoRetry: true,
+    });
+    webhookId = webhook.id;
+  });
+
+  afterAll(async () => {
+    await deliverQueue.obliterate({ force: true });
+    await deliverQueue.close();
+  });
+
+  /** A call per entry, with its status and its age in days; returns the call ids by name. */
+  async function calls(entries: Record<string, { status: string; days: number }>) {
+    const names = Object.keys(entries);
+    await insertEvents(t.db, names.map(event));
+    const created = await createWebhookCalls(
+      t.db,
+      names.map((id) => ({
+        event: { id, entityType: 'item', eventType: 'update' },
+        webhookIds: [webhookId],
+      })),
+    );
+    for (const call of created) {
+      const { status, days } = entries[call.eventId]!;
+      await t.db.query(
+        `UPDATE webhook_calls SET status = $2, created_at = now() - make_interval(days => $3)
+         WHERE id = $1`,
+        [call.id, status, days],
+      );
+    }
+    return new Map(created.map((call) => [call.eventId, call.id]));
+  }
+
+  const remaining = async (ids: Map<string, string>) => {
+    const { rows } = await t.db.query<{ event_id: string }>(
+      `SELECT event_id FROM webhook_calls WHERE id = ANY($1::bigint[]) ORDER BY event_id`,
+      [[...ids.values()]],
+    );
+    return rows.map((row) => row.event_id);
+  };
+
+  const sweeper = (retentionMs: number | null, intervalMs = 60_000) =>
+    new Sweeper({
+      db: t.db,
+      matchQueue: queue,
+      deliverQueue,
+      logger: silentLogger(),
+      registry: metrics.registry,
+      intervalMs,
+      afterMs: 60 * DAY,
+      eventGraceMs: 60 * DAY,
+      batchSize: 2,
+      enqueueTimeoutMs: 5000,
+      retentionMs,
+      pruneIntervalMs: 3_600_000,
+    });
+
+  it('deletes finished calls past the retention, batch after batch, and keeps the rest', async () => {
+    const ids = await calls({
+      'ret-ok-1': { status: 'success', days: 40 },
+      'ret-ok-2': { status: 'success', days: 31 },
+      'ret-ok-3': { status: 'success', days: 90 },
+      'ret-failed-1': { status: 'failed', days: 45 },
+      'ret-failed-2': { status: 'failed', days: 400 },
+      'ret-pending': { status: 'pending', days: 50 },
+      'ret-rescheduled': { status: 'rescheduled', days: 50 },
+      'ret-recent': { status: 'success', days: 29 },
+    });
+    const before = await metrics.registry.getSingleMetricAsString(
+      'herald_delivery_log_pruned_total',
+    );
+    // Without a retention nothing goes.
+    expect(await sweeper(null).prune()).toBe(0);
+    expect(await remaining(ids)).toHaveLength(8);
+    // Five old finished calls, two per statement: three statements.
+    expect(await sweeper(30 * DAY).prune()).toBe(5);
+    expect(await remaining(ids)).toEqual(['ret-pending', 'ret-recent', 'ret-rescheduled']);
+    expect(before).toMatch(/ 0$/m);
+    expect(
+      await metrics.registry.getSingleMetricAsString('herald_delivery_log_pruned_total'),
+    ).toMatch(/ 5$/m);
+    expect(await sweeper(30 * DAY).prune()).toBe(0);
+  });
+
+  it('prunes once started, without waiting for the first interval', async () => {
+    const ids = await calls({
+      'ret-start-old': { status: 'success', days: 10 },
+      'ret-start-new': { status: 'success', days: 0 },
+    });
+    const running = sweeper(7 * DAY, 3_600_000);
+    running.start();
+    try {
+      await expect.poll(() => remaining(ids)).toEqual(['ret-start-new']);
+    } finally {
+      await running.stop();
     }
   });
 });

@@ -2,6 +2,7 @@ import { Counter, type Registry } from 'prom-client';
 import { DELIVER_WEBHOOK_JOB, deliverJobId } from '@herald/contract';
 import { enqueueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
 import {
+  deleteFinishedWebhookCalls,
   listStrandedWebhookCalls,
   listUnmatchedEvents,
   markWebhookCallsEnqueued,
@@ -10,19 +11,25 @@ import {
 } from '@herald/store';
 import { DELIVER_JOB_OPTIONS, deliverJobs, type DeliverQueue } from './jobs/match-event.js';
 
-const counters = new WeakMap<Registry, Counter>();
-function sweptCounter(registry: Registry): Counter {
-  let counter = counters.get(registry);
+// One counter per (registry, name): several sweepers of one process (tests) share it.
+const counters = new WeakMap<Registry, Map<string, Counter>>();
+function counterOf(registry: Registry, name: string, help: string): Counter {
+  let byName = counters.get(registry);
+  if (!byName) counters.set(registry, (byName = new Map<string, Counter>()));
+  let counter = byName.get(name);
   if (!counter) {
-    counter = new Counter({
-      name: 'herald_sweeper_events_enqueued_total',
-      help: 'Stored but unmatched events the sweeper (re-)enqueued on event-match',
-      registers: [registry],
-    });
-    counters.set(registry, counter);
+    counter = new Counter({ name, help, registers: [registry] });
+    byName.set(name, counter);
   }
   return counter;
 }
+
+const sweptCounter = (registry: Registry): Counter =>
+  counterOf(
+    registry,
+    'herald_sweeper_events_enqueued_total',
+    'Stored but unmatched events the sweeper (re-)enqueued on event-match',
+  );
 
 export interface EventSweepOptions {
   db: Queryable;
@@ -82,6 +89,10 @@ export interface SweeperOptions {
   batchSize: number;
   /** How long one enqueue of events may wait for Redis. */
   enqueueTimeoutMs: number;
+  /** How long a finished call stays in the delivery log; null keeps calls forever. */
+  retentionMs: number | null;
+  /** Time between two prunings of the delivery log (the first one runs at start). */
+  pruneIntervalMs: number;
 }
 
 /**
@@ -89,36 +100,71 @@ export interface SweeperOptions {
  * startDelivery: re-enqueues what Redis lost or never got — events stored but not matched, calls
  * still pending well after they were enqueued, and calls rescheduled whose retry is overdue. Job
  * ids are derived from the rows, so re-adding a job that still exists is a no-op; several delivery
- * processes may sweep at once.
+ * processes may sweep at once. It also prunes the delivery log: finished calls older than the
+ * retention are deleted, in batches, every pruneIntervalMs.
  */
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
+  #lastPrune = Number.NEGATIVE_INFINITY;
+  readonly #pruned: Counter;
 
-  constructor(private readonly options: SweeperOptions) {}
+  constructor(private readonly options: SweeperOptions) {
+    this.#pruned = counterOf(
+      options.registry,
+      'herald_delivery_log_pruned_total',
+      'Finished webhook calls deleted from the delivery log past DELIVERY_LOG_RETENTION_DAYS',
+    );
+  }
 
   start(): void {
     const tick = (): void => {
-      this.#running = this.sweep()
-        .then(() => undefined)
-        .catch((error: unknown) => {
-          this.options.logger.warn(
-            { err: error instanceof Error ? error.message : String(error) },
-            'sweep failed; will retry',
-          );
-        })
-        .finally(() => {
-          if (!this.#stopped) this.#timer = setTimeout(tick, this.options.intervalMs);
-        });
+      this.#running = this.#pass().finally(() => {
+        if (!this.#stopped) this.#timer = setTimeout(tick, this.options.intervalMs);
+      });
     };
     tick();
+  }
+
+  /** A sweep, and a pruning when one is due; each failure is logged and retried next time. */
+  async #pass(): Promise<void> {
+    const warn = (error: unknown, message: string): void =>
+      this.options.logger.warn(
+        { err: error instanceof Error ? error.message : String(error) },
+        message,
+      );
+    await this.sweep().catch((error: unknown) => warn(error, 'sweep failed; will retry'));
+    if (Date.now() - this.#lastPrune < this.options.pruneIntervalMs) return;
+    this.#lastPrune = Date.now();
+    await this.prune().catch((error: unknown) =>
+      warn(error, 'pruning the delivery log failed; will retry'),
+    );
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#running;
+  }
+
+  /**
+   * Deletes the finished calls older than the retention, a batch per statement until none is
+   * left (or the sweeper stops); returns how many.
+   */
+  async prune(): Promise<number> {
+    const { retentionMs, batchSize } = this.options;
+    if (retentionMs === null) return 0;
+    const before = new Date(Date.now() - retentionMs);
+    let total = 0;
+    while (!this.#stopped) {
+      const deleted = await deleteFinishedWebhookCalls(this.options.db, before, batchSize);
+      this.#pruned.inc(deleted);
+      total += deleted;
+      if (deleted < batchSize) break;
+    }
+    if (total > 0) this.options.logger.info({ calls: total }, 'delivery log pruned');
+    return total;
   }
 
   /** One pass; returns how many events and calls were re-enqueued. */

@@ -56,6 +56,10 @@ export interface DeliverySettings {
   /** How long the sweeper's enqueue of events waits for Redis. */
   sweepEnqueueTimeoutMs: number;
   indexReloadMs: number;
+  /** How long a finished call stays in the delivery log (null: forever). */
+  logRetentionMs: number | null;
+  /** Time between two prunings of the delivery log. */
+  logPruneIntervalMs: number;
 }
 
 export interface DeliveryDeps {
@@ -237,6 +241,8 @@ export async function startDelivery(
     eventGraceMs: settings.eventSweepGraceMs,
     batchSize: settings.sweepBatchSize,
     enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
+    retentionMs: settings.logRetentionMs,
+    pruneIntervalMs: settings.logPruneIntervalMs,
   });
   sweeper.start();
 
