@@ -333,12 +333,15 @@ export async function markWebhookCallsEnqueued(
 }
 
 /**
- * Calls whose job Redis may have lost: `pending` and enqueued before `pendingBefore`, or
- * `rescheduled` and due before `dueBefore`. Oldest first.
+ * Calls whose job Redis may have lost, oldest first: `pending` or `rescheduled` calls whose clock
+ * (enqueued_at) is older than `before`. The clock of a pending call starts when its job is added;
+ * a rescheduled call's is its next_retry_at (recordWebhookCallAttempts), so it is listed once its
+ * retry is overdue. markWebhookCallsEnqueued restarts the clock of the calls the sweeper re-adds,
+ * which takes them off the list: the next page is the next query.
  */
 export async function listStrandedWebhookCalls(
   db: Queryable,
-  options: { pendingBefore: Date; dueBefore: Date; limit: number },
+  options: { before: Date; limit: number },
 ): Promise<
   {
     id: string;
@@ -353,12 +356,11 @@ export async function listStrandedWebhookCalls(
     status: 'pending' | 'rescheduled';
     attempted_auto_retries_count: number;
   }>(
-    `(SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
-      WHERE status = 'pending' AND enqueued_at < $1 ORDER BY enqueued_at LIMIT $3)
-     UNION ALL
-     (SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
-      WHERE status = 'rescheduled' AND next_retry_at < $2 ORDER BY next_retry_at LIMIT $3)`,
-    [options.pendingBefore, options.dueBefore, options.limit],
+    // The conditions of the webhook_calls_unfinished index (enqueued_at, partial), on purpose.
+    `SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
+     WHERE status IN ('pending', 'rescheduled') AND enqueued_at < $1
+     ORDER BY enqueued_at LIMIT $2`,
+    [options.before, options.limit],
   );
   return rows.map((row) => ({
     id: row.id,

@@ -122,7 +122,7 @@ describe('the sweeper: unmatched events', () => {
   });
 });
 
-describe('the sweeper: delivery log retention', () => {
+describe('the sweeper: webhook calls', () => {
   const DAY = 86_400_000;
   let deliverQueue: DeliverQueue;
   let webhookId: string;
@@ -153,8 +153,17 @@ describe('the sweeper: delivery log retention', () => {
     await deliverQueue.close();
   });
 
-  /** A call per entry, with its status and its age in days; returns the call ids by name. */
-  async function calls(entries: Record<string, { status: string; days: number }>) {
+  interface CallSetup {
+    status: string;
+    /** Age of the call. */
+    days?: number;
+    /** Since its job was added (pending), or since its retry was due (rescheduled). */
+    minutesWaiting?: number;
+    retries?: number;
+  }
+
+  /** A call per entry, set up as described; returns the call ids by event id. */
+  async function calls(entries: Record<string, CallSetup>) {
     const names = Object.keys(entries);
     await insertEvents(t.db, names.map(event));
     const created = await createWebhookCalls(
@@ -165,11 +174,14 @@ describe('the sweeper: delivery log retention', () => {
       })),
     );
     for (const call of created) {
-      const { status, days } = entries[call.eventId]!;
+      const { status, days = 0, minutesWaiting = 0, retries = 0 } = entries[call.eventId]!;
+      // As recordWebhookCallAttempts leaves them: a rescheduled call's clock is its next retry.
       await t.db.query(
-        `UPDATE webhook_calls SET status = $2, created_at = now() - make_interval(days => $3)
+        `UPDATE webhook_calls SET status = $2, created_at = now() - make_interval(days => $3),
+           enqueued_at = now() - make_interval(mins => $4), attempted_auto_retries_count = $5,
+           next_retry_at = CASE WHEN $2 = 'rescheduled' THEN now() - make_interval(mins => $4) END
          WHERE id = $1`,
-        [call.id, status, days],
+        [call.id, status, days, minutesWaiting, retries],
       );
     }
     return new Map(created.map((call) => [call.eventId, call.id]));
@@ -183,7 +195,10 @@ describe('the sweeper: delivery log retention', () => {
     return rows.map((row) => row.event_id);
   };
 
-  const sweeper = (retentionMs: number | null, intervalMs = 60_000) =>
+  const sweeper = (
+    retentionMs: number | null,
+    { intervalMs = 60_000, afterMs = 60 * DAY }: { intervalMs?: number; afterMs?: number } = {},
+  ) =>
     new Sweeper({
       db: t.db,
       matchQueue: queue,
@@ -191,13 +206,42 @@ describe('the sweeper: delivery log retention', () => {
       logger: silentLogger(),
       registry: metrics.registry,
       intervalMs,
-      afterMs: 60 * DAY,
+      afterMs,
       eventGraceMs: 60 * DAY,
       batchSize: 2,
       enqueueTimeoutMs: 5000,
       retentionMs,
       pruneIntervalMs: 3_600_000,
     });
+
+  it('re-enqueues a whole backlog of stranded calls in one pass, page after page', async () => {
+    const ids = await calls({
+      'str-pending-1': { status: 'pending', minutesWaiting: 120 },
+      'str-pending-2': { status: 'pending', minutesWaiting: 90 },
+      'str-pending-3': { status: 'pending', minutesWaiting: 60 },
+      'str-retry-1': { status: 'rescheduled', minutesWaiting: 100, retries: 1 },
+      'str-retry-2': { status: 'rescheduled', minutesWaiting: 30, retries: 3 },
+      'str-pending-fresh': { status: 'pending', minutesWaiting: 0 },
+      'str-retry-later': { status: 'rescheduled', minutesWaiting: -30, retries: 1 },
+      'str-done': { status: 'success', minutesWaiting: 120 },
+    });
+    const id = (name: string) => ids.get(name)!;
+    // Five stranded calls, two per page: three pages in one pass.
+    const { calls: count } = await sweeper(null, { afterMs: 60_000 }).sweep();
+    expect(count).toBe(5);
+    const jobIds = (await deliverQueue.getJobs(['waiting'])).map((job) => job.id).sort();
+    expect(jobIds).toEqual(
+      [
+        `call-${id('str-pending-1')}`,
+        `call-${id('str-pending-2')}`,
+        `call-${id('str-pending-3')}`,
+        `call-${id('str-retry-1')}-r2`,
+        `call-${id('str-retry-2')}-r4`,
+      ].sort(),
+    );
+    // Their clocks restarted: the next pass leaves them to the jobs just added.
+    expect((await sweeper(null, { afterMs: 60_000 }).sweep()).calls).toBe(0);
+  });
 
   it('deletes finished calls past the retention, batch after batch, and keeps the rest', async () => {
     const ids = await calls({
@@ -231,7 +275,7 @@ describe('the sweeper: delivery log retention', () => {
       'ret-start-old': { status: 'success', days: 10 },
       'ret-start-new': { status: 'success', days: 0 },
     });
-    const running = sweeper(7 * DAY, 3_600_000);
+    const running = sweeper(7 * DAY, { intervalMs: 3_600_000 });
     running.start();
     try {
       await expect.poll(() => remaining(ids)).toEqual(['ret-start-new']);

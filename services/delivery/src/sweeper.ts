@@ -1,5 +1,4 @@
 import { Counter, type Registry } from 'prom-client';
-import { DELIVER_WEBHOOK_JOB, deliverJobId } from '@herald/contract';
 import { enqueueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
 import {
   deleteFinishedWebhookCalls,
@@ -9,7 +8,7 @@ import {
   type Db,
   type Queryable,
 } from '@herald/store';
-import { DELIVER_JOB_OPTIONS, deliverJobs, type DeliverQueue } from './jobs/match-event.js';
+import { deliverJobs, type DeliverQueue } from './jobs/match-event.js';
 
 // One counter per (registry, name): several sweepers of one process (tests) share it.
 const counters = new WeakMap<Registry, Map<string, Counter>>();
@@ -169,7 +168,7 @@ export class Sweeper {
 
   /** One pass; returns how many events and calls were re-enqueued. */
   async sweep(): Promise<{ events: number; calls: number }> {
-    const { db, deliverQueue, afterMs } = this.options;
+    const { db, afterMs } = this.options;
     const limit = this.options.batchSize;
     const events = await sweepUnmatchedEvents({
       db,
@@ -180,34 +179,39 @@ export class Sweeper {
       enqueueTimeoutMs: this.options.enqueueTimeoutMs,
     });
 
-    const before = new Date(Date.now() - afterMs);
-    const stranded = await listStrandedWebhookCalls(db, {
-      pendingBefore: before,
-      dueBefore: before,
-      limit,
-    });
-    const pending = stranded.filter((c) => c.status === 'pending');
-    const jobs = [
-      ...deliverJobs(pending),
-      ...stranded
-        .filter((c) => c.status === 'rescheduled')
-        .map((c) => {
-          const retry = c.attemptedAutoRetriesCount + 1;
-          return {
-            name: DELIVER_WEBHOOK_JOB,
-            data: { callId: c.id, webhookId: c.webhookId, retry },
-            opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(c.id, retry) },
-          };
-        }),
-    ];
-    if (jobs.length > 0) await deliverQueue.addBulk(jobs);
-    await markWebhookCallsEnqueued(
-      db,
-      pending.map((c) => c.id),
-    );
-    if (events + jobs.length > 0) {
-      this.options.logger.info({ events, calls: jobs.length }, 'sweeper re-enqueued work');
+    const calls = await this.#sweepStrandedCalls(new Date(Date.now() - afterMs));
+    if (events + calls > 0) {
+      this.options.logger.info({ events, calls }, 'sweeper re-enqueued work');
     }
-    return { events, calls: jobs.length };
+    return { events, calls };
+  }
+
+  /**
+   * Re-enqueues the calls whose job Redis may have lost (pending past the job lock, or
+   * rescheduled and overdue), page after page until none is left: a whole backlog in one pass
+   * after a FLUSHALL, not one page per interval. Returns how many.
+   */
+  async #sweepStrandedCalls(before: Date): Promise<number> {
+    const { db, deliverQueue, batchSize: limit } = this.options;
+    let total = 0;
+    for (;;) {
+      const stranded = await listStrandedWebhookCalls(db, { before, limit });
+      // A rescheduled call's job is its next retry, under that retry's job id.
+      const jobs = deliverJobs(
+        stranded.map((c) => ({
+          id: c.id,
+          webhookId: c.webhookId,
+          retry: c.status === 'rescheduled' ? c.attemptedAutoRetriesCount + 1 : undefined,
+        })),
+      );
+      if (jobs.length > 0) await deliverQueue.addBulk(jobs);
+      // Restarts their clocks: they leave the list, and come back only if still not done later.
+      await markWebhookCallsEnqueued(
+        db,
+        stranded.map((c) => c.id),
+      );
+      total += jobs.length;
+      if (stranded.length < limit || this.#stopped) return total;
+    }
   }
 }

@@ -33,12 +33,14 @@ export const DELIVER_JOB_OPTIONS = {
   backoff: { type: 'exponential', delay: 1000 },
 } as const;
 
-/** One deliver job per call (the sweeper's re-adds). */
-export function deliverJobs(calls: readonly { id: string; webhookId: string }[]) {
-  return calls.map(({ id: callId, webhookId }) => ({
+/** One deliver job per call (the sweeper's re-adds): its first attempt, or its retry `retry`. */
+export function deliverJobs(
+  calls: readonly { id: string; webhookId: string; retry?: number | undefined }[],
+) {
+  return calls.map(({ id: callId, webhookId, retry }) => ({
     name: DELIVER_WEBHOOK_JOB,
-    data: { callId, webhookId },
-    opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId) },
+    data: retry === undefined ? { callId, webhookId } : { callId, webhookId, retry },
+    opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId, retry) },
   }));
 }
 
