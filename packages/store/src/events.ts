@@ -23,6 +23,12 @@ export interface StoredEvent extends Omit<NewEvent, 'entityJson'> {
   seq: string;
   acceptedAt: Date;
   matchedAt: Date | null;
+  /**
+   * The version of the event's model when the event was read (the xmin of its item_types row,
+   * see migration 006); null when the event names no model or the model is gone. Lets a cache of
+   * models serve the ones that did not change.
+   */
+  modelVersion?: string | null;
 }
 
 /** The rows of insertEvents' recordset; `n` keeps the request order (seq follows it). */
@@ -92,11 +98,14 @@ interface EventRow extends Record<string, unknown> {
   previous_entity: unknown;
   related_entities: unknown[];
   matched_at: Date | null;
+  model_version: string | null;
 }
 
 const EVENT_COLUMNS = `id, seq, environment, is_environment_primary, entity_type, event_type,
   entity_id, item_type_id, item_type_api_key, occurred_at, accepted_at, entity, previous_entity,
-  related_entities, matched_at`;
+  related_entities, matched_at,
+  (SELECT m.xmin::text FROM item_types m
+   WHERE m.environment = events.environment AND m.id = events.item_type_id) AS model_version`;
 
 const toStoredEvent = (row: EventRow): StoredEvent => ({
   id: row.id,
@@ -114,6 +123,7 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
   previousEntity: row.previous_entity,
   relatedEntities: row.related_entities,
   matchedAt: row.matched_at,
+  modelVersion: row.model_version,
 });
 
 export async function findEvent(db: Queryable, id: string): Promise<StoredEvent | null> {

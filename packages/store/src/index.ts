@@ -50,6 +50,7 @@ export {
   findModelsByIdOrApiKey,
   listModels,
   loadModels,
+  type VersionedModel,
   upsertModel,
   type FieldWrite,
   type ModelWrite,

@@ -27,10 +27,14 @@ interface ModelRow extends Record<string, unknown> {
   tree: boolean;
   draft_mode_active: boolean;
   fields: { api_key: string; field_type: string; localized: boolean }[] | null;
+  version: string;
 }
 
+/** A model with the version it was read at: the xmin of its item_types row (migration 006). */
+export type VersionedModel = ModelInfo & { version: string };
+
 const MODEL_SELECT = `SELECT m.id, m.api_key, m.modular_block, m.sortable, m.tree,
-    m.draft_mode_active,
+    m.draft_mode_active, m.xmin::text AS version,
     (SELECT json_agg(json_build_object('api_key', f.api_key, 'field_type', f.field_type,
         'localized', f.localized) ORDER BY f.position, f.api_key)
      FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id) AS fields
@@ -50,12 +54,12 @@ const toModel = (row: ModelRow): ModelInfo => ({
   })),
 });
 
-/** The environment's models with these ids, by id (unknown ids are absent). */
+/** The environment's models with these ids, by id (unknown ids are absent), with their versions. */
 export async function loadModels(
   db: Queryable,
   environment: string,
   ids: readonly string[],
-): Promise<Map<string, ModelInfo>> {
+): Promise<Map<string, VersionedModel>> {
   if (ids.length === 0) return new Map();
   const { rows } = await db.query<ModelRow>(
     {
@@ -64,7 +68,7 @@ export async function loadModels(
     },
     [environment, [...new Set(ids)]],
   );
-  return new Map(rows.map((row) => [row.id, toModel(row)]));
+  return new Map(rows.map((row) => [row.id, { ...toModel(row), version: row.version }]));
 }
 
 /** Models named by id or api_key (filter[type] mixes both); by the key they were asked with. */

@@ -6,6 +6,7 @@ import {
   loadModels,
   recordWebhookCallAttempts,
   type Db,
+  type VersionedModel,
   type WebhookCallAttempt,
   type StoredEvent,
   type WebhookCallRecord,
@@ -19,34 +20,81 @@ export interface DeliveryLoaders {
   calls: BatchLoader<WebhookCallRecord>;
   webhooks: BatchLoader<WebhookRecord>;
   events: BatchLoader<StoredEvent>;
-  /** Models for serializing entities: the deliveries rendered at once share the queries. */
-  models: ModelSource;
+  /** Models for serializing entities (ModelCache). */
+  models: ModelCache;
   /** Attempts' outcomes, written several per statement. */
   attempts: BatchWriter<WebhookCallAttempt>;
 }
 
 const modelKey = (environment: string, id: string) => `${environment}\u0000${id}`;
 
-export function deliveryLoaders(db: Db): DeliveryLoaders {
-  const models = new BatchLoader<{ key: string; model: ModelInfo }>(
-    async (keys) => {
-      const byEnvironment = new Map<string, string[]>();
-      for (const key of keys) {
-        const [environment = '', id = ''] = key.split('\u0000');
-        byEnvironment.set(environment, [...(byEnvironment.get(environment) ?? []), id]);
+/**
+ * Models for serializing entities, by (environment, id), each kept with the version it was read
+ * at (item_types.xmin, which every change of the model or of its fields moves). An event read by
+ * findEvents carries the version of its model at that moment (StoredEvent.modelVersion): when the
+ * kept model has that version it is used as is, so a delivery of an unchanged model costs no
+ * query. Anything else (another version, no version known, a block's model) is read from Postgres,
+ * the reads of the deliveries rendered at once sharing the queries.
+ */
+export class ModelCache {
+  readonly #models = new Map<string, VersionedModel>();
+  readonly #loader: BatchLoader<{ key: string; model: VersionedModel }>;
+
+  constructor(
+    db: Db,
+    /** Models kept at most (all are dropped when it is reached; they are read again on use). */
+    private readonly maxModels = 10_000,
+  ) {
+    this.#loader = new BatchLoader<{ key: string; model: VersionedModel }>(
+      async (keys) => {
+        const byEnvironment = new Map<string, string[]>();
+        for (const key of keys) {
+          const [environment = '', id = ''] = key.split('\u0000');
+          byEnvironment.set(environment, [...(byEnvironment.get(environment) ?? []), id]);
+        }
+        const loaded = await Promise.all(
+          [...byEnvironment].map(async ([environment, ids]) =>
+            [...(await loadModels(db, environment, ids)).values()].map((model) => ({
+              key: modelKey(environment, model.id),
+              model,
+            })),
+          ),
+        );
+        return loaded.flat();
+      },
+      (entry) => entry.key,
+    );
+  }
+
+  /** The models source for rendering `event`: its own model comes from memory if unchanged. */
+  forEvent(event: Pick<StoredEvent, 'environment' | 'itemTypeId' | 'modelVersion'>): ModelSource {
+    return async (environment, ids) => {
+      const models = new Map<string, ModelInfo>();
+      const missing: string[] = [];
+      for (const id of ids) {
+        const kept = this.#models.get(modelKey(environment, id));
+        const seen =
+          environment === event.environment && id === event.itemTypeId
+            ? event.modelVersion
+            : undefined;
+        if (kept && seen && kept.version === seen) models.set(id, kept);
+        else missing.push(id);
       }
       const loaded = await Promise.all(
-        [...byEnvironment].map(async ([environment, ids]) =>
-          [...(await loadModels(db, environment, ids)).values()].map((model) => ({
-            key: modelKey(environment, model.id),
-            model,
-          })),
-        ),
+        missing.map((id) => this.#loader.load(modelKey(environment, id))),
       );
-      return loaded.flat();
-    },
-    (entry) => entry.key,
-  );
+      for (const entry of loaded) {
+        if (!entry) continue;
+        models.set(entry.model.id, entry.model);
+        if (this.#models.size >= this.maxModels) this.#models.clear();
+        this.#models.set(entry.key, entry.model);
+      }
+      return models;
+    };
+  }
+}
+
+export function deliveryLoaders(db: Db): DeliveryLoaders {
   return {
     calls: new BatchLoader(
       (ids) => findWebhookCalls(db, ids),
@@ -60,10 +108,7 @@ export function deliveryLoaders(db: Db): DeliveryLoaders {
       (ids) => findEvents(db, ids),
       (event) => event.id,
     ),
-    models: async (environment, ids) => {
-      const entries = await Promise.all(ids.map((id) => models.load(modelKey(environment, id))));
-      return new Map(entries.flatMap((entry) => (entry ? [[entry.model.id, entry.model]] : [])));
-    },
+    models: new ModelCache(db),
     attempts: new BatchWriter((items) =>
       recordWebhookCallAttempts(
         db,

@@ -203,7 +203,7 @@ async function attempt(
     sign: (id, timestamp, signed) =>
       signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
     now: sentAt,
-    models: ctx.loaders.models,
+    models: ctx.loaders.models.forEvent(event),
   });
 
   const started = performance.now();
