@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testItemEvent } from '@herald/testkit';
 import { randomBytes } from 'node:crypto';
 import {
   createPgliteDb,
@@ -108,20 +109,7 @@ for (const kind of ['postgres', 'pglite'] as const) {
     afterAll(() => t.cleanup());
 
     it('stores events once and lists the unmatched ones', async () => {
-      const event = {
-        id: 'ev:1',
-        environment: 'main',
-        isEnvironmentPrimary: true,
-        entityType: 'item',
-        eventType: 'create',
-        entityId: 'r1',
-        itemTypeId: 'post',
-        itemTypeApiKey: 'post',
-        occurredAt: new Date(),
-        entity: { type: 'item', id: 'r1' },
-        previousEntity: null,
-        relatedEntities: [],
-      };
+      const event = testItemEvent('ev:1', { eventType: 'create' });
       expect(await insertEvents(t.db, [event, { ...event, id: 'ev:2' }, event])).toEqual(
         new Set(['ev:1', 'ev:2']),
       );

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from '@herald/testkit';
+import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import {
   createWebhookCalls,
   dropWebhookCall,
@@ -32,19 +32,7 @@ describe('webhook_calls statements with a backlog', () => {
 
   beforeAll(async () => {
     t = await createTestDb('postgres');
-    const webhook = await insertWebhook(t.db, {
-      name: 'hook',
-      url: 'https://example.com/hook',
-      enabled: true,
-      headers: {},
-      events: [{ entity_type: 'item', event_types: ['update'], filter: null }],
-      customPayload: null,
-      httpBasicUser: null,
-      httpBasicPassword: null,
-      payloadApiVersion: '3',
-      nestedItemsInPayload: false,
-      autoRetry: true,
-    });
+    const webhook = await insertWebhook(t.db, testWebhookInput());
     webhookId = webhook.id;
     // Statistics read while everything was matched and answered (a quiet system) ...
     await t.db.exec(`

@@ -16,7 +16,15 @@ import {
   type Metrics,
   type Redis,
 } from '@herald/runtime';
-import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
+import {
+  createPgliteDb,
+  createPostgresDb,
+  createToken,
+  migrate,
+  type Db,
+  type NewEvent,
+  type WebhookInput,
+} from '@herald/store';
 
 /** Tests talk to real services; these say where (CI and the README's test command set them). */
 export const TEST_DATABASE_URL =
@@ -150,5 +158,44 @@ export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {})
     redisPrefix,
     eventMatchQueue: createEventMatchQueue(redis, redisPrefix, logger),
     enqueueTimeoutMs: 5000,
+  };
+}
+
+/** A webhook to store: enabled, no auth, every item event; override what the test is about. */
+export function testWebhookInput(overrides: Partial<WebhookInput> = {}): WebhookInput {
+  return {
+    name: randomId('hook'),
+    url: 'https://example.com/hook',
+    enabled: true,
+    headers: {},
+    events: [
+      { entity_type: 'item', event_types: ['create', 'update', 'delete', 'publish', 'unpublish'] },
+    ],
+    customPayload: null,
+    httpBasicUser: null,
+    httpBasicPassword: null,
+    payloadApiVersion: '3',
+    nestedItemsInPayload: false,
+    autoRetry: true,
+    ...overrides,
+  };
+}
+
+/** An item update event to store (record r1 of model `post` in main); override the rest. */
+export function testItemEvent(id: string, overrides: Partial<NewEvent> = {}): NewEvent {
+  return {
+    id,
+    environment: 'main',
+    isEnvironmentPrimary: true,
+    entityType: 'item',
+    eventType: 'update',
+    entityId: 'r1',
+    itemTypeId: 'post',
+    itemTypeApiKey: 'post',
+    occurredAt: new Date(),
+    entity: { type: 'item', id: 'r1' },
+    previousEntity: null,
+    relatedEntities: [],
+    ...overrides,
   };
 }

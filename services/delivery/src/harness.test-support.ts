@@ -19,7 +19,7 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import { randomId, silentLogger, testRedis } from '@herald/testkit';
+import { randomId, silentLogger, testRedis, testWebhookInput } from '@herald/testkit';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
@@ -141,20 +141,7 @@ export const ITEM_EVENTS: WebhookEventEntry[] = [
 ];
 
 export function webhookInput(url: string, overrides: Partial<WebhookInput> = {}): WebhookInput {
-  return {
-    name: randomId('hook'),
-    url,
-    enabled: true,
-    headers: {},
-    events: ITEM_EVENTS,
-    customPayload: null,
-    httpBasicUser: null,
-    httpBasicPassword: null,
-    payloadApiVersion: '3',
-    nestedItemsInPayload: false,
-    autoRetry: true,
-    ...overrides,
-  };
+  return testWebhookInput({ url, events: ITEM_EVENTS, ...overrides });
 }
 
 /** Stores a webhook, announces it as ingest does, and waits until the match index has it. */

@@ -15,7 +15,15 @@ import {
   markEventsMatched,
   type NewEvent,
 } from '@herald/store';
-import { createTestDb, randomId, silentLogger, testRedis, type TestDb } from '@herald/testkit';
+import {
+  createTestDb,
+  randomId,
+  silentLogger,
+  testItemEvent,
+  testRedis,
+  testWebhookInput,
+  type TestDb,
+} from '@herald/testkit';
 import type { DeliverQueue } from './jobs/match-event.js';
 import { Sweeper, sweepUnmatchedEvents } from './sweeper.js';
 
@@ -37,20 +45,7 @@ afterAll(async () => {
   await t.cleanup();
 });
 
-const event = (id: string): NewEvent => ({
-  id,
-  environment: 'main',
-  isEnvironmentPrimary: true,
-  entityType: 'item',
-  eventType: 'update',
-  entityId: 'r1',
-  itemTypeId: 'post',
-  itemTypeApiKey: 'post',
-  occurredAt: new Date(),
-  entity: { type: 'item', id: 'r1' },
-  previousEntity: null,
-  relatedEntities: [],
-});
+const event = (id: string): NewEvent => testItemEvent(id);
 
 const sweepOptions = {
   registry: metrics.registry,
@@ -132,19 +127,7 @@ describe('the sweeper: webhook calls', () => {
       connection: redis,
       prefix: `{${randomId('herald_test')}}`,
     });
-    const webhook = await insertWebhook(t.db, {
-      name: randomId('retention'),
-      url: 'https://example.com/hook',
-      enabled: true,
-      headers: {},
-      events: [{ entity_type: 'item', event_types: ['update'], filter: null }],
-      customPayload: null,
-      httpBasicUser: null,
-      httpBasicPassword: null,
-      payloadApiVersion: '3',
-      nestedItemsInPayload: false,
-      autoRetry: true,
-    });
+    const webhook = await insertWebhook(t.db, testWebhookInput());
     webhookId = webhook.id;
   });
 

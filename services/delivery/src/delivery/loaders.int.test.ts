@@ -7,7 +7,7 @@ import {
   type FieldWrite,
   type NewEvent,
 } from '@herald/store';
-import { createTestDb, type TestDb } from '@herald/testkit';
+import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
 import { ModelCache } from './loaders.js';
 
 let t: TestDb;
@@ -56,20 +56,8 @@ const saveModel = (fields: FieldWrite[]) =>
     fields,
   );
 
-const itemEvent = (id: string): NewEvent => ({
-  id,
-  environment: 'main',
-  isEnvironmentPrimary: true,
-  entityType: 'item',
-  eventType: 'update',
-  entityId: 'r1',
-  itemTypeId: 'article',
-  itemTypeApiKey: 'article',
-  occurredAt: new Date(),
-  entity: { type: 'item', id: 'r1' },
-  previousEntity: null,
-  relatedEntities: [],
-});
+const itemEvent = (id: string): NewEvent =>
+  testItemEvent(id, { itemTypeId: 'article', itemTypeApiKey: 'article' });
 
 /** The event as the match worker reads it (with its model's version at that moment). */
 async function readEvent(id: string) {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertWebhook, updateWebhook, type Queryable, type WebhookInput } from '@herald/store';
-import { createTestDb, type TestDb } from '@herald/testkit';
+import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import { WebhookListCache } from './list-cache.js';
 
 let testDb: TestDb;
@@ -11,19 +11,8 @@ afterAll(async () => {
   await testDb.cleanup();
 });
 
-const input = (name: string): WebhookInput => ({
-  name,
-  url: 'https://example.com/',
-  enabled: true,
-  headers: {},
-  events: [],
-  customPayload: null,
-  httpBasicUser: null,
-  httpBasicPassword: null,
-  payloadApiVersion: '3',
-  nestedItemsInPayload: false,
-  autoRetry: true,
-});
+const input = (name: string): WebhookInput =>
+  testWebhookInput({ name, url: 'https://example.com/', events: [] });
 
 const names = (body: Buffer) =>
   (JSON.parse(body.toString()) as { data: { attributes: { name: string } }[] }).data.map(
