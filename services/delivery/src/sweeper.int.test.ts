@@ -180,7 +180,11 @@ describe('the sweeper: webhook calls', () => {
 
   const sweeper = (
     retentionMs: number | null,
-    { intervalMs = 60_000, afterMs = 60 * DAY }: { intervalMs?: number; afterMs?: number } = {},
+    {
+      intervalMs = 60_000,
+      afterMs = 60 * DAY,
+      pruneStatementsPerPass,
+    }: { intervalMs?: number; afterMs?: number; pruneStatementsPerPass?: number } = {},
   ) =>
     new Sweeper({
       db: t.db,
@@ -195,6 +199,7 @@ describe('the sweeper: webhook calls', () => {
       enqueueTimeoutMs: 5000,
       retentionMs,
       pruneIntervalMs: 3_600_000,
+      ...(pruneStatementsPerPass ? { pruneStatementsPerPass } : {}),
     });
 
   it('re-enqueues a whole backlog of stranded calls in one pass, page after page', async () => {
@@ -262,6 +267,30 @@ describe('the sweeper: webhook calls', () => {
     running.start();
     try {
       await expect.poll(() => remaining(ids)).toEqual(['ret-start-new']);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('stops a pruning at its statement cap and goes on at the next passes', async () => {
+    const names = ['cap-1', 'cap-2', 'cap-3', 'cap-4', 'cap-5'];
+    const ids = await calls(
+      Object.fromEntries(names.map((n) => [n, { status: 'failed', days: 9 }])),
+    );
+    // Two statements of two rows, then the rest at the next call.
+    const capped = sweeper(7 * DAY, { pruneStatementsPerPass: 2 });
+    expect(await capped.prune()).toBe(4);
+    expect(await remaining(ids)).toHaveLength(1);
+    expect(await capped.prune()).toBe(1);
+
+    // Started: a pass of one statement every 50 ms, though the pruning interval is an hour.
+    const more = await calls(
+      Object.fromEntries(names.map((n) => [`${n}-again`, { status: 'success', days: 9 }])),
+    );
+    const running = sweeper(7 * DAY, { intervalMs: 50, pruneStatementsPerPass: 1 });
+    running.start();
+    try {
+      await expect.poll(() => remaining(more)).toEqual([]);
     } finally {
       await running.stop();
     }

@@ -92,6 +92,11 @@ export interface SweeperOptions {
   retentionMs: number | null;
   /** Time between two prunings of the delivery log (the first one runs at start). */
   pruneIntervalMs: number;
+  /**
+   * Delete statements one pass runs at most (default 100). A larger backlog (a first pruning of
+   * a big log) goes on at the next passes, so re-enqueueing lost work is never held up long.
+   */
+  pruneStatementsPerPass?: number;
 }
 
 /**
@@ -107,6 +112,8 @@ export class Sweeper {
   #running: Promise<void> | undefined;
   #stopped = false;
   #lastPrune = Number.NEGATIVE_INFINITY;
+  /** The last pruning stopped at its statement cap with calls left to delete. */
+  #pruneUnfinished = false;
   readonly #pruned: Counter;
 
   constructor(private readonly options: SweeperOptions) {
@@ -134,8 +141,10 @@ export class Sweeper {
         message,
       );
     await this.sweep().catch((error: unknown) => warn(error, 'sweep failed; will retry'));
-    if (Date.now() - this.#lastPrune < this.options.pruneIntervalMs) return;
-    this.#lastPrune = Date.now();
+    if (!this.#pruneUnfinished && Date.now() - this.#lastPrune < this.options.pruneIntervalMs) {
+      return;
+    }
+    if (!this.#pruneUnfinished) this.#lastPrune = Date.now();
     await this.prune().catch((error: unknown) =>
       warn(error, 'pruning the delivery log failed; will retry'),
     );
@@ -149,14 +158,20 @@ export class Sweeper {
 
   /**
    * Deletes the finished calls older than the retention, a batch per statement until none is
-   * left (or the sweeper stops); returns how many.
+   * left, the sweeper stops, or pruneStatementsPerPass statements have run (the next pass goes
+   * on); returns how many.
    */
   async prune(): Promise<number> {
-    const { retentionMs, batchSize } = this.options;
+    const { retentionMs, batchSize, pruneStatementsPerPass = 100 } = this.options;
+    this.#pruneUnfinished = false;
     if (retentionMs === null) return 0;
     const before = new Date(Date.now() - retentionMs);
     let total = 0;
-    while (!this.#stopped) {
+    for (let statements = 0; !this.#stopped; statements++) {
+      if (statements === pruneStatementsPerPass) {
+        this.#pruneUnfinished = true;
+        break;
+      }
       const deleted = await deleteFinishedWebhookCalls(this.options.db, before, batchSize);
       this.#pruned.inc(deleted);
       total += deleted;
