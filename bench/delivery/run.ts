@@ -19,6 +19,7 @@ import { MATCH_WEBHOOKS, matchingBench } from './matching.js';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
 import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
+import { queuePrefix, type Redis } from '@herald/runtime';
 import { createPostgresDb, insertWebhook } from '@herald/store';
 import {
   TEST_DATABASE_URL,
@@ -268,6 +269,18 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
     nestedItemsInPayload: false,
     autoRetry: true,
   };
+}
+
+/** Deletes the run's keys: the queues' (completed match jobs are kept), limits, slots. */
+async function dropRedisKeys(redis: Redis, prefix: string): Promise<void> {
+  for (const pattern of [`${queuePrefix(prefix)}*`, `${prefix}:*`]) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      if (keys.length > 0) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  }
 }
 
 const quantile = (sorted: number[], q: number) =>
@@ -545,6 +558,7 @@ async function main(): Promise<void> {
     await herald.close();
     await receiver.stop();
     await deps.eventMatchQueue.close();
+    await dropRedisKeys(redis, deps.redisPrefix);
     await redis.quit();
     await workerDb.close();
     await testDb.cleanup();
