@@ -98,4 +98,27 @@ describe('webhook_calls statements with a backlog', () => {
     expect(dropped?.status).toBe('failed');
     expect(dropped?.failureReason).toBe('the webhook was deleted');
   });
+
+  it('gives every call its webhook, one record per webhook, and null for a webhook gone', async () => {
+    const other = await insertWebhook(t.db, testWebhookInput());
+    const match = (id: string) => ({
+      event: { id, entityType: 'item', eventType: 'update' },
+      webhookIds: [webhookId, other.id, '999999'],
+    });
+    const calls = await t.db.transaction(async (tx) => {
+      await insertEvent(tx, 'fan-1');
+      await insertEvent(tx, 'fan-2');
+      return createWebhookCalls(tx, [match('fan-1'), match('fan-2')]);
+    });
+    expect(calls.map((call) => [call.eventId, call.webhookId, call.webhook?.id ?? null])).toEqual([
+      ['fan-1', webhookId, webhookId],
+      ['fan-1', other.id, other.id],
+      ['fan-1', '999999', null],
+      ['fan-2', webhookId, webhookId],
+      ['fan-2', other.id, other.id],
+      ['fan-2', '999999', null],
+    ]);
+    expect(calls[3]!.webhook).toBe(calls[0]!.webhook);
+    expect(calls[1]!.webhook?.signingSecret).toBe(other.signingSecret);
+  });
 });
