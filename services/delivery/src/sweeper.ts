@@ -111,9 +111,8 @@ export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
-  #lastPrune = Number.NEGATIVE_INFINITY;
-  /** The last pruning stopped at its statement cap with calls left to delete. */
-  #pruneUnfinished = false;
+  /** When the next pruning is due (0: at the next pass, as at start or after a capped one). */
+  #pruneDueAt = 0;
   readonly #pruned: Counter;
 
   constructor(private readonly options: SweeperOptions) {
@@ -141,10 +140,8 @@ export class Sweeper {
         message,
       );
     await this.sweep().catch((error: unknown) => warn(error, 'sweep failed; will retry'));
-    if (!this.#pruneUnfinished && Date.now() - this.#lastPrune < this.options.pruneIntervalMs) {
-      return;
-    }
-    if (!this.#pruneUnfinished) this.#lastPrune = Date.now();
+    if (Date.now() < this.#pruneDueAt) return;
+    this.#pruneDueAt = Date.now() + this.options.pruneIntervalMs;
     await this.prune().catch((error: unknown) =>
       warn(error, 'pruning the delivery log failed; will retry'),
     );
@@ -163,13 +160,12 @@ export class Sweeper {
    */
   async prune(): Promise<number> {
     const { retentionMs, batchSize, pruneStatementsPerPass = 100 } = this.options;
-    this.#pruneUnfinished = false;
     if (retentionMs === null) return 0;
     const before = new Date(Date.now() - retentionMs);
     let total = 0;
     for (let statements = 0; !this.#stopped; statements++) {
       if (statements === pruneStatementsPerPass) {
-        this.#pruneUnfinished = true;
+        this.#pruneDueAt = 0; // calls left: the next pass goes on
         break;
       }
       const deleted = await deleteFinishedWebhookCalls(this.options.db, before, batchSize);
