@@ -15,7 +15,7 @@ export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
 // the predicate of a partial index (events_unmatched, webhook_calls_unfinished), which the
 // statistics, read while few rows were unfinished, make look nearly empty: the planner then
 // scans that index whole and filters by key, so every match or drop costs O(backlog) exactly
-// when a backlog builds up (measured: 27 ms instead of 0.07 with 100,000 unmatched events).
+// when a backlog builds up (EXPLAIN ANALYZE with 100,000 unmatched events: 27 ms, not 0.07).
 // `IS TRUE` means the same for these NOT NULL or tested-for-NULL columns and hides the
 // predicate, so the key's index is used.
 
