@@ -6,7 +6,6 @@ import {
   eventJobId,
   parseCidrList,
   webhooksChangedChannel,
-  type WebhookEventEntry,
 } from '@herald/contract';
 import type { Redis } from '@herald/runtime';
 import {
@@ -136,12 +135,8 @@ export async function startPipeline(
   };
 }
 
-export const ITEM_EVENTS: WebhookEventEntry[] = [
-  { entity_type: 'item', event_types: ['create', 'update', 'delete', 'publish', 'unpublish'] },
-];
-
 export function webhookInput(url: string, overrides: Partial<WebhookInput> = {}): WebhookInput {
-  return testWebhookInput({ url, events: ITEM_EVENTS, ...overrides });
+  return testWebhookInput({ url, ...overrides });
 }
 
 /** Stores a webhook, announces it as ingest does, and waits until the match index has it. */
