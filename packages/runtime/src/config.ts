@@ -64,6 +64,14 @@ export const commonEnv = {
     .string()
     .regex(/^[A-Za-z0-9_:-]{1,64}$/, 'letters, digits, _ : - only')
     .default('herald'),
+  /**
+   * Attempts of a match job that fails with an error (a database outage does not spend them: the
+   * job waits for the database). A job out of attempts stays in the failed set; the delivery
+   * sweeper matches its events again.
+   */
+  MATCH_JOB_ATTEMPTS: int(1, 1000).default(10),
+  /** First backoff between a match job's attempts; each next one doubles. */
+  MATCH_JOB_BACKOFF_MS: int(10, 3_600_000).default(1000),
   /** Time given to in-flight work on SIGTERM before connections are cut. */
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   /** Apply pending migrations at startup. */

@@ -32,6 +32,14 @@ export {
   EventMatchEnqueuer,
   eventMatchJobId,
   queuePrefix,
+  requeueEventMatches,
   type EventMatchQueue,
+  type MatchJobRetries,
 } from './queues.js';
+export {
+  DeploymentConflictError,
+  claimDeployment,
+  claimRedisPrefix,
+  deploymentKey,
+} from './deployment.js';
 export { ssrfEnv } from './ssrf-env.js';

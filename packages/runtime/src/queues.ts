@@ -15,22 +15,36 @@ export const queuePrefix = (redisPrefix: string): string => `{${redisPrefix}}`;
 
 export type EventMatchQueue = Queue<EventMatchJobData, unknown, typeof MATCH_EVENT_JOB>;
 
+/** A match job's retry budget (MATCH_JOB_ATTEMPTS, MATCH_JOB_BACKOFF_MS). */
+export interface MatchJobRetries {
+  attempts: number;
+  /** First backoff delay; each next one doubles (with jitter). */
+  backoffMs: number;
+}
+
 /**
  * The producer side of the `event-match` queue (ingest after a commit, the sweeper). It shares
  * the process's producer connection, which fails fast while Redis is away.
+ *
+ * A completed job leaves Redis at once: a job id is only a guard against the same match waiting
+ * twice, and a completed one kept under its id would turn the sweeper's later re-add of the same
+ * events into a silent no-op. Failed jobs stay a week for operators to read; the sweeper replaces
+ * a failed job whose events are still unmatched (requeueEventMatches). Attempts are spent only on
+ * errors: a database outage delays the job without spending any (the match worker).
  */
 export function createEventMatchQueue(
   redis: Redis,
   redisPrefix: string,
   logger: Logger,
+  retries: MatchJobRetries = { attempts: 10, backoffMs: 1000 },
 ): EventMatchQueue {
   const queue: EventMatchQueue = new Queue(QUEUE_EVENT_MATCH, {
     connection: redis,
     prefix: queuePrefix(redisPrefix),
     defaultJobOptions: {
-      attempts: 10,
-      backoff: { type: 'exponential', delay: 1000, jitter: 0.5 },
-      removeOnComplete: { count: 10_000 },
+      attempts: retries.attempts,
+      backoff: { type: 'exponential', delay: retries.backoffMs, jitter: 0.5 },
+      removeOnComplete: true,
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   });
@@ -94,6 +108,35 @@ export async function enqueueEventMatches(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The sweeper's enqueue of events still unmatched: like enqueueEventMatches, except that a job
+ * already finished under the same id (failed out of attempts, or completed by an older version
+ * that kept completed jobs) is replaced instead of silently blocking the add. Returns how many ids
+ * went into a new job and how many are in a job that is still waiting, delayed or running.
+ */
+export async function requeueEventMatches(
+  queue: EventMatchQueue,
+  eventIds: readonly string[],
+  timeoutMs: number,
+): Promise<{ added: number; queued: number }> {
+  let added = 0;
+  let queued = 0;
+  const fresh: string[] = [];
+  for (const ids of chunks(eventIds, MATCH_JOB_EVENTS_MAX)) {
+    const jobId = eventMatchJobId(ids);
+    const state = await queue.getJobState(jobId);
+    if (state === 'failed' || state === 'completed') await queue.remove(jobId);
+    else if (state !== 'unknown') {
+      queued += ids.length;
+      continue;
+    }
+    fresh.push(...ids);
+    added += ids.length;
+  }
+  await enqueueEventMatches(queue, fresh, timeoutMs);
+  return { added, queued };
 }
 
 function chunks<T>(list: readonly T[], size: number): T[][] {

@@ -80,6 +80,14 @@ export {
   type RecordText,
   type RecordWrite,
 } from './records.js';
+export {
+  deleteExpiredLeases,
+  endLease,
+  listOrphanedWebhookCalls,
+  readDeploymentId,
+  releaseWebhookCalls,
+  renewLease,
+} from './leases.js';
 export { buildSearchTexts, textSearchConfig, type TextBlock } from './search-text.js';
 export { loadBatchContext, type BatchContext } from './batch-context.js';
 export {
@@ -104,7 +112,6 @@ export {
   WEBHOOK_CALL_STATUSES,
   createWebhookCalls,
   deleteFinishedWebhookCalls,
-  dropPendingRetries,
   dropWebhookCall,
   findWebhookCall,
   findWebhookCalls,

@@ -95,10 +95,13 @@ export interface NewWebhookCall {
 }
 
 /**
- * The calls of several events in one statement: a row per (event, matching webhook), and every
- * event marked matched, even those matching nothing. Returns the calls inserted and, for a
- * repeat, those still pending (they may have lost their jobs), in creation order, each with its
+ * The calls of several events in one statement: a row per (event, matching webhook that is still
+ * enabled when the statement runs), and every event marked matched, even those matching nothing.
+ * The new calls are held by `holder` (the lease of the process that will make their first
+ * attempts; see takeOverOrphanedWebhookCalls) and returned in creation order, each with its
  * webhook read in the same statement (the first attempt needs its current settings and secrets).
+ * Calls that already existed (a repeated match) are not returned: they belong to whoever made
+ * them, and the sweeper takes over those of a dead holder.
  */
 export async function createWebhookCalls(
   db: Queryable,
@@ -106,6 +109,7 @@ export async function createWebhookCalls(
     event: { id: string; entityType: string; eventType: string };
     webhookIds: readonly string[];
   }[],
+  holder: string | null = null,
 ): Promise<NewWebhookCall[]> {
   if (matches.length === 0) return [];
   let n = 0;
@@ -121,10 +125,13 @@ export async function createWebhookCalls(
   >(
     {
       name: 'herald.webhook_calls.create',
+      // The webhook's row decides, not the caller's index: a webhook disabled or deleted (by the
+      // API or by a worker on a 410) gets no new call from the moment that change commits.
       text: `WITH inserted AS (
-       INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-       SELECT x.e, x.w, x.t, x.v
+       INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, held_by)
+       SELECT x.e, x.w, x.t, x.v, $3
        FROM json_to_recordset($1::json) AS x(e text, w bigint, t text, v text, n integer)
+       JOIN webhooks ww ON ww.id = x.w AND ww.enabled
        ORDER BY x.n
        ON CONFLICT (event_id, webhook_id) DO NOTHING
        RETURNING id, webhook_id, event_id
@@ -132,18 +139,13 @@ export async function createWebhookCalls(
        UPDATE events SET matched_at = now()
        WHERE id = ANY($2::text[]) AND (matched_at IS NULL) IS TRUE
        RETURNING 1
-     ), calls AS (
-       SELECT id, webhook_id, event_id FROM inserted
-       UNION ALL
-       SELECT id, webhook_id, event_id FROM webhook_calls
-       WHERE event_id = ANY($2::text[]) AND (status = 'pending') IS TRUE
      )
      SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
        ${webhookColumns}
-     FROM calls c LEFT JOIN webhooks w ON w.id = c.webhook_id
+     FROM inserted c LEFT JOIN webhooks w ON w.id = c.webhook_id
      ORDER BY c.id`,
     },
-    [JSON.stringify(rows), eventIds],
+    [JSON.stringify(rows), eventIds, holder],
   );
   // One record per webhook, however many calls it has in the batch.
   const webhooks = new Map<string, WebhookRecord>();
@@ -251,7 +253,8 @@ export async function recordWebhookCallAttempts(
        response_status = v.response_status, response_headers = v.response_headers::json,
        response_payload = v.response_payload, failure_reason = v.failure_reason,
        attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
-       next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at)
+       next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
+       held_by = NULL
      FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
                  $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[],
                  $12::timestamptz[])
@@ -280,24 +283,11 @@ export async function recordWebhookCallAttempts(
 /** Ends a call without sending (its webhook was deleted or disabled): no retry stays planned. */
 export async function dropWebhookCall(db: Queryable, id: string, reason: string): Promise<void> {
   await db.query(
-    `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2
+    `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2,
+       held_by = NULL
      WHERE id = $1 AND (status IN ('pending', 'rescheduled')) IS TRUE`,
     [id, reason],
   );
-}
-
-/** Drops every planned retry of a webhook (it answered 410, or was disabled or deleted). */
-export async function dropPendingRetries(
-  db: Queryable,
-  webhookId: string,
-  reason: string,
-): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE webhook_calls SET status = 'failed', next_retry_at = NULL, failure_reason = $2
-     WHERE webhook_id = $1 AND status = 'rescheduled'`,
-    [webhookId, reason],
-  );
-  return rowCount;
 }
 
 /**
@@ -327,9 +317,10 @@ export async function markWebhookCallsEnqueued(
   ids: readonly string[],
 ): Promise<void> {
   if (ids.length === 0) return;
-  await db.query(`UPDATE webhook_calls SET enqueued_at = now() WHERE id = ANY($1::bigint[])`, [
-    ids,
-  ]);
+  await db.query(
+    `UPDATE webhook_calls SET enqueued_at = now(), held_by = NULL WHERE id = ANY($1::bigint[])`,
+    [ids],
+  );
 }
 
 /**
@@ -357,8 +348,9 @@ export async function listStrandedWebhookCalls(
     attempted_auto_retries_count: number;
   }>(
     // The conditions of the webhook_calls_unfinished index (enqueued_at, partial), on purpose.
+    // Calls held by a process are its own while its lease lives (takeOverOrphanedWebhookCalls).
     `SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
-     WHERE status IN ('pending', 'rescheduled') AND enqueued_at < $1
+     WHERE status IN ('pending', 'rescheduled') AND enqueued_at < $1 AND held_by IS NULL
      ORDER BY enqueued_at LIMIT $2`,
     [options.before, options.limit],
   );

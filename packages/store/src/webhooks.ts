@@ -223,19 +223,39 @@ export async function updateWebhook(
     sets.push(`${column} = $${params.length}${json ? '::json' : ''}`);
   }
   if (patch.enabled === true) sets.push('disabled_reason = NULL');
+  const update = `UPDATE webhooks SET ${sets.join(', ')} WHERE id = $1 ${RETURNING}`;
+  if (patch.enabled !== false) {
+    const { rows } = await db.query<WebhookRow>(update, params);
+    return rows[0] ? toWebhook(rows[0]) : null;
+  }
+  params.push('the webhook was disabled');
   const { rows } = await db.query<WebhookRow>(
-    `UPDATE webhooks SET ${sets.join(', ')} WHERE id = $1 ${RETURNING}`,
+    `WITH w AS (${update}), ended AS (
+       ${endCallsOf(`$${params.length}`)} AND EXISTS (SELECT 1 FROM w)
+     ) ${SELECT} FROM w`,
     params,
   );
   return rows[0] ? toWebhook(rows[0]) : null;
 }
 
+/**
+ * Ends the unfinished calls (pending, rescheduled) of webhook $1 with the reason in `reason`, in
+ * the statement that disables or deletes it: from the moment that change commits, nothing of the
+ * webhook waits for a retry, and createWebhookCalls makes no new call for it.
+ */
+const endCallsOf = (reason: string): string => `UPDATE webhook_calls
+  SET status = 'failed', next_retry_at = NULL, failure_reason = ${reason}, held_by = NULL
+  WHERE webhook_id = $1 AND status IN ('pending', 'rescheduled')`;
+
 /** Deletes and returns the webhook; null when there is none. */
 export async function deleteWebhook(db: Queryable, id: string): Promise<WebhookRecord | null> {
   if (!isWebhookId(id)) return null;
-  const { rows } = await db.query<WebhookRow>(`DELETE FROM webhooks WHERE id = $1 ${RETURNING}`, [
-    id,
-  ]);
+  const { rows } = await db.query<WebhookRow>(
+    `WITH w AS (DELETE FROM webhooks WHERE id = $1 ${RETURNING}), ended AS (
+       ${endCallsOf('$2')} AND EXISTS (SELECT 1 FROM w)
+     ) ${SELECT} FROM w`,
+    [id, 'the webhook was deleted'],
+  );
   return rows[0] ? toWebhook(rows[0]) : null;
 }
 
@@ -260,17 +280,25 @@ export async function rotateWebhookSecret(
   return rows[0] ? toWebhook(rows[0]) : null;
 }
 
-/** Disables a webhook with a reason (e.g. its endpoint answered 410 Gone). */
+/**
+ * Disables a webhook with a reason (e.g. its endpoint answered 410 Gone) and ends its unfinished
+ * calls with `callsReason`, in one statement.
+ */
 export async function disableWebhook(
   db: Queryable,
   id: string,
   reason: string,
+  callsReason = 'the webhook was disabled',
 ): Promise<WebhookRecord | null> {
   if (!isWebhookId(id)) return null;
   const { rows } = await db.query<WebhookRow>(
-    `UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now()
-     WHERE id = $1 ${RETURNING}`,
-    [id, reason],
+    `WITH w AS (
+       UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now()
+       WHERE id = $1 ${RETURNING}
+     ), ended AS (
+       ${endCallsOf('$3')} AND EXISTS (SELECT 1 FROM w)
+     ) ${SELECT} FROM w`,
+    [id, reason, callsReason],
   );
   return rows[0] ? toWebhook(rows[0]) : null;
 }

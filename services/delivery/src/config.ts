@@ -39,11 +39,23 @@ export const deliveryEnv = {
   DELIVERY_CONNECTIONS_PER_ORIGIN: int(1, 10_000).default(64),
   /** Largest part of a response body kept in the log. */
   DELIVERY_RESPONSE_MAX_BYTES: int(0, 10 * 1024 * 1024).default(65_536),
-  /** BullMQ job lock; a job whose worker died is picked up again after about this long. */
-  DELIVERY_JOB_LOCK_MS: int(1000, 600_000).default(30_000),
+  /**
+   * BullMQ job lock, renewed every half of it while the worker lives; a job whose worker died
+   * runs again within about 1.5 times this.
+   */
+  DELIVERY_JOB_LOCK_MS: int(1000, 600_000).default(8000),
+  /**
+   * How long a delivery process's hold on the calls queued in its memory outlives its last
+   * heartbeat (renewed every third of it). After a `kill -9` the sweeper takes its calls over once
+   * this has passed; a live process's calls are never taken, however long its backlog.
+   */
+  DELIVERY_LEASE_MS: int(300, 600_000).default(6000),
   /** How often the sweeper looks for work Redis lost (unmatched events, stranded calls). */
-  DELIVERY_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(15_000),
-  /** A call still pending this long after it was enqueued is re-enqueued by the sweeper. */
+  DELIVERY_SWEEP_INTERVAL_MS: int(100, 3_600_000).default(3000),
+  /**
+   * A call not held by a process and still pending this long after its job was added (or a
+   * retry overdue by this long) is re-enqueued by the sweeper (a no-op if its job still exists).
+   */
   DELIVERY_SWEEP_AFTER_MS: int(100, 86_400_000).default(60_000),
   /**
    * Days a finished call (success or failed, with its request and response) stays in the delivery
@@ -69,7 +81,7 @@ export const deliveryEnv = {
   /** `site_id` of the default payload. */
   SITE_ID: z.string().min(1).default('herald'),
   /** Events younger than this are left to the ingest request still enqueuing them. */
-  EVENT_SWEEP_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(10_000),
+  EVENT_SWEEP_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   /** Event ids (and stranded calls) read and enqueued per round trip by the sweeper. */
   EVENT_SWEEP_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(1000),
   /** How long one sweeper enqueue waits for Redis before trying again next interval. */
@@ -96,7 +108,10 @@ export const HERALD_VERSION = '0.1.0';
 
 /** The workers' settings from the parsed variables (shared by delivery and the single process). */
 export function deliverySettings(
-  config: Pick<DeliveryConfig, keyof typeof deliveryEnv | 'REDIS_PREFIX'>,
+  config: Pick<
+    DeliveryConfig,
+    keyof typeof deliveryEnv | 'REDIS_PREFIX' | 'MATCH_JOB_ATTEMPTS' | 'MATCH_JOB_BACKOFF_MS'
+  >,
   redisUrl: string,
 ): DeliverySettings {
   return {
@@ -117,7 +132,9 @@ export function deliverySettings(
     maxInFlightPerWebhook: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
     deliverConcurrency: config.DELIVERY_CONCURRENCY,
     matchConcurrency: config.MATCH_CONCURRENCY,
+    matchRetries: { attempts: config.MATCH_JOB_ATTEMPTS, backoffMs: config.MATCH_JOB_BACKOFF_MS },
     jobLockMs: config.DELIVERY_JOB_LOCK_MS,
+    leaseMs: config.DELIVERY_LEASE_MS,
     sweepIntervalMs: config.DELIVERY_SWEEP_INTERVAL_MS,
     sweepAfterMs: config.DELIVERY_SWEEP_AFTER_MS,
     eventSweepGraceMs: config.EVENT_SWEEP_GRACE_MS,

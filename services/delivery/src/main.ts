@@ -1,6 +1,8 @@
 import {
   ConfigError,
+  DeploymentConflictError,
   Lifecycle,
+  claimRedisPrefix,
   closeServer,
   createLogger,
   createMetrics,
@@ -20,6 +22,7 @@ async function main(): Promise<void> {
 
   const db = await openDatabase(config, 'delivery', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();
   const app = createApp({ db, redis, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });
   const { server, url } = await listen(app, {
@@ -43,7 +46,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof DeploymentConflictError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(

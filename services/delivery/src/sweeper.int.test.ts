@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { QUEUE_WEBHOOK_DELIVER } from '@herald/contract';
 import {
   createEventMatchQueue,
@@ -13,6 +13,7 @@ import {
   insertEvents,
   insertWebhook,
   markEventsMatched,
+  renewLease,
   type NewEvent,
 } from '@herald/store';
 import {
@@ -60,7 +61,7 @@ describe('the sweeper: unmatched events', () => {
     await insertEvents(t.db, ids.map(event));
     await markEventsMatched(t.db, ['sw-4']);
     const count = await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue });
-    expect(count).toBe(4);
+    expect(count).toEqual({ added: 4, queued: 0 });
     // One job per page of batchSize (2) ids.
     for (const page of [
       ['sw:1', 'sw-2'],
@@ -68,12 +69,47 @@ describe('the sweeper: unmatched events', () => {
     ]) {
       expect((await queue.getJob(eventMatchJobId(page)))?.data).toEqual({ eventIds: page });
     }
-    // A second sweep re-adds the same job ids: BullMQ keeps one job per id.
-    await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue });
+    // A second sweep finds their jobs still waiting: it adds nothing, and counts nothing.
+    expect(await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue })).toEqual({
+      added: 0,
+      queued: 4,
+    });
     expect(await queue.getJobCountByTypes('waiting')).toBe(2);
     expect(
       await metrics.registry.getSingleMetricAsString('herald_sweeper_events_enqueued_total'),
-    ).toMatch(/ 8$/m);
+    ).toMatch(/ 4$/m);
+    await queue.drain();
+    await markEventsMatched(t.db, ['sw:1', 'sw-2', '12345', 'sw-5']);
+  });
+
+  it('replaces a job that finished under the same id while its events stayed unmatched', async () => {
+    // A match job out of attempts (a long outage) or completed without matching: BullMQ ignores
+    // an add under the id of a job it still keeps, so the sweeper must replace it.
+    const ids = ['fin-1', 'fin-2'];
+    await insertEvents(t.db, ids.map(event));
+    const jobId = eventMatchJobId(ids);
+    const connection = testRedis('worker');
+    const failing = new Worker(queue.name, () => Promise.reject(new Error('some bug')), {
+      connection,
+      prefix: queue.opts.prefix!,
+      autorun: false,
+    });
+    try {
+      await queue.add('match-event', { eventIds: ids }, { jobId, attempts: 1 });
+      void failing.run();
+      await expect.poll(() => queue.getJobState(jobId)).toBe('failed');
+    } finally {
+      await failing.close();
+      await connection.quit();
+    }
+    expect(await sweepUnmatchedEvents({ ...sweepOptions, db: t.db, queue })).toEqual({
+      added: 2,
+      queued: 0,
+    });
+    expect(await queue.getJobState(jobId)).toBe('waiting');
+    expect((await queue.getJob(jobId))?.attemptsMade).toBe(0);
+    await queue.drain();
+    await markEventsMatched(t.db, ids);
   });
 
   it('leaves events younger than the grace period to ingest', async () => {
@@ -100,6 +136,8 @@ describe('the sweeper: unmatched events', () => {
       enqueueTimeoutMs: 5000,
       retentionMs: null,
       pruneIntervalMs: 3_600_000,
+      leaseMs: 3000,
+      healthyForMs: () => 0,
     });
     sweeper.start();
     try {
@@ -184,7 +222,13 @@ describe('the sweeper: webhook calls', () => {
       intervalMs = 60_000,
       afterMs = 60 * DAY,
       pruneStatementsPerPass,
-    }: { intervalMs?: number; afterMs?: number; pruneStatementsPerPass?: number } = {},
+      healthyForMs = 0,
+    }: {
+      intervalMs?: number;
+      afterMs?: number;
+      pruneStatementsPerPass?: number;
+      healthyForMs?: number;
+    } = {},
   ) =>
     new Sweeper({
       db: t.db,
@@ -199,6 +243,8 @@ describe('the sweeper: webhook calls', () => {
       enqueueTimeoutMs: 5000,
       retentionMs,
       pruneIntervalMs: 3_600_000,
+      leaseMs: 3000,
+      healthyForMs: () => healthyForMs,
       ...(pruneStatementsPerPass ? { pruneStatementsPerPass } : {}),
     });
 
@@ -229,6 +275,49 @@ describe('the sweeper: webhook calls', () => {
     );
     // Their clocks restarted: the next pass leaves them to the jobs just added.
     expect((await sweeper(null, { afterMs: 60_000 }).sweep()).calls).toBe(0);
+  });
+
+  it('takes over the calls of a dead process at once, and never those of a live one', async () => {
+    const ids = await calls({
+      'held-alive': { status: 'pending', minutesWaiting: 600 },
+      'held-dead-1': { status: 'pending', minutesWaiting: 0 },
+      'held-dead-2': { status: 'pending', minutesWaiting: 0 },
+      'held-dead-3': { status: 'pending', minutesWaiting: 0 },
+    });
+    const id = (name: string) => ids.get(name)!;
+    await renewLease(t.db, { id: 'lease-alive', host: 'h', pid: 1 });
+    await renewLease(t.db, { id: 'lease-dead', host: 'h', pid: 2 });
+    await t.db.query(
+      `UPDATE delivery_leases SET heartbeat_at = now() - interval '1 minute' WHERE id = 'lease-dead'`,
+    );
+    const hold = (name: string, lease: string) =>
+      t.db.query('UPDATE webhook_calls SET held_by = $2 WHERE id = $1', [id(name), lease]);
+    await hold('held-alive', 'lease-alive');
+    for (const name of ['held-dead-1', 'held-dead-2', 'held-dead-3'])
+      await hold(name, 'lease-dead');
+
+    // Not until this process has renewed its own lease for a whole lease: after an outage every
+    // live process first gets the time to renew.
+    expect((await sweeper(null, { afterMs: 60_000, healthyForMs: 2999 }).sweep()).orphans).toBe(0);
+    const pass = await sweeper(null, { afterMs: 60_000, healthyForMs: 3000 }).sweep();
+    // Three orphans, two per page; the live process's call waited ten hours and stays its own.
+    expect(pass).toEqual({ events: 0, orphans: 3, calls: 0 });
+    const jobIds = (await deliverQueue.getJobs(['waiting'])).map((job) => job.id);
+    expect(jobIds).toEqual(
+      expect.arrayContaining(
+        ['held-dead-1', 'held-dead-2', 'held-dead-3'].map((n) => `call-${id(n)}`),
+      ),
+    );
+    expect(jobIds).not.toContain(`call-${id('held-alive')}`);
+    const { rows } = await t.db.query<{ held_by: string | null }>(
+      'SELECT held_by FROM webhook_calls WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [[...ids.values()]],
+    );
+    expect(rows.map((r) => r.held_by)).toEqual(['lease-alive', null, null, null]);
+    // The dead lease held nothing any more: forgotten.
+    const leases = await t.db.query<{ id: string }>('SELECT id FROM delivery_leases ORDER BY id');
+    expect(leases.rows.map((r) => r.id)).toEqual(['lease-alive']);
+    await deliverQueue.drain();
   });
 
   it('deletes finished calls past the retention, batch after batch, and keeps the rest', async () => {

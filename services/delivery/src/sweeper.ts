@@ -1,7 +1,9 @@
 import { Counter, type Registry } from 'prom-client';
-import { enqueueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
+import { requeueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
 import {
+  deleteExpiredLeases,
   deleteFinishedWebhookCalls,
+  listOrphanedWebhookCalls,
   listStrandedWebhookCalls,
   listUnmatchedEvents,
   markWebhookCallsEnqueued,
@@ -9,6 +11,9 @@ import {
   type Queryable,
 } from '@herald/store';
 import { deliverJobs, type DeliverQueue } from './jobs/match-event.js';
+
+const errorText = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error);
 
 // One counter per (registry, name): several sweepers of one process (tests) share it.
 const counters = new WeakMap<Registry, Map<string, Counter>>();
@@ -44,15 +49,19 @@ export interface EventSweepOptions {
 
 /**
  * Enqueues every stored event the match worker has not marked matched (events.matched_at), in
- * acceptance order: what ingest could not enqueue (Redis down) or Redis lost (flushed,
- * restarted) is matched after all. Job ids are the event ids, so an event whose job still
- * exists is not enqueued twice. Returns how many ids it enqueued.
+ * acceptance order: what ingest could not enqueue (Redis down), Redis lost (flushed, restarted)
+ * or a match job gave up on (out of attempts) is matched after all. A page whose job is still
+ * waiting or running is left to it; one whose job finished is enqueued anew. Returns how many ids
+ * it put in new jobs (what herald_sweeper_events_enqueued_total counts) and how many were
+ * already queued.
  */
-export async function sweepUnmatchedEvents(options: EventSweepOptions): Promise<number> {
+export async function sweepUnmatchedEvents(
+  options: EventSweepOptions,
+): Promise<{ added: number; queued: number }> {
   const counter = sweptCounter(options.registry);
   const acceptedBefore = new Date(Date.now() - options.graceMs);
   let afterSeq: string | undefined;
-  let total = 0;
+  const total = { added: 0, queued: 0 };
   for (;;) {
     const page = await listUnmatchedEvents(options.db, {
       ...(afterSeq ? { afterSeq } : {}),
@@ -60,13 +69,14 @@ export async function sweepUnmatchedEvents(options: EventSweepOptions): Promise<
       limit: options.batchSize,
     });
     if (page.length === 0) return total;
-    await enqueueEventMatches(
+    const { added, queued } = await requeueEventMatches(
       options.queue,
       page.map((event) => event.id),
       options.enqueueTimeoutMs,
     );
-    counter.inc(page.length);
-    total += page.length;
+    counter.inc(added);
+    total.added += added;
+    total.queued += queued;
     afterSeq = page[page.length - 1]!.seq;
     if (page.length < options.batchSize) return total;
   }
@@ -88,6 +98,19 @@ export interface SweeperOptions {
   batchSize: number;
   /** How long one enqueue of events may wait for Redis. */
   enqueueTimeoutMs: number;
+  /**
+   * A process's hold on the calls queued in its memory lasts this long past its last heartbeat;
+   * then the sweeper takes them over.
+   */
+  leaseMs: number;
+  /**
+   * How long this process has renewed its own lease without a miss (ms; 0 while it cannot).
+   * Calls of an expired lease are taken over only once this reaches leaseMs: after the database
+   * was away, every live process gets a whole lease to renew before anyone's calls move.
+   */
+  healthyForMs: () => number;
+  /** Re-asserts the deployment's claim on the Redis prefix (it is lost when Redis is flushed). */
+  claimDeployment?: () => Promise<unknown>;
   /** How long a finished call stays in the delivery log; null keeps calls forever. */
   retentionMs: number | null;
   /** Time between two prunings of the delivery log (the first one runs at start). */
@@ -102,10 +125,12 @@ export interface SweeperOptions {
 /**
  * The one sweeper (ARCHITECTURE.md decision 1), started once per delivery process by
  * startDelivery: re-enqueues what Redis lost or never got — events stored but not matched, calls
- * still pending well after they were enqueued, and calls rescheduled whose retry is overdue. Job
- * ids are derived from the rows, so re-adding a job that still exists is a no-op; several delivery
- * processes may sweep at once. It also prunes the delivery log: finished calls older than the
- * retention are deleted, in batches, every pruneIntervalMs.
+ * still pending well after they were enqueued, and calls rescheduled whose retry is overdue — and
+ * takes over the calls held by a delivery process whose lease ran out (it died). Calls held by a
+ * live process are never touched, however long they wait there. Job ids are derived from the
+ * rows, so re-adding a job that still exists is a no-op; several delivery processes may sweep at
+ * once. It also prunes the delivery log: finished calls older than the retention are deleted, in
+ * batches, every pruneIntervalMs.
  */
 export class Sweeper {
   #timer: NodeJS.Timeout | undefined;
@@ -139,6 +164,13 @@ export class Sweeper {
         { err: error instanceof Error ? error.message : String(error) },
         message,
       );
+    if (this.options.claimDeployment) {
+      await this.options
+        .claimDeployment()
+        .catch((error: unknown) =>
+          this.options.logger.error({ err: errorText(error) }, 'deployment claim failed'),
+        );
+    }
     await this.sweep().catch((error: unknown) => warn(error, 'sweep failed; will retry'));
     if (Date.now() < this.#pruneDueAt) return;
     this.#pruneDueAt = Date.now() + this.options.pruneIntervalMs;
@@ -177,11 +209,14 @@ export class Sweeper {
     return total;
   }
 
-  /** One pass; returns how many events and calls were re-enqueued. */
-  async sweep(): Promise<{ events: number; calls: number }> {
+  /**
+   * One pass; returns how many events went into new match jobs, how many calls of dead processes
+   * were taken over and how many other calls were re-enqueued.
+   */
+  async sweep(): Promise<{ events: number; orphans: number; calls: number }> {
     const { db, afterMs } = this.options;
     const limit = this.options.batchSize;
-    const events = await sweepUnmatchedEvents({
+    const { added: events, queued } = await sweepUnmatchedEvents({
       db,
       queue: this.options.matchQueue,
       registry: this.options.registry,
@@ -189,12 +224,37 @@ export class Sweeper {
       batchSize: limit,
       enqueueTimeoutMs: this.options.enqueueTimeoutMs,
     });
-
+    const orphans = await this.#takeOverOrphans();
     const calls = await this.#sweepStrandedCalls(new Date(Date.now() - afterMs));
-    if (events + calls > 0) {
-      this.options.logger.info({ events, calls }, 'sweeper re-enqueued work');
+    if (events + orphans + calls > 0) {
+      this.options.logger.info(
+        { events, eventsStillQueued: queued, orphans, calls },
+        'sweeper re-enqueued work',
+      );
     }
-    return { events, calls };
+    return { events, orphans, calls };
+  }
+
+  /**
+   * Enqueues the pending calls of processes whose lease ran out, page after page, and hands them
+   * over (their hold ends); then forgets the leases that hold nothing. Returns how many.
+   */
+  async #takeOverOrphans(): Promise<number> {
+    const { db, deliverQueue, batchSize: limit, leaseMs } = this.options;
+    if (this.options.healthyForMs() < leaseMs) return 0;
+    let total = 0;
+    for (;;) {
+      const orphans = await listOrphanedWebhookCalls(db, { leaseMs, limit });
+      if (orphans.length > 0) await deliverQueue.addBulk(deliverJobs(orphans));
+      await markWebhookCallsEnqueued(
+        db,
+        orphans.map((c) => c.id),
+      );
+      total += orphans.length;
+      if (orphans.length < limit || this.#stopped) break;
+    }
+    await deleteExpiredLeases(db, leaseMs);
+    return total;
   }
 
   /**

@@ -9,16 +9,19 @@ import {
   type WebhookChangedMessage,
 } from '@herald/contract';
 import {
+  claimDeployment,
   createEventMatchQueue,
   createRedis,
   type EventMatchQueue,
   type Logger,
+  type MatchJobRetries,
   type Redis,
 } from '@herald/runtime';
 import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
+import { Lease } from './delivery/lease.js';
 import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
@@ -47,7 +50,12 @@ export interface DeliverySettings {
   maxInFlightPerWebhook: number;
   deliverConcurrency: number;
   matchConcurrency: number;
+  /** The match job's retry budget (also ingest's, which enqueues most match jobs). */
+  matchRetries: MatchJobRetries;
+  /** BullMQ's job lock; a dead worker's jobs run again within about 1.5 times this. */
   jobLockMs: number;
+  /** How long this process's hold on its queued first attempts outlives its last heartbeat. */
+  leaseMs: number;
   sweepIntervalMs: number;
   sweepAfterMs: number;
   /** Unmatched events younger than this are left to the ingest request enqueuing them. */
@@ -93,7 +101,12 @@ export async function startDelivery(
   const metrics = deliveryMetrics(deps.registry);
 
   // The producer side of event-match, with ingest's job options (the sweeper enqueues on it).
-  const matchQueue = createEventMatchQueue(redis, settings.redisPrefix, logger);
+  const matchQueue = createEventMatchQueue(
+    redis,
+    settings.redisPrefix,
+    logger,
+    settings.matchRetries,
+  );
   const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
     connection: redis,
     prefix,
@@ -149,8 +162,15 @@ export async function startDelivery(
     redis,
     settings.redisPrefix,
     settings.maxInFlightPerWebhook,
-    settings.timeoutMs + 5000,
+    // A dead process's slots come free a second after its longest attempt could have ended.
+    settings.timeoutMs + 1000,
   );
+
+  // The calls this process will make first attempts of are held by its lease (taken first: a
+  // process that cannot write to Postgres does not start).
+  const lease = new Lease(db, logger.child({ module: 'lease' }), settings.leaseMs);
+  await lease.start();
+  let closing = false;
 
   const loaders = deliveryLoaders(db);
   const deliverContext: DeliverContext = {
@@ -166,6 +186,15 @@ export async function startDelivery(
     userAgent: settings.userAgent,
     retry: settings.retry,
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
+    lease,
+    isWebhookEnabled: (webhookId) => index.has(webhookId),
+    announce: async (message) => {
+      // Postgres holds the change; a lost announcement is caught up by the periodic reload.
+      await redis.publish(channel, JSON.stringify(message)).catch((error: unknown) => {
+        logger.warn({ err: errorMessage(error) }, 'could not announce a webhook change');
+      });
+    },
+    closing: () => closing,
   };
   const firstAttempts = createFirstAttempts(deliverContext);
   const matchContext: MatchContext = {
@@ -176,21 +205,24 @@ export async function startDelivery(
     startAttempts: (calls) => firstAttempts.add(calls),
     // Matching waits while this process has twice its pool of first attempts queued or in flight.
     roomForAttempts: () => firstAttempts.below(2 * settings.deliverConcurrency),
+    lease,
   };
 
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
   const workerOptions = {
     connection: workerConnection,
     prefix,
+    // The lock is renewed every half of it while the worker lives; checking for stalled jobs
+    // every half too brings a dead worker's jobs back within ~1.5 locks, not 2.
     lockDuration: settings.jobLockMs,
-    stalledInterval: settings.jobLockMs,
+    stalledInterval: Math.max(500, Math.floor(settings.jobLockMs / 2)),
     removeOnComplete: { count: 0 },
     removeOnFail: { count: 0 },
   };
   const matchWorker = new Worker<EventMatchJobData>(
     QUEUE_EVENT_MATCH,
-    async (job: Job<EventMatchJobData>) =>
-      matchEvent.handler(matchContext, matchEvent.schema.parse(job.data)),
+    async (job: Job<EventMatchJobData>, token?: string) =>
+      matchEvent.handler(matchContext, matchEvent.schema.parse(job.data), job, token),
     { ...workerOptions, concurrency: settings.matchConcurrency },
   );
   // Deliver jobs are retries, resends, calls that waited for their webhook's in-flight limit and
@@ -243,6 +275,10 @@ export async function startDelivery(
     enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
     retentionMs: settings.logRetentionMs,
     pruneIntervalMs: settings.logPruneIntervalMs,
+    leaseMs: settings.leaseMs,
+    healthyForMs: () => lease.healthyForMs(),
+    // Redis forgets the claim when it is flushed or restarted empty: write it again.
+    claimDeployment: () => claimDeployment(db, redis, settings.redisPrefix),
   });
   sweeper.start();
 
@@ -253,6 +289,9 @@ export async function startDelivery(
     sweeper,
     metrics,
     async close() {
+      // Outcome writes waiting for a database that is away give up from now on: their calls stay
+      // held by the lease, which runs out, and another process's sweeper takes them over.
+      closing = true;
       metrics.collectQueues = undefined;
       clearInterval(reloadTimer);
       await sweeper.stop();
@@ -260,6 +299,7 @@ export async function startDelivery(
       // then the first attempts the match worker started finish too.
       await Promise.all([matchWorker.close(), deliverWorker.close()]);
       await firstAttempts.drain();
+      await lease.stop();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
       await Promise.all(

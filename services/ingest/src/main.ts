@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
+  DeploymentConflictError,
   Lifecycle,
+  claimRedisPrefix,
   closeServer,
   createLogger,
   createEventMatchQueue,
@@ -22,8 +24,12 @@ async function main(): Promise<void> {
 
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();
-  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+    attempts: config.MATCH_JOB_ATTEMPTS,
+    backoffMs: config.MATCH_JOB_BACKOFF_MS,
+  });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   const app = createApp({
     eventMatchQueue,
@@ -50,7 +56,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
+  if (error instanceof ConfigError || error instanceof DeploymentConflictError) {
     process.stderr.write(`${error.message}\n`);
   } else {
     process.stderr.write(

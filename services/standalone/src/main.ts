@@ -2,7 +2,9 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
+  DeploymentConflictError,
   Lifecycle,
+  claimRedisPrefix,
   closeServer,
   createLogger,
   createEventMatchQueue,
@@ -42,11 +44,15 @@ async function main(): Promise<void> {
   }
   const db = await openDatabase(config, 'standalone', logger, lifecycle);
   const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
 
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
   const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
   const metrics = createMetrics();
-  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger);
+  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+    attempts: config.MATCH_JOB_ATTEMPTS,
+    backoffMs: config.MATCH_JOB_BACKOFF_MS,
+  });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   const app = createApp({
     eventMatchQueue,
@@ -94,6 +100,7 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   if (
     error instanceof ConfigError ||
+    error instanceof DeploymentConflictError ||
     error instanceof RedisServerMissingError ||
     error instanceof PidLockError
   ) {

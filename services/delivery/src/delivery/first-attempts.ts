@@ -9,6 +9,11 @@ export interface PendingAttempt {
 
 export interface FirstAttemptsOptions<C extends PendingAttempt> {
   semaphore: Semaphore;
+  /**
+   * Whether queued calls may start now (this process's lease on them is valid); when not, they
+   * are handed to `abandon` instead, unsent.
+   */
+  startable?: () => boolean;
   /** Takes in-flight slots, one round trip for all (InFlightLimiter.acquireMany). */
   acquire: (requests: readonly SlotRequest[]) => Promise<boolean[]>;
   release: (webhookId: string, token: string) => Promise<void>;
@@ -73,6 +78,11 @@ export class FirstAttempts<C extends PendingAttempt> {
         const batch = this.#queue.splice(0, count);
         this.#running += count;
         this.options.queued?.(this.#queue.length);
+        if (this.options.startable && !this.options.startable()) {
+          this.#finish(count);
+          this.options.abandon(batch, new Error('the lease on these calls could not be renewed'));
+          continue;
+        }
         const tokens = batch.map((call) => this.options.token(call));
         let taken: boolean[];
         try {

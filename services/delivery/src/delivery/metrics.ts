@@ -11,6 +11,10 @@ export interface DeliveryMetrics {
   matchDuration: Histogram;
   inFlight: Gauge;
   firstAttemptsQueued: Gauge;
+  /** Match-job events not found in this database (see the match worker). */
+  eventsMissing: Counter;
+  /** Jobs put off because the database was away (no attempt spent), by queue. */
+  jobsWaitingForDatabase: Counter<'queue'>;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -66,6 +70,17 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
     firstAttemptsQueued: new Gauge({
       name: 'herald_first_attempts_queued',
       help: 'New calls matched in this process and waiting for a slot of its pool',
+      registers,
+    }),
+    eventsMissing: new Counter({
+      name: 'herald_match_events_missing_total',
+      help: 'Event ids of match jobs not found in this database (the job is retried, then fails)',
+      registers,
+    }),
+    jobsWaitingForDatabase: new Counter({
+      name: 'herald_jobs_waiting_for_database_total',
+      help: 'Jobs put off because Postgres was unreachable, without spending an attempt',
+      labelNames: ['queue'] as const,
       registers,
     }),
     queueDepth: new Gauge({

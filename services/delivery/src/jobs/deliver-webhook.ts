@@ -1,14 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { DelayedError, type Job } from 'bullmq';
-import { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId } from '@herald/contract';
+import {
+  DELIVER_WEBHOOK_JOB,
+  DeliverJobData,
+  QUEUE_WEBHOOK_DELIVER,
+  deliverJobId,
+  type WebhookChangedMessage,
+} from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
   disableWebhook,
-  dropPendingRetries,
   dropWebhookCall,
+  isDbUnavailableError,
   type Db,
   type StoredEvent,
+  type WebhookCallAttempt,
   type WebhookCallRecord,
   type WebhookCallStatus,
   type WebhookRecord,
@@ -16,7 +23,9 @@ import {
 import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
+import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
+import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
 import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
@@ -40,6 +49,14 @@ export interface DeliverContext {
   retry: RetryPolicy;
   /** How long a job waits when its webhook is at its in-flight limit. */
   inFlightWaitMs: number;
+  /** This process's lease on the calls whose first attempts it holds. */
+  lease: Lease;
+  /** Whether the webhook is enabled as far as this process heard (the match index). */
+  isWebhookEnabled: (webhookId: string) => boolean;
+  /** Tells every process of a webhook change (the channel the API publishes on). */
+  announce: (message: WebhookChangedMessage) => Promise<void>;
+  /** True once the process is shutting down: writes stop waiting for a database that is away. */
+  closing: () => boolean;
 }
 
 /** The status class label of an attempt (bounded). */
@@ -87,19 +104,29 @@ async function handler(
     await job.moveToDelayed(Date.now() + inFlightWait(ctx), token);
     throw new DelayedError();
   }
-  await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
+  try {
+    await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
+  } catch (error) {
+    // Before anything was sent (an outcome write waits for the database itself).
+    if (!isDbUnavailableError(error)) throw error;
+    ctx.metrics.jobsWaitingForDatabase.inc({ queue: QUEUE_WEBHOOK_DELIVER });
+    await putOffUntilDatabaseReturns(job, token);
+  }
 }
 
 /**
  * The first attempts of new calls, in the process that matched them (the match worker adds
  * them): one queue hop less than a deliver job per call, which was most of what a delivery cost
- * in Redis and in latency. A call whose webhook is at its limit becomes a delayed deliver job.
- * A call stays `pending` until its outcome is written, so calls this process never finishes
- * (it died, Redis was away) are re-enqueued by the sweeper (DELIVERY_SWEEP_AFTER_MS).
+ * in Redis and in latency. The calls are held by this process's lease until their outcome is
+ * written: a call whose webhook is at its limit becomes a delayed deliver job and is let go; one
+ * this process gives up on (Redis away, its lease not renewed) is let go as due, for the sweeper;
+ * and if the process dies, its lease runs out and the sweeper takes its calls over.
  */
 export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall> {
+  const ids = (calls: readonly NewCall[]): string[] => calls.map((call) => call.id);
   return new FirstAttempts<NewCall>({
     semaphore: ctx.semaphore,
+    startable: () => ctx.lease.valid,
     acquire: (requests) => ctx.limiter.acquireMany(requests),
     release: (webhookId, token) => ctx.limiter.release(webhookId, token),
     token: (call) => slotToken(call.id),
@@ -119,6 +146,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
           opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
         })),
       );
+      await ctx.lease.release(ids(calls), false);
     },
     queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
     abandon: (calls, error) => {
@@ -126,6 +154,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
         { err: error instanceof Error ? error.message : String(error), calls: calls.length },
         'first attempts not made here; the sweeper will re-enqueue the calls',
       );
+      void ctx.lease.release(ids(calls), true);
     },
   });
 }
@@ -159,7 +188,11 @@ async function deliverHolding(
 async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
   const { webhook } = call;
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
-  if (!webhook.enabled) return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
+  // Disabled or deleted since the call was made: the change already ended the call in Postgres
+  // (and announced itself, which is how the index heard); this only keeps it from being sent.
+  if (!webhook.enabled || !ctx.isWebhookEnabled(webhook.id)) {
+    return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
+  }
   const pending = {
     id: call.id,
     status: 'pending' as const,
@@ -214,11 +247,14 @@ async function attempt(
 
   const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
   const gone = result.kind === 'response' && result.status === 410;
+  // The SSRF guard refused the address: a configuration error, not a transient one, so no retry
+  // (a resend once SSRF_ALLOW_CIDRS or the URL changed still goes out).
+  const refused = result.kind === 'error' && result.error === 'blocked';
   let status: Exclude<WebhookCallStatus, 'pending'>;
   let nextRetryAt: Date | null = null;
   let nextRetry: number | undefined;
   if (ok) status = 'success';
-  else if (gone) status = 'failed';
+  else if (gone || refused) status = 'failed';
   else if (data.resend) {
     // A failed manual resend leaves the automatic plan as it was.
     status = call.status === 'rescheduled' ? 'rescheduled' : 'failed';
@@ -239,20 +275,27 @@ async function attempt(
 
   const failureReason =
     result.kind === 'error'
-      ? result.reason
+      ? refused
+        ? `${result.reason} (refused by the SSRF guard; not retried)`
+        : result.reason
       : ok
         ? null
         : result.status >= 300 && result.status < 400
           ? `HTTP ${result.status} (redirects are not followed)`
           : `HTTP ${result.status}`;
   if (gone) {
-    // Disabled first: from here on no new call is created and pending retries are dropped.
+    // One statement disables it and ends its waiting calls: from its commit no new call is made
+    // (createWebhookCalls reads the webhook's row). Announced so every process's index and the
+    // first attempts queued in memory hear of it now, not at the next reload.
     const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
-    await disableWebhook(ctx.db, webhook.id, reason);
-    await dropPendingRetries(ctx.db, webhook.id, 'the webhook was disabled (410 Gone)');
+    await writeUntilStored(
+      () => disableWebhook(ctx.db, webhook.id, reason, 'the webhook was disabled (410 Gone)'),
+      ctx.closing,
+    );
+    await ctx.announce({ id: webhook.id, change: 'updated' });
     ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
   }
-  await ctx.loaders.attempts.write(call.id, {
+  const outcome: WebhookCallAttempt = {
     status,
     requestUrl: url,
     requestHeaders: redacted,
@@ -264,7 +307,8 @@ async function attempt(
     attemptedAutoRetriesCount: retriesCount,
     lastSentAt: sentAt,
     nextRetryAt,
-  });
+  };
+  await writeUntilStored(() => ctx.loaders.attempts.write(call.id, outcome), ctx.closing);
   ctx.metrics.deliveries.inc({ outcome: status, status_class: klass });
   if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
 

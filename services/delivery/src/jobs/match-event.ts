@@ -1,14 +1,23 @@
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import {
   DELIVER_WEBHOOK_JOB,
   EventMatchJobData,
   MATCH_EVENT_JOB,
+  QUEUE_EVENT_MATCH,
   deliverJobId,
   type DeliverJobData,
 } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
-import { createWebhookCalls, findEvents, type Db } from '@herald/store';
+import {
+  createWebhookCalls,
+  findEvents,
+  isDbUnavailableError,
+  type Db,
+  type StoredEvent,
+} from '@herald/store';
+import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
+import { putOffUntilDatabaseReturns } from '../delivery/outage.js';
 import type { WebhookIndex } from '../webhook-index.js';
 import type { NewCall } from './deliver-webhook.js';
 
@@ -23,6 +32,24 @@ export interface MatchContext {
   startAttempts: (calls: readonly NewCall[]) => void;
   /** Resolves when this process has room for more attempts (back-pressure on matching). */
   roomForAttempts: () => Promise<void>;
+  /** This process's lease: the new calls are held by it until their first attempt is made. */
+  lease: Lease;
+}
+
+/**
+ * Some events of a match job are not in this database. Events are never deleted, so they are
+ * either not visible yet (a replica behind) or the job was enqueued by another deployment sharing
+ * this Redis prefix. Either way the job must not complete as if it had matched them: it is
+ * retried, then kept in the failed set with this message.
+ */
+export class EventsNotFoundError extends Error {
+  constructor(missing: number, total: number) {
+    super(
+      `${missing} of the job's ${total} events are not in this database (not visible yet, or ` +
+        `the job comes from another deployment sharing REDIS_PREFIX); will retry`,
+    );
+    this.name = 'EventsNotFoundError';
+  }
 }
 
 /** Deliver jobs leave Redis once done: Postgres keeps the log, and the sweeper may re-add ids. */
@@ -46,13 +73,43 @@ export function deliverJobs(
 
 /**
  * Turns events stored together into one webhook_call per (event, matching webhook), then starts
- * the calls' first attempts. Safe to run twice: calls are unique per (event, webhook), events
- * already matched are skipped, and a repeat starts the calls still pending.
+ * the calls' first attempts here, holding them under this process's lease. Safe to run twice:
+ * calls are unique per (event, webhook) and events already matched are skipped; the calls a dead
+ * run made are taken over by the sweeper once its lease runs out. While Postgres is unreachable
+ * the job waits for it without spending attempts.
  */
-async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void> {
+async function handler(
+  ctx: MatchContext,
+  data: EventMatchJobData,
+  job: Job,
+  token: string | undefined,
+): Promise<void> {
   await ctx.roomForAttempts();
-  const events = (await findEvents(ctx.db, data.eventIds)).filter((event) => !event.matchedAt);
-  if (events.length === 0) return;
+  // A lease that could not be renewed may be taken over at any moment: hold nothing new by it.
+  if (!ctx.lease.valid) return waitForDatabase(ctx, job, token);
+  let missing: number;
+  let started: readonly NewCall[];
+  try {
+    const found = await findEvents(ctx.db, data.eventIds);
+    missing = new Set(data.eventIds).size - found.length;
+    started = await matchAndCreate(ctx, found);
+  } catch (error) {
+    if (isDbUnavailableError(error)) return waitForDatabase(ctx, job, token);
+    throw error;
+  }
+  ctx.startAttempts(started);
+  if (missing > 0) {
+    ctx.metrics.eventsMissing.inc(missing);
+    throw new EventsNotFoundError(missing, data.eventIds.length);
+  }
+}
+
+async function matchAndCreate(
+  ctx: MatchContext,
+  found: readonly StoredEvent[],
+): Promise<NewCall[]> {
+  const events = found.filter((event) => !event.matchedAt);
+  if (events.length === 0) return [];
   const matches = events.map((event) => {
     const started = performance.now();
     const webhookIds = ctx.index.match(event);
@@ -60,13 +117,16 @@ async function handler(ctx: MatchContext, data: EventMatchJobData): Promise<void
     return { event, webhookIds };
   });
   const byId = new Map(events.map((event) => [event.id, event]));
-  const calls = await createWebhookCalls(ctx.db, matches);
-  ctx.startAttempts(
-    calls.flatMap((call) => {
-      const event = byId.get(call.eventId);
-      return event ? [{ ...call, event }] : [];
-    }),
-  );
+  const calls = await createWebhookCalls(ctx.db, matches, ctx.lease.id);
+  return calls.flatMap((call) => {
+    const event = byId.get(call.eventId);
+    return event ? [{ ...call, event }] : [];
+  });
+}
+
+function waitForDatabase(ctx: MatchContext, job: Job, token: string | undefined): Promise<never> {
+  ctx.metrics.jobsWaitingForDatabase.inc({ queue: QUEUE_EVENT_MATCH });
+  return putOffUntilDatabaseReturns(job, token);
 }
 
 export const matchEvent = { name: MATCH_EVENT_JOB, schema: EventMatchJobData, handler };
