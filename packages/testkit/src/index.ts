@@ -31,6 +31,8 @@ export const TEST_DATABASE_URL =
   process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
+export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+
 export function randomId(prefix = 't'): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
 }

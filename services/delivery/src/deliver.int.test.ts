@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { findWebhook, rotateWebhookSecret, type Db } from '@herald/store';
-import { createTestDb, randomId, type TestDb } from '@herald/testkit';
+import { createTestDb, randomId, testRedis, type TestDb } from '@herald/testkit';
+import { webhooksChangedChannel } from '@herald/contract';
 import {
   addWebhook,
+  callOf,
   emitEvents,
   itemEvent,
   startPipeline,
@@ -223,9 +225,24 @@ describe('outcomes (API.md §6.2)', () => {
     expect(r.requests.map((q) => q.url)).toEqual(['/moved']);
   });
 
-  it('410 Gone fails the call and disables the webhook with a reason', async () => {
-    const r = await withReceiver((_req, res) => res.writeHead(410).end('gone'));
+  it('410 Gone fails the call, disables the webhook, ends its waiting calls and tells every process', async () => {
+    // The first event gets a 429 with a retry an hour away; the second a 410.
+    let answered = 0;
+    const r = await withReceiver((_req, res) =>
+      answered++ === 0
+        ? res.writeHead(429, { 'Retry-After': '3600' }).end()
+        : res.writeHead(410).end('gone'),
+    );
     const webhook = await addWebhook(db, pipeline, scoped(r.url));
+    const waiting = scopedEvent();
+    await emitEvents(db, pipeline, [waiting]);
+    await waitForCall(db, waiting.id, webhook.id, ['rescheduled']);
+    const listener = testRedis('worker');
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, text: string) => heard.push(text));
+    await listener.subscribe(webhooksChangedChannel(pipeline.settings.redisPrefix));
+    onTestFinished(() => listener.quit().then(() => undefined));
+
     const event = scopedEvent();
     await emitEvents(db, pipeline, [event]);
     const call = await waitForCall(db, event.id, webhook.id, ['failed']);
@@ -235,6 +252,31 @@ describe('outcomes (API.md §6.2)', () => {
     const disabled = await findWebhook(db, webhook.id);
     expect(disabled?.enabled).toBe(false);
     expect(disabled?.disabledReason).toMatch(/410/);
+    // Its retry an hour away is over at once, not when it falls due.
+    const ended = await callOf(db, waiting.id, webhook.id);
+    expect(ended.status).toBe('failed');
+    expect(ended.nextRetryAt).toBeNull();
+    expect(ended.failureReason).toBe('the webhook was disabled (410 Gone)');
+    // Announced on the API's channel: the index drops it now, not at its next reload.
+    await vi.waitFor(() =>
+      expect(heard.map((text) => JSON.parse(text) as unknown)).toContainEqual({
+        id: webhook.id,
+        change: 'updated',
+      }),
+    );
+    await vi.waitFor(() => expect(pipeline.runtime.index.has(webhook.id)).toBe(false));
+    // And no new call is made for it.
+    const after = scopedEvent();
+    await emitEvents(db, pipeline, [after]);
+    await vi.waitFor(async () => {
+      const { rows } = await db.query(
+        'SELECT 1 FROM events WHERE id = $1 AND matched_at IS NOT NULL',
+        [after.id],
+      );
+      expect(rows).toHaveLength(1);
+    });
+    const { rows } = await db.query('SELECT 1 FROM webhook_calls WHERE event_id = $1', [after.id]);
+    expect(rows).toHaveLength(0);
   });
 
   it('429 with Retry-After pushes the next attempt later than the schedule', async () => {

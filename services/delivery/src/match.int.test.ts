@@ -39,7 +39,7 @@ async function matchedNames(events: NewEvent[], names: Map<string, string>): Pro
     for (const event of events) {
       if (!(await findEvent(db, event.id))?.matchedAt) throw new Error('not matched yet');
     }
-  });
+  }, 10_000);
   return Promise.all(
     events.map(async (event) => {
       const { rows } = await db.query<{ webhook_id: string }>(
@@ -243,7 +243,7 @@ describe('matching (API.md §4.3)', () => {
 });
 
 describe('SSRF guard (API.md §6.3)', () => {
-  it('refuses loopback, literal or resolved, when the allow-list does not hold it', async () => {
+  it('refuses loopback, literal or resolved, when the allow-list does not hold it, with no retry', async () => {
     const strictDb = await createTestDb();
     const strict = await startPipeline(strictDb.db, { allowCidrs: parseCidrList('') });
     const local = await startReceiver();
@@ -252,12 +252,12 @@ describe('SSRF guard (API.md §6.3)', () => {
       const literal = await addWebhook(
         strictDb.db,
         strict,
-        webhookInput(`http://127.0.0.1:${port}/x`, { autoRetry: false }),
+        webhookInput(`http://127.0.0.1:${port}/x`),
       );
       const named = await addWebhook(
         strictDb.db,
         strict,
-        webhookInput(`http://localhost:${port}/y`, { autoRetry: false }),
+        webhookInput(`http://localhost:${port}/y`),
       );
       const event = itemEvent();
       await emitEvents(strictDb.db, strict, [event]);
@@ -265,6 +265,12 @@ describe('SSRF guard (API.md §6.3)', () => {
       const b = await waitForCall(strictDb.db, event.id, named.id, ['failed']);
       expect(a.failureReason).toMatch(/blocked address range: loopback/);
       expect(b.failureReason).toMatch(/localhost resolves to .*loopback/);
+      // A configuration error, not a transient one: failed at once, though auto_retry is on.
+      for (const call of [a, b]) {
+        expect(call.failureReason).toMatch(/not retried/);
+        expect(call.attemptedAutoRetriesCount).toBe(0);
+        expect(call.nextRetryAt).toBeNull();
+      }
       expect(local.requests).toHaveLength(0);
       expect(a.requestPayload).toContain('"webhook_call_id"');
     } finally {

@@ -283,18 +283,6 @@ async function attempt(
         : result.status >= 300 && result.status < 400
           ? `HTTP ${result.status} (redirects are not followed)`
           : `HTTP ${result.status}`;
-  if (gone) {
-    // One statement disables it and ends its waiting calls: from its commit no new call is made
-    // (createWebhookCalls reads the webhook's row). Announced so every process's index and the
-    // first attempts queued in memory hear of it now, not at the next reload.
-    const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
-    await writeUntilStored(
-      () => disableWebhook(ctx.db, webhook.id, reason, 'the webhook was disabled (410 Gone)'),
-      ctx.closing,
-    );
-    await ctx.announce({ id: webhook.id, change: 'updated' });
-    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
-  }
   const outcome: WebhookCallAttempt = {
     status,
     requestUrl: url,
@@ -309,6 +297,19 @@ async function attempt(
     nextRetryAt,
   };
   await writeUntilStored(() => ctx.loaders.attempts.write(call.id, outcome), ctx.closing);
+  if (gone) {
+    // Once this call's outcome is in (the disable ends the calls still waiting, and this one is
+    // not), one statement disables the webhook and ends its waiting calls: from its commit no new
+    // call is made (createWebhookCalls reads the webhook's row). Announced so every process's
+    // index, and the first attempts queued in memory, hear of it now, not at the next reload.
+    const reason = `the endpoint answered 410 Gone at ${sentAt.toISOString()}`;
+    await writeUntilStored(
+      () => disableWebhook(ctx.db, webhook.id, reason, 'the webhook was disabled (410 Gone)'),
+      ctx.closing,
+    );
+    await ctx.announce({ id: webhook.id, change: 'updated' });
+    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
+  }
   ctx.metrics.deliveries.inc({ outcome: status, status_class: klass });
   if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
 
