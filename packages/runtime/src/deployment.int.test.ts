@@ -22,7 +22,7 @@ afterAll(async () => {
 
 describe('a deployment claims its Redis prefix', () => {
   it('at first start, then again at every start of the same deployment', async () => {
-    expect(await claimDeployment(ours.db, redis, prefix)).toBe('claimed');
+    expect(await claimDeployment(ours.db, redis, prefix)).toBe('written');
     expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
     expect(await claimDeployment(ours.db, redis, prefix)).toBe('claimed');
   });
@@ -35,13 +35,13 @@ describe('a deployment claims its Redis prefix', () => {
     expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
     // Another prefix is free.
     const other = randomId('herald_test');
-    expect(await claimDeployment(theirs.db, redis, other)).toBe('claimed');
+    expect(await claimDeployment(theirs.db, redis, other)).toBe('written');
     await redis.del(deploymentKey(other));
   });
 
-  it('claims again after Redis lost its keys', async () => {
+  it('claims again after Redis lost its keys, and says so', async () => {
     await redis.del(deploymentKey(prefix));
-    expect(await claimDeployment(ours.db, redis, prefix)).toBe('claimed');
+    expect(await claimDeployment(ours.db, redis, prefix)).toBe('written');
     expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
   });
 });

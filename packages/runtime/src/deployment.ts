@@ -22,17 +22,19 @@ export const deploymentKey = (redisPrefix: string): string => `${redisPrefix}:de
 
 /**
  * Ties the Redis prefix to this deployment (the id migration 007 stores in Postgres): writes the
- * id under the prefix if no deployment claimed it (first start, or after Redis lost its keys) and
- * throws DeploymentConflictError when another one did. 'unreachable' when Redis did not answer
- * within `timeoutMs`: Herald runs without Redis for a while (events are stored, the sweeper
- * enqueues them later), so the caller carries on and claims again later.
+ * id under the prefix if no deployment claimed it and throws DeploymentConflictError when another
+ * one did. 'written' when the key was missing: a first start, or a Redis that lost its keys
+ * (flushed, restarted empty), and with them the jobs; 'claimed' when it was there already.
+ * 'unreachable' when Redis did not answer within `timeoutMs`: Herald runs without Redis for a
+ * while (events are stored, the sweeper enqueues them later), so the caller carries on and claims
+ * again later.
  */
 export async function claimDeployment(
   db: Queryable,
   redis: Redis,
   redisPrefix: string,
   timeoutMs = 5000,
-): Promise<'claimed' | 'unreachable'> {
+): Promise<'claimed' | 'written' | 'unreachable'> {
   const ours = await readDeploymentId(db);
   const reply = await withTimeout(
     (async () => {
@@ -48,7 +50,7 @@ export async function claimDeployment(
   if (reply.current !== ours) {
     throw new DeploymentConflictError(redisPrefix, String(reply.current), ours);
   }
-  return 'claimed';
+  return reply.set === 'OK' ? 'written' : 'claimed';
 }
 
 function onceReady(redis: Redis): Promise<void> {

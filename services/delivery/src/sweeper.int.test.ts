@@ -277,6 +277,24 @@ describe('the sweeper: webhook calls', () => {
     expect((await sweeper(null, { afterMs: 60_000 }).sweep()).calls).toBe(0);
   });
 
+  it('re-enqueues every call held by no process at once when Redis lost its keys', async () => {
+    const ids = await calls({
+      'lost-pending': { status: 'pending', minutesWaiting: 0 },
+      'lost-retry-due': { status: 'rescheduled', minutesWaiting: 0, retries: 2 },
+    });
+    const id = (name: string) => ids.get(name)!;
+    const jobIds = async () => (await deliverQueue.getJobs(['waiting'])).map((job) => job.id);
+    // Their jobs were added a moment ago: an ordinary pass leaves them to those jobs ...
+    await sweeper(null, { afterMs: 60_000 }).sweep();
+    expect(await jobIds()).not.toContain(`call-${id('lost-pending')}`);
+    // ... but after a flush those jobs are gone (so are those of the calls of earlier tests).
+    await sweeper(null, { afterMs: 60_000 }).sweep({ redisLost: true });
+    expect(await jobIds()).toEqual(
+      expect.arrayContaining([`call-${id('lost-pending')}`, `call-${id('lost-retry-due')}-r3`]),
+    );
+    await deliverQueue.drain();
+  });
+
   it('takes over the calls of a dead process at once, and never those of a live one', async () => {
     const ids = await calls({
       'held-alive': { status: 'pending', minutesWaiting: 600 },

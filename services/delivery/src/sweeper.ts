@@ -109,8 +109,12 @@ export interface SweeperOptions {
    * was away, every live process gets a whole lease to renew before anyone's calls move.
    */
   healthyForMs: () => number;
-  /** Re-asserts the deployment's claim on the Redis prefix (it is lost when Redis is flushed). */
-  claimDeployment?: () => Promise<unknown>;
+  /**
+   * Re-asserts the deployment's claim on the Redis prefix. 'written' means the key was gone: Redis
+   * lost its keys (flushed, restarted empty), jobs included, so that pass re-enqueues every call
+   * held by no process at once instead of after DELIVERY_SWEEP_AFTER_MS.
+   */
+  claimDeployment?: () => Promise<'claimed' | 'written' | 'unreachable'>;
   /** How long a finished call stays in the delivery log; null keeps calls forever. */
   retentionMs: number | null;
   /** Time between two prunings of the delivery log (the first one runs at start). */
@@ -213,8 +217,14 @@ export class Sweeper {
    * One pass; returns how many events went into new match jobs, how many calls of dead processes
    * were taken over and how many other calls were re-enqueued.
    */
-  async sweep(): Promise<{ events: number; orphans: number; calls: number }> {
-    const { db, afterMs } = this.options;
+  async sweep({ redisLost = false } = {}): Promise<{
+    events: number;
+    orphans: number;
+    calls: number;
+  }> {
+    const { db } = this.options;
+    // Jobs still in Redis make the re-adds no-ops; when Redis lost them, nothing waits.
+    const afterMs = redisLost ? 0 : this.options.afterMs;
     const limit = this.options.batchSize;
     const { added: events, queued } = await sweepUnmatchedEvents({
       db,
