@@ -287,8 +287,14 @@ describe('the sweeper: webhook calls', () => {
     // Their jobs were added a moment ago: an ordinary pass leaves them to those jobs ...
     await sweeper(null, { afterMs: 60_000 }).sweep();
     expect(await jobIds()).not.toContain(`call-${id('lost-pending')}`);
-    // ... but after a flush those jobs are gone (so are those of the calls of earlier tests).
+    // ... but after a flush those jobs are gone (so are those of the calls of earlier tests), and
+    // so are the match jobs of events just accepted.
+    await insertEvents(t.db, [event('lost-unmatched')]);
     await sweeper(null, { afterMs: 60_000 }).sweep({ redisLost: true });
+    const matchJobs = await queue.getJobs(['waiting']);
+    expect(matchJobs.some((job) => job.data.eventIds.includes('lost-unmatched'))).toBe(true);
+    await queue.drain();
+    await markEventsMatched(t.db, ['lost-unmatched']);
     expect(await jobIds()).toEqual(
       expect.arrayContaining([`call-${id('lost-pending')}`, `call-${id('lost-retry-due')}-r3`]),
     );

@@ -223,14 +223,15 @@ export class Sweeper {
     calls: number;
   }> {
     const { db } = this.options;
-    // Jobs still in Redis make the re-adds no-ops; when Redis lost them, nothing waits.
+    // Jobs still in Redis make the re-adds no-ops; when Redis lost them, nothing waits (a match
+    // repeated for an event some request is enqueuing right now makes nothing twice).
     const afterMs = redisLost ? 0 : this.options.afterMs;
     const limit = this.options.batchSize;
     const { added: events, queued } = await sweepUnmatchedEvents({
       db,
       queue: this.options.matchQueue,
       registry: this.options.registry,
-      graceMs: this.options.eventGraceMs,
+      graceMs: redisLost ? 0 : this.options.eventGraceMs,
       batchSize: limit,
       enqueueTimeoutMs: this.options.enqueueTimeoutMs,
     });
