@@ -64,6 +64,11 @@ export const commonEnv = {
     .string()
     .regex(/^[A-Za-z0-9_:-]{1,64}$/, 'letters, digits, _ : - only')
     .default('herald'),
+  /**
+   * On SIGTERM, time during which /readyz answers 503 while everything else is still served, so
+   * that load balancers stop routing here before connections are refused. SIGINT does not wait.
+   */
+  SHUTDOWN_READINESS_DELAY_MS: int(0, 600_000).default(5000),
   /** Time given to in-flight work on SIGTERM before connections are cut. */
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   /** Apply pending migrations at startup. */
