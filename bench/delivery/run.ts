@@ -270,6 +270,7 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
     payloadApiVersion: '3',
     nestedItemsInPayload: false,
     autoRetry: true,
+    redactHeaders: [],
   };
 }
 

@@ -11,6 +11,8 @@ describe('parseEnv', () => {
     expect(config.RATE_LIMIT_WINDOW_MS).toBe(3000);
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.MIGRATE_ON_START).toBe(true);
+    expect(config.SHUTDOWN_READINESS_DELAY_MS).toBe(5000);
+    expect(config.SHUTDOWN_GRACE_MS).toBe(10_000);
   });
 
   it('treats empty strings as unset', () => {
@@ -39,5 +41,8 @@ describe('parseEnv', () => {
     expect(() => parseEnv(Schema, { PORT: '70000' })).toThrow(/PORT/);
     expect(() => parseEnv(Schema, { MIGRATE_ON_START: 'yes' })).toThrow(/MIGRATE_ON_START/);
     expect(() => parseEnv(Schema, { REDIS_PREFIX: 'has space' })).toThrow(/REDIS_PREFIX/);
+    expect(() => parseEnv(Schema, { SHUTDOWN_READINESS_DELAY_MS: '-1' })).toThrow(
+      /SHUTDOWN_READINESS_DELAY_MS/,
+    );
   });
 });

@@ -72,6 +72,11 @@ export const commonEnv = {
   MATCH_JOB_ATTEMPTS: int(1, 1000).default(10),
   /** First backoff between a match job's attempts; each next one doubles. */
   MATCH_JOB_BACKOFF_MS: int(10, 3_600_000).default(1000),
+  /**
+   * On SIGTERM, time during which /readyz answers 503 while everything else is still served, so
+   * that load balancers stop routing here before connections are refused. SIGINT does not wait.
+   */
+  SHUTDOWN_READINESS_DELAY_MS: int(0, 600_000).default(5000),
   /** Time given to in-flight work on SIGTERM before connections are cut. */
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
   /** Apply pending migrations at startup. */

@@ -2,7 +2,7 @@ export { ConfigError, commonEnv, httpEnv, parseEnv } from './config.js';
 export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { createRedis, type Redis } from './redis.js';
-export { Lifecycle, closeServer } from './shutdown.js';
+export { Lifecycle, closeServer, type SignalSettings } from './shutdown.js';
 export { context, type RequestContext } from './http/context.js';
 export { TokenVerifier, authenticate, requireRole, type Principal } from './http/auth.js';
 export { EnvironmentResolver, selectEnvironment } from './http/environments.js';

@@ -3,15 +3,27 @@ import type { Logger } from './logger.js';
 
 type Hook = { name: string; run: () => Promise<void> };
 
+export interface SignalSettings {
+  /**
+   * On SIGTERM, how long readiness answers 503 while everything else is served as usual, before
+   * the hooks run (SHUTDOWN_READINESS_DELAY_MS): the time a load balancer or Kubernetes needs to
+   * see it and stop routing here. SIGINT (Ctrl-C) does not wait.
+   */
+  readinessDelayMs: number;
+}
+
 /**
  * The process's one shutdown mechanism (ARCHITECTURE.md, API.md §7). On a signal: readiness turns
- * 503, then the hooks run in reverse order of registration (last opened, first closed): intake
- * stops, in-flight work finishes within the grace period, connections close.
+ * 503 (on SIGTERM, for a delay during which everything else is still served), then the hooks run
+ * in reverse order of registration (last opened, first closed): intake stops, in-flight work
+ * finishes within the grace period, connections close.
  */
 export class Lifecycle {
   #draining = false;
   #hooks: Hook[] = [];
   #done: Promise<void> | undefined;
+  /** Ends the readiness delay early; set only while it runs. */
+  #endDelay: (() => void) | undefined;
 
   constructor(private readonly logger: Logger) {}
 
@@ -24,15 +36,28 @@ export class Lifecycle {
     this.#hooks.push({ name, run });
   }
 
-  /** Idempotent: a second signal waits for the first shutdown. */
-  shutdown(reason: string): Promise<void> {
-    this.#done ??= this.#run(reason);
+  /**
+   * Idempotent: a second call waits for the first shutdown. With readinessDelayMs, readiness
+   * answers 503 that long before the hooks run.
+   */
+  shutdown(reason: string, readinessDelayMs = 0): Promise<void> {
+    this.#done ??= this.#run(reason, readinessDelayMs);
     return this.#done;
   }
 
-  async #run(reason: string): Promise<void> {
+  async #run(reason: string, readinessDelayMs: number): Promise<void> {
     this.#draining = true;
-    this.logger.info({ reason }, 'shutting down');
+    this.logger.info({ reason, readinessDelayMs }, 'shutting down');
+    if (readinessDelayMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, readinessDelayMs);
+        this.#endDelay = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#endDelay = undefined;
+    }
     for (const hook of [...this.#hooks].reverse()) {
       try {
         await hook.run();
@@ -43,13 +68,27 @@ export class Lifecycle {
     this.logger.info('shutdown complete');
   }
 
-  /** Only main.ts calls this: it owns the process's signals. */
-  installSignalHandlers(onDone: (code: number) => void): void {
-    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(signal, () => {
-        void this.shutdown(signal).then(() => onDone(0));
-      });
-    }
+  /**
+   * Only main.ts calls this: it owns the process's signals. SIGTERM (what orchestrators send)
+   * waits settings.readinessDelayMs with readiness at 503 before stopping; SIGINT (Ctrl-C, a
+   * person at a terminal, no load balancer to warn) stops at once. A second signal during the
+   * delay ends it. Later ones are ignored: the hooks are running, bounded by the grace period,
+   * and duplicates are common (npm forwards the terminal's Ctrl-C to a process that got it too).
+   */
+  installSignalHandlers(onDone: (code: number) => void, settings: SignalSettings): void {
+    const onSignal = (signal: 'SIGTERM' | 'SIGINT') => {
+      if (!this.#done) {
+        const delayMs = signal === 'SIGTERM' ? settings.readinessDelayMs : 0;
+        void this.shutdown(signal, delayMs).then(() => onDone(0));
+      } else if (this.#endDelay) {
+        this.logger.info({ signal }, 'second signal: stopping without waiting for the delay');
+        this.#endDelay();
+      } else {
+        this.logger.info({ signal }, 'already shutting down');
+      }
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   }
 }
 

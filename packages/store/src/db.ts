@@ -101,6 +101,14 @@ export function createPostgresDb(options: PostgresOptions): Db {
     query: (text, params) => query(pool, text, params),
     async transaction(fn) {
       const client = await pool.connect();
+      // The pool listens for errors on idle clients only. A checked-out client whose connection
+      // drops (backend terminated, server restart) emits 'error', which would crash the process
+      // with no listener: this one records it, and the transaction fails as unavailable instead.
+      let lost: Error | undefined;
+      const onError = (error: Error) => {
+        lost ??= error;
+      };
+      client.on('error', onError);
       let broken: Error | undefined;
       try {
         await client.query('BEGIN');
@@ -113,8 +121,13 @@ export function createPostgresDb(options: PostgresOptions): Db {
         } catch (rollbackError) {
           broken = rollbackError as Error;
         }
-        throw error;
+        // fn may have wrapped the query error in its own: the lost connection is what happened.
+        throw lost && !isDbUnavailableError(error) ? lost : error;
       } finally {
+        broken ??= lost;
+        // A broken client is discarded by the pool; it keeps the listener, as it may still emit
+        // (the socket's end follows the server's error message). A healthy one goes back clean.
+        if (!broken) client.off('error', onError);
         client.release(broken);
       }
     },

@@ -1,6 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from '@herald/testkit';
-import { createPostgresDb } from './db.js';
+import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
+import { createPgliteDb, createPostgresDb, type Db } from './db.js';
+import { insertEvents } from './events.js';
+import { findWebhook } from './webhooks.js';
 import { loadMigrations, migrate, splitStatements } from './migrate.js';
 import { findEnvironment, findPrimaryEnvironment } from './environments.js';
 import { createToken, findTokenByHash, hashToken, listTokens, revokeToken } from './tokens.js';
@@ -59,6 +61,70 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
       "SELECT 1 FROM information_schema.tables WHERE table_name = 't1' AND table_schema = current_schema()",
     );
     expect(rowCount).toBe(0);
+  });
+
+  /** A database migrated up to (not including) `version`. */
+  const openBefore = async (version: number): Promise<Db> => {
+    const before = (await loadMigrations()).filter((m) => m.version < version);
+    if (kind === 'pglite') {
+      const db = await createPgliteDb();
+      opened.push({ db, cleanup: () => db.close() });
+      await migrate(db, before);
+      return db;
+    }
+    const t = await createTestDb(kind);
+    opened.push(t);
+    await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);
+    await migrate(t.db, before);
+    return t.db;
+  };
+
+  it('008 redacts the credential headers of calls already logged, and adds redact_headers', async () => {
+    const db = await openBefore(8);
+    const { rows: hooks } = await db.query<{ id: string }>(
+      `INSERT INTO webhooks (name, url, headers, events, signing_secret)
+       VALUES ('old', 'https://example.com/hook', '{}', '[]', 'whsec_x') RETURNING id`,
+    );
+    const events = [testItemEvent('evt-1'), testItemEvent('evt-2'), testItemEvent('evt-3')];
+    await insertEvents(db, events);
+    const logged = {
+      'Content-Type': 'application/json',
+      'User-Agent': 'Herald/1',
+      'X-Api-Key': 'key-123',
+      Authorization: 'Bearer ***',
+      Cookie: 'sid=abc',
+      'X-Team': 'content',
+      'webhook-id': '1',
+      'webhook-timestamp': '1700000000',
+      'webhook-signature': 'v1,abc',
+    };
+    const insertCall = async (eventId: string, headers: unknown) =>
+      (
+        await db.query<{ id: string }>(
+          `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, request_headers)
+           VALUES ($1, $2, 'item', 'update', $3::json) RETURNING id`,
+          [eventId, hooks[0]!.id, headers === null ? null : JSON.stringify(headers)],
+        )
+      ).rows[0]!.id;
+    const full = await insertCall('evt-1', logged);
+    // The old redaction kept the first word of a value without a scheme: a bare key, whole.
+    const bare = await insertCall('evt-2', { Authorization: 'sk_live_123 ***' });
+    const pending = await insertCall('evt-3', null);
+
+    expect(await migrate(db)).toContain('008_redact_credential_headers');
+    const headersOf = async (id: string) =>
+      (
+        await db.query<{ request_headers: Record<string, string> | null }>(
+          'SELECT request_headers FROM webhook_calls WHERE id = $1',
+          [id],
+        )
+      ).rows[0]!.request_headers;
+    const redacted = await headersOf(full);
+    expect(redacted).toEqual({ ...logged, 'X-Api-Key': '***', Cookie: '***' });
+    expect(Object.keys(redacted!)).toEqual(Object.keys(logged));
+    expect(await headersOf(bare)).toEqual({ Authorization: '***' });
+    expect(await headersOf(pending)).toBeNull();
+    expect((await findWebhook(db, hooks[0]!.id))?.redactHeaders).toEqual([]);
   });
 
   it('stores tokens as hashes and revokes them', async () => {

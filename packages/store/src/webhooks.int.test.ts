@@ -36,6 +36,7 @@ const input = (name: string): WebhookInput => ({
   payloadApiVersion: '3',
   nestedItemsInPayload: false,
   autoRetry: true,
+  redactHeaders: [],
 });
 
 // @herald/testkit depends on this package, so the fresh-schema setup is repeated here.

@@ -16,6 +16,8 @@ export interface WebhookRecord {
   payloadApiVersion: string;
   nestedItemsInPayload: boolean;
   autoRetry: boolean;
+  /** Extension: header names (any case) whose values the call log keeps as `***`. */
+  redactHeaders: string[];
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -39,6 +41,7 @@ export interface WebhookInput {
   payloadApiVersion: string;
   nestedItemsInPayload: boolean;
   autoRetry: boolean;
+  redactHeaders: string[];
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -54,12 +57,13 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   payloadApiVersion: { column: 'payload_api_version' },
   nestedItemsInPayload: { column: 'nested_items_in_payload' },
   autoRetry: { column: 'auto_retry' },
+  redactHeaders: { column: 'redact_headers', json: true },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
-  http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret,
-  previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
+  http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
+  signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -76,6 +80,7 @@ export interface WebhookRow extends Record<string, unknown> {
   payload_api_version: string;
   nested_items_in_payload: boolean;
   auto_retry: boolean;
+  redact_headers: string[];
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -98,6 +103,7 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   payloadApiVersion: row.payload_api_version,
   nestedItemsInPayload: row.nested_items_in_payload,
   autoRetry: row.auto_retry,
+  redactHeaders: row.redact_headers,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -125,8 +131,9 @@ export async function insertWebhook(
 ): Promise<WebhookRecord> {
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
-       http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, signing_secret)
-     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12)
+       http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
+       signing_secret)
+     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13)
      ${RETURNING}`,
     [
       input.name,
@@ -140,6 +147,7 @@ export async function insertWebhook(
       input.payloadApiVersion,
       input.nestedItemsInPayload,
       input.autoRetry,
+      JSON.stringify(input.redactHeaders),
       signingSecret,
     ],
   );

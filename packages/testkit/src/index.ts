@@ -179,6 +179,7 @@ export function testWebhookInput(overrides: Partial<WebhookInput> = {}): Webhook
     payloadApiVersion: '3',
     nestedItemsInPayload: false,
     autoRetry: true,
+    redactHeaders: [],
     ...overrides,
   };
 }

@@ -39,6 +39,7 @@ function startDelivery(): ChildProcess {
       HOST: '127.0.0.1',
       LOG_LEVEL: 'silent',
       MIGRATE_ON_START: 'false',
+      SHUTDOWN_READINESS_DELAY_MS: '0',
       SSRF_ALLOW_CIDRS: '127.0.0.0/8',
       DELIVERY_TIMEOUT_MS: '1000',
       DELIVERY_CONNECT_TIMEOUT_MS: '500',

@@ -20,7 +20,9 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ name: 'ingest', level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code));
+  lifecycle.installSignalHandlers((code) => process.exit(code), {
+    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
+  });
 
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);

@@ -32,6 +32,8 @@ function start(
       PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
+      // Nothing routes to these processes: SIGTERM need not give readiness time to be seen.
+      SHUTDOWN_READINESS_DELAY_MS: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

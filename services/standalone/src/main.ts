@@ -26,7 +26,9 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ name: 'herald', level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code));
+  lifecycle.installSignalHandlers((code) => process.exit(code), {
+    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
+  });
 
   let redisUrl = config.REDIS_URL;
   if (!redisUrl) {

@@ -309,6 +309,24 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await body.getByText('"record": "sample-record-id"').waitFor();
     await shot('webhook-editor');
 
+    // A credential header, and one the webhook lists to hide: the preview shows both as the call
+    // log will keep them.
+    await page.getByRole('button', { name: 'Add header' }).click();
+    await page.getByLabel('Header 1 name').fill('X-Api-Key');
+    await page.getByLabel('Header 1 value').fill('key-e2e-123');
+    await page.getByRole('button', { name: 'Add header' }).click();
+    await page.getByLabel('Header 2 name').fill('X-Tenant');
+    await page.getByLabel('Header 2 value').fill('tenant-e2e');
+    await page.getByLabel('Hide in the call log').fill('X-Tenant');
+    const previewHeader = (name: string) =>
+      page
+        .locator('.preview-body tr', {
+          has: page.locator('th', { hasText: new RegExp(`^${name}$`) }),
+        })
+        .locator('code');
+    await expect.poll(() => previewHeader('X-Api-Key').textContent()).toBe('***');
+    await expect.poll(() => previewHeader('X-Tenant').textContent()).toBe('***');
+
     await page.getByRole('button', { name: 'Create webhook' }).click();
     await page.getByRole('heading', { name: 'Publications to the CDN' }).waitFor();
     const id = /#\/webhooks\/(\d+)/.exec(page.url())?.[1];
@@ -318,6 +336,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     expect(stored.data.attributes.events).toEqual([
       { entity_type: 'item', event_types: ['publish', 'unpublish'] },
     ]);
+    expect(stored.data.attributes.redact_headers).toEqual(['X-Tenant']);
     // The delivery workers learn of it (pub/sub), then events match it.
     await vi.waitFor(() => {
       if (!delivery.index.has(id!)) throw new Error('not indexed yet');
@@ -364,6 +383,15 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByLabel('Request body').getByText('"record": "launch"').waitFor();
     await page.getByLabel('Response body').getByText('"received": true').waitFor();
     await page.getByText('webhook-signature').waitFor();
+    // Stored redacted; the receiver got the values.
+    for (const name of ['X-Api-Key', 'X-Tenant']) {
+      const value = page
+        .locator('tr', { has: page.locator('th', { hasText: new RegExp(`^${name}$`) }) })
+        .locator('code');
+      await expect.poll(() => value.textContent()).toBe('***');
+    }
+    expect(received[0]!.headers['x-api-key']).toBe('key-e2e-123');
+    expect(received[0]!.headers['x-tenant']).toBe('tenant-e2e');
     await shot('call-detail');
 
     const callId = received[0]!.headers['webhook-id'];

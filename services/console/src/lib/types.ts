@@ -24,6 +24,8 @@ export interface WebhookAttributes {
   payload_api_version: string;
   nested_items_in_payload: boolean;
   auto_retry: boolean;
+  /** Extension: header names whose values the call log shows as `***`. */
+  redact_headers?: string[];
   signing_secret?: string;
   disabled_reason?: string | null;
   created_at?: string;

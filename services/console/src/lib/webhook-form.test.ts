@@ -27,6 +27,7 @@ const webhook: WebhookAttributes = {
   payload_api_version: '3',
   nested_items_in_payload: true,
   auto_retry: false,
+  redact_headers: ['X-Tenant', 'x-other'],
 };
 
 describe('webhook form', () => {
@@ -37,6 +38,7 @@ describe('webhook form', () => {
       url: 'https://example.com/hook/{{entity_type}}',
       enabled: false,
       headers: { 'X-Foo': 'Bar' },
+      redact_headers: ['X-Tenant', 'x-other'],
       events: [
         {
           entity_type: 'item',
@@ -66,9 +68,11 @@ describe('webhook form', () => {
         'http_basic_user',
         'name',
         'nested_items_in_payload',
+        'redact_headers',
         'url',
       ].sort(),
     );
+    expect(attributes['redact_headers']).toEqual([]);
     expect(attributes['custom_payload']).toBeNull();
     expect(attributes['http_basic_user']).toBeNull();
   });
@@ -79,6 +83,7 @@ describe('webhook form', () => {
       url: webhook.url,
       custom_payload: webhook.custom_payload,
       headers: { 'X-Foo': 'Bar' },
+      redact_headers: ['X-Tenant', 'x-other'],
       http_basic_user: 'user',
       nested_items_in_payload: true,
     });

@@ -31,6 +31,8 @@ export interface WebhookForm {
   url: string;
   enabled: boolean;
   headers: HeaderRow[];
+  /** Names of headers the call log hides (`redact_headers`), comma- or newline-separated. */
+  redactHeaders: string;
   events: EventRow[];
   useCustomPayload: boolean;
   customPayload: string;
@@ -57,6 +59,7 @@ export function emptyForm(): WebhookForm {
     url: 'https://',
     enabled: true,
     headers: [],
+    redactHeaders: '',
     events: [
       {
         key: rowKey(),
@@ -85,6 +88,7 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
       name,
       value,
     })),
+    redactHeaders: (attributes.redact_headers ?? []).join(', '),
     events: (attributes.events ?? []).map((entry) => {
       const filters = entry.filters ?? (entry.filter ? [entry.filter] : []);
       return {
@@ -140,6 +144,7 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
     url: form.url.trim(),
     enabled: form.enabled,
     headers: headersFromRows(form.headers),
+    redact_headers: splitIds(form.redactHeaders),
     events: form.events.map(eventEntry),
     custom_payload: form.useCustomPayload ? form.customPayload : null,
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
@@ -159,6 +164,7 @@ export function previewAttributes(
     url: form.url.trim(),
     custom_payload: form.useCustomPayload ? form.customPayload : null,
     headers: headersFromRows(form.headers),
+    redact_headers: splitIds(form.redactHeaders),
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
     nested_items_in_payload: form.nestedItemsInPayload,
   };

@@ -34,6 +34,7 @@ const FIELD_ROOTS = [
   'url',
   'enabled',
   'headers',
+  'redact_headers',
   'events',
   'custom_payload',
   'http_basic_user',
@@ -272,8 +273,10 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
           />
           <HeadersEditor
             rows={form.headers}
+            redacted={form.redactHeaders}
             problems={problems}
             onChange={(headers) => update('headers', { headers })}
+            onRedactedChange={(redactHeaders) => update('redact_headers', { redactHeaders })}
           />
 
           <fieldset class="group">

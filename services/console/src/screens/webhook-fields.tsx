@@ -210,13 +210,19 @@ function FilterEditor({
 
 export function HeadersEditor({
   rows,
+  redacted,
   problems,
   onChange,
+  onRedactedChange,
 }: {
   rows: HeaderRow[];
+  /** `redact_headers` as typed: names, comma- or newline-separated. */
+  redacted: string;
   problems: readonly FieldProblem[];
   onChange: (rows: HeaderRow[]) => void;
+  onRedactedChange: (redacted: string) => void;
 }) {
+  const redactProblems = problemsUnder(problems, 'redact_headers');
   const set = (index: number, patch: Partial<HeaderRow>) =>
     onChange(rows.map((row, i) => (i === index ? { ...row, ...patch } : row)));
   return (
@@ -262,6 +268,27 @@ export function HeadersEditor({
       >
         Add header
       </button>
+      <div class="field">
+        <label class="label" for="wh-redact-headers">
+          Hide in the call log
+        </label>
+        <input
+          id="wh-redact-headers"
+          name="redact_headers"
+          class="mono"
+          placeholder="X-Tenant, X-Signing-Hint"
+          value={redacted}
+          aria-invalid={redactProblems.length > 0 ? true : undefined}
+          aria-describedby="wh-redact-headers-hint wh-redact-headers-errors"
+          onInput={(e) => onRedactedChange(e.currentTarget.value)}
+        />
+        <span class="hint" id="wh-redact-headers-hint">
+          Header names, comma-separated, whose values the call log and the preview show as{' '}
+          <code>***</code> (the receiver still gets them). Authorization, cookies and names with
+          token, secret, key, auth, session, password or signature are always hidden.
+        </span>
+        <FieldErrors id="wh-redact-headers-errors" problems={redactProblems} />
+      </div>
     </fieldset>
   );
 }

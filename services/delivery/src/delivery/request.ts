@@ -1,11 +1,18 @@
 import type { Queryable, StoredEvent, WebhookRecord } from '@herald/store';
 import { buildDefaultPayload, serializeEntity, type ModelSource } from './payload.js';
+import { redactHeaders } from './redact-headers.js';
 import { renderCustomPayload, renderUrl } from './render.js';
 
 /** What shapes the request of one call: the webhook's settings that the rendering reads. */
 export type RenderedWebhook = Pick<
   WebhookRecord,
-  'id' | 'url' | 'headers' | 'customPayload' | 'httpBasicUser' | 'httpBasicPassword'
+  | 'id'
+  | 'url'
+  | 'headers'
+  | 'customPayload'
+  | 'httpBasicUser'
+  | 'httpBasicPassword'
+  | 'redactHeaders'
 > & { nestedItemsInPayload: boolean };
 
 export interface DeliveryRequestInput {
@@ -27,7 +34,10 @@ export interface DeliveryRequest {
   body: string;
   /** Headers as sent. */
   headers: Record<string, string>;
-  /** Headers as the call log stores them (API.md §4.4): secrets replaced by `***`. */
+  /**
+   * Headers as the call log stores them (API.md §4.4): credentials and the webhook's
+   * `redact_headers` replaced by `***` (redact-headers.ts).
+   */
   redacted: Record<string, string>;
 }
 
@@ -87,28 +97,19 @@ function buildHeaders(
   if (!custom.includes('content-type')) headers['Content-Type'] = 'application/json';
   if (!custom.includes('user-agent')) headers['User-Agent'] = userAgent;
   Object.assign(headers, webhook.headers);
-  const redacted = { ...headers };
-  for (const name of Object.keys(redacted)) {
-    if (/^(authorization|proxy-authorization)$/i.test(name)) {
-      redacted[name] = `${redacted[name]?.split(' ')[0] ?? ''} ***`.trim();
-    }
-  }
   if (webhook.httpBasicUser !== null) {
     for (const name of Object.keys(headers)) {
-      if (name.toLowerCase() === 'authorization') {
-        delete headers[name];
-        delete redacted[name];
-      }
+      if (name.toLowerCase() === 'authorization') delete headers[name];
     }
     const credentials = `${webhook.httpBasicUser}:${webhook.httpBasicPassword ?? ''}`;
     headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
-    redacted['Authorization'] = 'Basic ***';
   }
   const timestamp = Math.floor(now.getTime() / 1000);
-  const signing = {
+  const sent = {
+    ...headers,
     'webhook-id': callId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': input.sign(callId, timestamp, body),
   };
-  return { headers: { ...headers, ...signing }, redacted: { ...redacted, ...signing } };
+  return { headers: sent, redacted: redactHeaders(sent, webhook.redactHeaders) };
 }

@@ -171,6 +171,65 @@ describe('/webhook_calls', () => {
     expect(missing.status).toBe(404);
   });
 
+  it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async () => {
+    const own = await startReceiver();
+    try {
+      const env = randomId('env');
+      const hook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(own.url, {
+          events: [
+            {
+              entity_type: 'item',
+              event_types: ['publish'],
+              filters: [{ entity_type: 'environment', entity_ids: [env] }],
+            },
+          ],
+          headers: {
+            'X-Api-Key': 'key-in-clear-123',
+            // No scheme: the whole value is the secret.
+            Authorization: 'sk_live_456',
+            'X-Tenant': 'tenant-789',
+            'X-Team': 'content',
+          },
+          redactHeaders: ['x-tenant'],
+        }),
+      );
+      const event = itemEvent({ environment: env, eventType: 'publish' });
+      await emitEvents(db, pipeline, [event]);
+      const call = await waitForCall(db, event.id, hook.id, ['success']);
+
+      expect(own.requests).toHaveLength(1);
+      expect(own.requests[0]!.headers).toMatchObject({
+        'x-api-key': 'key-in-clear-123',
+        authorization: 'sk_live_456',
+        'x-tenant': 'tenant-789',
+        'x-team': 'content',
+      });
+      const logged = {
+        'X-Api-Key': '***',
+        Authorization: '***',
+        'X-Tenant': '***',
+        'X-Team': 'content',
+        'webhook-id': call.id,
+      };
+      expect(call.requestHeaders).toMatchObject(logged);
+      expect(call.requestHeaders?.['webhook-signature']).toBe(
+        own.requests[0]!.headers['webhook-signature'],
+      );
+      const listed = await get(`/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`);
+      const retrieved = await get(`/webhook_calls/${call.id}`);
+      for (const body of [listed.body, retrieved.body]) {
+        expect(JSON.stringify(body)).toMatch(/"X-Api-Key":"\*\*\*"/);
+        expect(JSON.stringify(body)).not.toMatch(/key-in-clear-123|sk_live_456|tenant-789/);
+      }
+      expect(retrieved.body['data']).toMatchObject({ attributes: { request_headers: logged } });
+    } finally {
+      await own.close();
+    }
+  });
+
   it("answers 404 NOT_FOUND naming the webhook when the call's webhook was deleted", async () => {
     failing = false;
     const hook = await addWebhook(db, pipeline, webhookInput(receiver.url, { autoRetry: false }));

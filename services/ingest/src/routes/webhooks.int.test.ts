@@ -93,6 +93,7 @@ describe('POST /webhooks', () => {
       payload_api_version: '3',
       nested_items_in_payload: false,
       auto_retry: true,
+      redact_headers: [],
       disabled_reason: null,
     });
     expect(Buffer.from(data.attributes.signing_secret.slice(6), 'base64')).toHaveLength(32);
@@ -108,6 +109,7 @@ describe('POST /webhooks', () => {
         payload_api_version: '3',
         nested_items_in_payload: true,
         auto_retry: false,
+        redact_headers: ['X-Tenant', 'x-other'],
         http_basic_user: 'user',
         http_basic_password: 'password',
         custom_payload: '{"type":"{{event_type}}","id":"{{#entity}}{{id}}{{/entity}}"}',
@@ -118,6 +120,7 @@ describe('POST /webhooks', () => {
       enabled: false,
       nested_items_in_payload: true,
       auto_retry: false,
+      redact_headers: ['X-Tenant', 'x-other'],
       http_basic_user: 'user',
       http_basic_password: 'password',
       custom_payload: '{"type":"{{event_type}}","id":"{{#entity}}{{id}}{{/entity}}"}',
@@ -191,13 +194,18 @@ describe('lifecycle', () => {
     expect(retrieved.body.data).toEqual(created);
 
     const updated = await call('PUT', `/webhooks/${created.id}`, {
-      data: { type: 'webhook', id: created.id, attributes: { enabled: false, name: 'renamed' } },
+      data: {
+        type: 'webhook',
+        id: created.id,
+        attributes: { enabled: false, name: 'renamed', redact_headers: ['X-Tenant'] },
+      },
     });
     expect(updated.status).toBe(200);
     expect(updated.body.data.attributes).toMatchObject({
       ...created.attributes,
       enabled: false,
       name: 'renamed',
+      redact_headers: ['X-Tenant'],
       updated_at: expect.any(String),
     });
     expect(updated.body.data.attributes.signing_secret).toBe(created.attributes.signing_secret);

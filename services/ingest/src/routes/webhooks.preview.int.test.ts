@@ -190,6 +190,16 @@ describe('POST /webhooks/preview: validation (the same as creation)', () => {
     ['an unknown event', { ...BASE, event_id: 'evt-nope' }, 'event_id VALIDATION_INCLUSION'],
     ['an unknown webhook', { ...BASE, webhook_id: '999999' }, 'webhook_id VALIDATION_INCLUSION'],
     ['an unknown attribute', { ...BASE, colour: 'red' }, 'colour INVALID_ATTRIBUTES'],
+    [
+      'redact_headers that is no array',
+      { ...BASE, redact_headers: 'X-Tenant' },
+      'redact_headers VALIDATION_TYPE',
+    ],
+    [
+      'a redact_headers name that is no token',
+      { ...BASE, redact_headers: ['X Tenant'] },
+      'redact_headers.0 VALIDATION_FORMAT',
+    ],
   ];
 
   it.each(cases)('answers 422 naming the field for %s', async (_name, attributes, expected) => {
@@ -255,6 +265,22 @@ describe('POST /webhooks/preview: rendering', () => {
     });
     expect(JSON.stringify(attributes)).not.toContain('hunter2');
     expect(received.length).toBe(before);
+  });
+
+  it('masks credential headers and the given redact_headers as the call log does', async () => {
+    const response = await preview({
+      ...BASE,
+      headers: { 'X-Team': 'content', 'X-Api-Key': 'key-123', 'X-Tenant': 'tenant-7' },
+      redact_headers: ['x-tenant'],
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.data.attributes.headers).toMatchObject({
+      'X-Team': 'content',
+      'X-Api-Key': '***',
+      'X-Tenant': '***',
+      'webhook-signature': 'v1,***',
+    });
+    expect(JSON.stringify(response.body)).not.toMatch(/key-123|tenant-7/);
   });
 
   it('renders the default payload with its keys in the contract order', async () => {

@@ -18,7 +18,7 @@ export interface WebhookPreviewDeps {
 
 /** Attributes of the webhook that shape the request; the same keys as creation requires of them. */
 const RENDERED = ['url', 'headers', 'custom_payload', 'http_basic_user'] as const;
-const OPTIONAL = ['nested_items_in_payload', 'http_basic_password'] as const;
+const OPTIONAL = ['nested_items_in_payload', 'http_basic_password', 'redact_headers'] as const;
 /** Extensions: which event to render, and which webhook's id the payload names. */
 const CHOICES = ['event_id', 'webhook_id'] as const;
 const ALLOWED = new Set<string>([...RENDERED, ...OPTIONAL, ...CHOICES]);
@@ -93,6 +93,7 @@ export function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
         httpBasicUser: settings.httpBasicUser ?? null,
         httpBasicPassword: settings.httpBasicPassword ?? null,
         nestedItemsInPayload: settings.nestedItemsInPayload ?? false,
+        redactHeaders: settings.redactHeaders ?? [],
       },
       event: event.event,
       callId: PREVIEW_CALL_ID,

@@ -109,6 +109,7 @@ const attributes = fc.record(
     payload_api_version: fc.oneof(pick('3'), value),
     nested_items_in_payload: fc.oneof(fc.boolean(), value),
     auto_retry: fc.oneof(fc.boolean(), value),
+    redact_headers: fc.oneof(fc.array(fc.oneof(text, value), { maxLength: 5 }), value),
     signing_secret: value,
     extra: value,
   },

@@ -163,6 +163,38 @@ const RULES: Rule[] = [
     'headers.x-a',
     'VALIDATION_UNIQUENESS',
   ],
+  // redact_headers (extension)
+  [
+    'redact_headers not an array',
+    { redact_headers: 'X-Api-Key' },
+    'redact_headers',
+    'VALIDATION_TYPE',
+  ],
+  ['redact_headers null', { redact_headers: null }, 'redact_headers', 'VALIDATION_TYPE'],
+  [
+    'more than 50 redact_headers',
+    { redact_headers: Array.from({ length: 51 }, (_, i) => `X-H${i}`) },
+    'redact_headers',
+    'VALIDATION_LENGTH',
+  ],
+  [
+    'redact_headers name not a string',
+    { redact_headers: ['X-Tenant', 7] },
+    'redact_headers.1',
+    'VALIDATION_TYPE',
+  ],
+  [
+    'redact_headers name not a token',
+    { redact_headers: ['X Tenant'] },
+    'redact_headers.0',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'redact_headers name twice',
+    { redact_headers: ['X-Tenant', 'x-tenant'] },
+    'redact_headers.1',
+    'VALIDATION_UNIQUENESS',
+  ],
   // events
   ['events not an array', { events: {} }, 'events', 'VALIDATION_TYPE'],
   ['events null', { events: null }, 'events', 'VALIDATION_REQUIRED'],
@@ -541,6 +573,8 @@ describe('POST /webhooks validation', () => {
       { name: 'emoji 😀 and 中文' },
       { url: `https://example.com/${'a'.repeat(2048 - 20)}` },
       { headers: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}`, 'v'])) },
+      { redact_headers: Array.from({ length: 50 }, (_, i) => `X-H${i}`) },
+      { redact_headers: [] },
       { events: [] },
       { custom_payload: 'x'.repeat(64 * 1024) },
       { custom_payload: '{{=<% %>=}}{"id": "<% entity.id %>"}' },

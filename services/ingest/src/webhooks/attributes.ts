@@ -40,6 +40,7 @@ const WRITABLE = {
   payload_api_version: 'payloadApiVersion',
   nested_items_in_payload: 'nestedItemsInPayload',
   auto_retry: 'autoRetry',
+  redact_headers: 'redactHeaders',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -117,7 +118,7 @@ export function validateCreate(
 ): ValidationResult<WebhookInput> {
   const result = validate(attributes, context, 'create');
   if (!result.ok) return result;
-  return { ok: true, value: { ...DEFAULTS, ...result.value } as WebhookInput };
+  return { ok: true, value: { ...DEFAULTS, redactHeaders: [], ...result.value } as WebhookInput };
 }
 
 /** Validates an update: any subset, same rules. */
@@ -171,6 +172,9 @@ function validate(
   if (has('name')) setIf(value, 'name', checkName(attributes['name'], problems));
   if (has('url')) setIf(value, 'url', checkUrl(attributes['url'], context, problems));
   if (has('headers')) setIf(value, 'headers', checkHeaders(attributes['headers'], problems));
+  if (has('redact_headers')) {
+    setIf(value, 'redactHeaders', checkRedactHeaders(attributes['redact_headers'], problems));
+  }
   if (has('events')) setIf(value, 'events', checkEvents(attributes['events'], problems));
   if (has('custom_payload')) {
     setIf(value, 'customPayload', checkCustomPayload(attributes['custom_payload'], problems));
@@ -380,6 +384,39 @@ function checkHeaders(value: unknown, problems: Problems): Record<string, string
     }
   }
   return problems.entries.length === before ? (value as Record<string, string>) : undefined;
+}
+
+/** Extension: header names (any case) whose values the call log keeps as `***`. */
+function checkRedactHeaders(value: unknown, problems: Problems): string[] | undefined {
+  if (!Array.isArray(value)) {
+    problems.add(
+      'redact_headers',
+      'VALIDATION_TYPE',
+      `redact_headers must be an array of header names (send [] for none), not ${typeName(value)}`,
+    );
+    return undefined;
+  }
+  const before = problems.entries.length;
+  if (value.length > LIMITS.headers) {
+    problems.add(
+      'redact_headers',
+      'VALIDATION_LENGTH',
+      `redact_headers may hold at most ${LIMITS.headers} names`,
+    );
+  }
+  const seen = new Set<string>();
+  value.forEach((name: unknown, index) => {
+    const field = `redact_headers.${index}`;
+    if (typeof name !== 'string') {
+      problems.add(field, 'VALIDATION_TYPE', `header names are strings, not ${typeName(name)}`);
+    } else if (!HEADER_NAME.test(name)) {
+      problems.add(field, 'VALIDATION_FORMAT', `"${name}" is not a valid HTTP header name`);
+    } else if (seen.has(name.toLowerCase())) {
+      problems.add(field, 'VALIDATION_UNIQUENESS', `${name} is listed twice (names ignore case)`);
+    }
+    if (typeof name === 'string') seen.add(name.toLowerCase());
+  });
+  return problems.entries.length === before ? (value as string[]) : undefined;
 }
 
 const ENTRY_KEYS = new Set(['entity_type', 'event_types', 'filter', 'filters']);

@@ -17,6 +17,7 @@ export function serializeWebhook(webhook: WebhookRecord) {
       payload_api_version: webhook.payloadApiVersion,
       nested_items_in_payload: webhook.nestedItemsInPayload,
       auto_retry: webhook.autoRetry,
+      redact_headers: webhook.redactHeaders,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       created_at: webhook.createdAt.toISOString(),

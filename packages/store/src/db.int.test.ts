@@ -1,0 +1,108 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from '@herald/testkit';
+
+const STORE = new URL('../dist/index.js', import.meta.url).href;
+
+/**
+ * Runs the scenario in a child process: a lost connection that nothing listens for is an
+ * unhandled 'error' event, which kills the process it happens in (exit code 1), whatever the
+ * code awaiting the transaction does. The child prints each case's outcome as one JSON line.
+ */
+function runScenario(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const script = `
+    import { createPostgresDb, isDbUnavailableError } from ${JSON.stringify(STORE)};
+    const url = process.env.DATABASE_URL;
+    const db = createPostgresDb({ connectionString: url, maxConnections: 2 });
+    const admin = createPostgresDb({ connectionString: url, maxConnections: 1 });
+    const pidOf = async (tx) => (await tx.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const alive = async (pid) =>
+      (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount > 0;
+    const terminate = async (pid) => {
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      while (await alive(pid)) await new Promise((resolve) => setImmediate(resolve));
+    };
+    const outcome = (promise) =>
+      promise.then(
+        () => 'committed',
+        (error) => (isDbUnavailableError(error) ? 'unavailable' : 'other: ' + error.message),
+      );
+    const results = {};
+    // The backend is terminated while the transaction waits between two queries: the client is
+    // idle in the transaction when the server's error and the socket's end arrive.
+    results.betweenQueries = await outcome(
+      db.transaction(async (tx) => {
+        const pid = await pidOf(tx);
+        await terminate(pid);
+        // Round trips on another connection, so the dead socket is read before the next query.
+        for (let i = 0; i < 3; i++) await admin.query('SELECT 1');
+        await tx.query('SELECT 1');
+      }),
+    );
+    // The backend is terminated while a query runs.
+    results.duringQuery = await outcome(
+      db.transaction(async (tx) => {
+        const pid = await pidOf(tx);
+        const running = tx.query('SELECT pg_sleep(30)');
+        while (
+          (await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'", [pid]))
+            .rowCount === 0
+        ) {
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        await running;
+      }),
+    );
+    // The transaction's own code wraps the query's error in one of its own.
+    results.wrapped = await outcome(
+      db.transaction(async (tx) => {
+        const pid = await pidOf(tx);
+        await terminate(pid);
+        try {
+          await tx.query('SELECT 1');
+        } catch {
+          throw new Error('could not store the batch');
+        }
+      }),
+    );
+    // The pool discarded the broken clients and keeps working.
+    results.afterwards = await outcome(
+      db.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+      }),
+    );
+    results.query = (await db.query('SELECT 41 + 1 AS n')).rows[0].n;
+    process.stdout.write(JSON.stringify(results) + '\\n');
+    await db.close();
+    await admin.close();
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: { PATH: process.env['PATH'] ?? '', DATABASE_URL: TEST_DATABASE_URL },
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => {
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('a Postgres connection lost inside a transaction', () => {
+  it('rejects the transaction as unavailable, keeps the process alive and the pool working', async () => {
+    const { code, stdout, stderr } = await runScenario();
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(JSON.parse(stdout)).toEqual({
+      betweenQueries: 'unavailable',
+      duringQuery: 'unavailable',
+      wrapped: 'unavailable',
+      afterwards: 'committed',
+      query: 42,
+    });
+  });
+});

@@ -1,0 +1,270 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { insertEvents, type Db } from '@herald/store';
+import {
+  TEST_DATABASE_URL,
+  TEST_REDIS_URL,
+  createTestDb,
+  randomId,
+  testItemEvent,
+  testRedis,
+  type TestDb,
+} from '@herald/testkit';
+import type { Redis } from '@herald/runtime';
+
+// The built ingest service as a child process, on this file's schema and a Redis prefix of its
+// own: what happens to the process itself (signals, a lost database connection) is the subject.
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+const TOKEN = `hrld_${randomId('admin')}_main_test`;
+/** Generous: two cores shared with other work. */
+const POLL = { timeout: 20_000, interval: 20 };
+
+let testDb: TestDb;
+let db: Db;
+let redis: Redis;
+let prefix: string;
+const children = new Set<ChildProcess>();
+
+beforeAll(async () => {
+  testDb = await createTestDb();
+  db = testDb.db;
+  redis = testRedis();
+  prefix = randomId('herald_test');
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}*`, 'COUNT', 1000);
+    if (keys.length > 0) await redis.del(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+  await redis.quit();
+  await testDb.cleanup();
+});
+
+interface Ingest {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+}
+
+/** Starts the built ingest and waits for the log line that gives its URL. */
+function startIngest(env: Record<string, string>): Promise<Ingest> {
+  const database = new URL(TEST_DATABASE_URL);
+  database.searchParams.set('options', `-c search_path=${testDb.schema!}`);
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      DATABASE_URL: database.toString(),
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefix,
+      HERALD_ADMIN_TOKEN: TOKEN,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      MIGRATE_ON_START: 'false',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      children.delete(child);
+      resolve(code);
+    }),
+  );
+  let out = '';
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /"url":"(http:\/\/[^"]+)".*"msg":"ingest listening"/.exec(out);
+      if (match) resolve({ child, url: match[1]!, exited });
+    });
+    void exited.then((code) => reject(new Error(`ingest exited with ${String(code)}:\n${out}`)));
+  });
+}
+
+const get = (url: string, auth = false) =>
+  fetch(url, auth ? { headers: { Authorization: `Bearer ${TOKEN}` } } : {});
+
+/** An item_type event: POST /events stores it inside a transaction (not the one-statement path). */
+function modelEvent(id: string) {
+  return {
+    type: 'event',
+    id,
+    attributes: {
+      entity_type: 'item_type',
+      event_type: 'create',
+      entity: {
+        type: 'item_type',
+        id: randomId('model'),
+        attributes: { name: 'm', api_key: randomId('m') },
+      },
+      related_entities: [],
+    },
+  };
+}
+
+function postEvent(url: string, id: string): Promise<Response> {
+  return fetch(`${url}/events`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ data: [modelEvent(id)] }),
+  });
+}
+
+class RolledBack extends Error {}
+
+/**
+ * Holds an uncommitted events row with this id: a POST /events of the same id waits on it inside
+ * its transaction (the insert's unique check) until release() rolls it back.
+ */
+async function holdEventId(id: string): Promise<{ pid: number; release: () => Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding!: (pid: number) => void;
+  const held = new Promise<number>((resolve) => (holding = resolve));
+  const done = db
+    .transaction(async (tx) => {
+      await insertEvents(tx, [testItemEvent(id)]);
+      const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      holding(rows[0]!.pid);
+      await released;
+      throw new RolledBack();
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof RolledBack)) throw error;
+    });
+  const pid = await Promise.race([
+    held,
+    done.then(() => Promise.reject(new Error('the holding transaction ended early'))),
+  ]);
+  return {
+    pid,
+    release: async () => {
+      release();
+      await done;
+    },
+  };
+}
+
+/** The backend of the request waiting on the holder's lock (its transaction), once it waits. */
+function blockedBackend(holderPid: number, request: Promise<Response>): Promise<number> {
+  let answered: number | undefined;
+  void request.then(
+    (response) => (answered = response.status),
+    () => undefined,
+  );
+  return vi.waitFor(
+    async () => {
+      if (answered !== undefined) throw new Error(`answered ${answered} without waiting`);
+      const { rows } = await db.query<{ pid: number }>(
+        'SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))',
+        [holderPid],
+      );
+      if (!rows[0]) throw new Error('not waiting yet');
+      return rows[0].pid;
+    },
+    { timeout: 20_000, interval: 20 },
+  );
+}
+
+describe('shutdown of the built ingest service', () => {
+  it('on SIGTERM answers /readyz 503 while serving the rest, then finishes in-flight requests and exits 0', async () => {
+    // A delay longer than the test: a second SIGTERM ends it.
+    const ingest = await startIngest({ SHUTDOWN_READINESS_DELAY_MS: '600000' });
+    // Ready once its Redis connection is up.
+    await expect.poll(async () => (await get(`${ingest.url}/readyz`)).status, POLL).toBe(200);
+    const eventId = randomId('evt');
+    const holder = await holdEventId(eventId);
+    try {
+      ingest.child.kill('SIGTERM');
+      await expect.poll(async () => (await get(`${ingest.url}/readyz`)).status, POLL).toBe(503);
+      const ready = (await (await get(`${ingest.url}/readyz`)).json()) as {
+        data: [{ attributes: { code: string; details: { draining: boolean } } }];
+      };
+      expect(ready.data[0].attributes).toMatchObject({
+        code: 'SERVICE_UNAVAILABLE',
+        details: { draining: true },
+      });
+      expect((await get(`${ingest.url}/healthz`)).status).toBe(200);
+      expect((await get(`${ingest.url}/webhooks`, true)).status).toBe(200);
+
+      // A request that starts during the delay and is still running when it ends.
+      const posted = postEvent(ingest.url, eventId);
+      await blockedBackend(holder.pid, posted);
+      ingest.child.kill('SIGTERM');
+      await expect
+        .poll(
+          () =>
+            get(`${ingest.url}/healthz`).then(
+              () => 'open',
+              () => 'refused',
+            ),
+          POLL,
+        )
+        .toBe('refused');
+      expect(ingest.child.exitCode).toBeNull();
+      await holder.release();
+      const answer = await posted;
+      expect(answer.status).toBe(202);
+      expect(await answer.json()).toMatchObject({
+        data: [{ id: eventId, attributes: { status: 'accepted' } }],
+      });
+      expect(await ingest.exited).toBe(0);
+    } finally {
+      await holder.release();
+    }
+  });
+
+  it('waits SHUTDOWN_READINESS_DELAY_MS on SIGTERM, then stops by itself; does not wait on SIGINT', async () => {
+    const [terminated, interrupted] = await Promise.all([
+      startIngest({ SHUTDOWN_READINESS_DELAY_MS: '1500' }),
+      // Ctrl-C at a terminal: no load balancer to warn, so no delay (the test would time out).
+      startIngest({ SHUTDOWN_READINESS_DELAY_MS: '600000' }),
+    ]);
+    const signalled = performance.now();
+    terminated.child.kill('SIGTERM');
+    interrupted.child.kill('SIGINT');
+    expect(await interrupted.exited).toBe(0);
+    expect(await terminated.exited).toBe(0);
+    expect(performance.now() - signalled).toBeGreaterThanOrEqual(1500);
+  });
+});
+
+describe('a database connection lost inside POST /events', () => {
+  it('answers 503 SERVICE_UNAVAILABLE, and the process lives on and accepts the retry', async () => {
+    const ingest = await startIngest({ SHUTDOWN_READINESS_DELAY_MS: '0' });
+    const eventId = randomId('evt');
+    const holder = await holdEventId(eventId);
+    try {
+      const posted = postEvent(ingest.url, eventId);
+      const backend = await blockedBackend(holder.pid, posted);
+      await db.query('SELECT pg_terminate_backend($1)', [backend]);
+      const answer = await posted;
+      expect(answer.status).toBe(503);
+      const body = (await answer.json()) as {
+        data: [{ type: string; attributes: { code: string; transient: boolean } }];
+      };
+      expect(body.data[0]).toMatchObject({
+        type: 'api_error',
+        attributes: { code: 'SERVICE_UNAVAILABLE', transient: true },
+      });
+    } finally {
+      await holder.release();
+    }
+    const retried = await postEvent(ingest.url, eventId);
+    expect(retried.status).toBe(202);
+    expect(await retried.json()).toMatchObject({
+      data: [{ id: eventId, attributes: { status: 'accepted' } }],
+    });
+    expect(ingest.child.exitCode).toBeNull();
+    ingest.child.kill('SIGTERM');
+    expect(await ingest.exited).toBe(0);
+  });
+});
