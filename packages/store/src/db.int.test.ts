@@ -44,7 +44,11 @@ function runScenario(): Promise<{ code: number | null; stdout: string; stderr: s
     results.duringQuery = await outcome(
       db.transaction(async (tx) => {
         const pid = await pidOf(tx);
-        const running = tx.query('SELECT pg_sleep(30)');
+        // Handled from the start: it may fail before the line that awaits it runs.
+        const running = tx.query('SELECT pg_sleep(30)').then(
+          () => undefined,
+          (error) => error,
+        );
         while (
           (await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'", [pid]))
             .rowCount === 0
@@ -52,7 +56,8 @@ function runScenario(): Promise<{ code: number | null; stdout: string; stderr: s
           await new Promise((resolve) => setImmediate(resolve));
         }
         await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-        await running;
+        const error = await running;
+        if (error) throw error;
       }),
     );
     // The transaction's own code wraps the query's error in one of its own.

@@ -18,7 +18,13 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import { randomId, silentLogger, testRedis, testWebhookInput } from '@herald/testkit';
+import {
+  deleteRedisPrefix,
+  randomId,
+  silentLogger,
+  testRedis,
+  testWebhookInput,
+} from '@herald/testkit';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
@@ -132,6 +138,7 @@ export async function startPipeline(
     registry,
     async close() {
       await runtime.close();
+      await deleteRedisPrefix(redis, settings.redisPrefix);
       await redis.quit();
     },
   };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL } from '@herald/testkit';
+import { TEST_REDIS_URL, deleteRedisPrefix, randomId, testRedis } from '@herald/testkit';
 import { isListening } from './embedded-redis.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -18,8 +18,15 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
+// Every Herald started here has a prefix of its own in the shared Redis, deleted at the end.
+const prefix = randomId('herald_test');
+
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  const redis = testRedis();
+  await deleteRedisPrefix(redis, prefix);
+  await deleteRedisPrefix(redis, `${prefix}_cli`);
+  await redis.quit();
 });
 
 /** Starts the real single-process Herald and waits for the line that gives its URL. */
@@ -71,7 +78,7 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
     const { child, url, output } = await start({
       HERALD_DATA_DIR: dataDir,
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: `t${process.pid}`,
+      REDIS_PREFIX: prefix,
     });
     try {
       expect(output()).toContain(`the admin token is in ${join(dataDir, 'admin-token')}`);
@@ -92,9 +99,9 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       expect(authed.headers.get('x-ratelimit-limit')).not.toBeNull();
 
       // A second Herald on the same embedded database is refused, not allowed to corrupt it.
-      await expect(start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL })).rejects.toThrow(
-        /in use by process/,
-      );
+      await expect(
+        start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix }),
+      ).rejects.toThrow(/in use by process/);
     } finally {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
@@ -149,7 +156,11 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       code: 2,
     });
 
-    const { child, url } = await start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL });
+    const { child, url } = await start({
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: `${prefix}_cli`,
+    });
     try {
       const ok = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
       expect(ok.status).toBe(404);
