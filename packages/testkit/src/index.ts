@@ -94,6 +94,8 @@ export function testRedis(role: 'producer' | 'worker' = 'producer'): Redis {
  * `prefix:`), so that a test leaves nothing behind in the shared Redis.
  */
 export async function deleteRedisPrefix(redis: Redis, redisPrefix: string): Promise<void> {
+  // A producer connection refuses commands until it is ready (enableOfflineQueue: false).
+  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
   for (const pattern of [`${redisPrefix}:*`, `{${redisPrefix}}:*`]) {
     let cursor = '0';
     do {
