@@ -249,9 +249,13 @@ describe('outcomes (API.md §6.2)', () => {
     expect(call.responseStatus).toBe(410);
     expect(call.responsePayload).toBe('gone');
     expect(call.nextRetryAt).toBeNull();
-    const disabled = await findWebhook(db, webhook.id);
-    expect(disabled?.enabled).toBe(false);
-    expect(disabled?.disabledReason).toMatch(/410/);
+    // The disable follows the call's own outcome.
+    const disabled = await vi.waitFor(async () => {
+      const found = await findWebhook(db, webhook.id);
+      if (found?.enabled !== false) throw new Error('not disabled yet');
+      return found;
+    });
+    expect(disabled.disabledReason).toMatch(/410/);
     // Its retry an hour away is over at once, not when it falls due.
     const ended = await callOf(db, waiting.id, webhook.id);
     expect(ended.status).toBe('failed');
