@@ -194,6 +194,9 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       await s.infra.postgres.start();
       s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
       s.faultEnded();
+      // Whether the outage did outlast the budget: match jobs that ran out of attempts.
+      const failed = await s.infra.redis.cli('ZCARD', `{${s.prefix}}:event-match:failed`);
+      s.mark(`event-match jobs failed for good: ${failed}`);
     });
     expect(row.problems).toEqual([]);
   });
