@@ -652,11 +652,11 @@ export class Scenario {
     this.load.start();
     const steady = await waitUntil(
       () => this.receiver.delivered >= WARM_UP_DELIVERIES && this.#undelivered() <= WARM_UP_BACKLOG,
-      60_000,
+      90_000,
     );
     if (!steady) {
       throw new Error(
-        `deliveries did not keep pace with the load within 60 s, before any fault ` +
+        `deliveries did not keep pace with the load within 90 s, before any fault ` +
           `(${this.load.accepted.size} accepted, ${this.#undelivered()} of them not delivered)`,
       );
     }
@@ -685,9 +685,20 @@ export class Scenario {
         `only ${this.load.acceptedSince(restored)} events accepted in the 30 s after the restart`,
       );
     }
+    await this.settle();
+  }
+
+  /**
+   * Waits until every accepted event reached the receiver and Herald has no call left to send,
+   * at most SETTLE_TIMEOUT_MS from the fault's end (or from now, when there was no fault). The
+   * load is stopped first if it still runs (after a failure of the harness).
+   */
+  async settle(): Promise<void> {
+    await this.load.stop();
+    const from = this.faultEndAt ?? now();
     await waitUntil(
       async () => this.#undelivered() === 0 && (await this.#callsLeft()) === 0,
-      Math.max(5000, faultEnd + SETTLE_TIMEOUT_MS - now()),
+      Math.max(5000, from + SETTLE_TIMEOUT_MS - now()),
       200,
     );
     this.mark(
@@ -878,6 +889,8 @@ export async function runFault(
     await scenario.finish();
   } catch (caught) {
     error = caught;
+    // What was accepted is still owed: lost means not delivered in time, even here.
+    if (scenario.load) await scenario.settle().catch(() => undefined);
   }
   const crashes = await scenario.tearDown();
   const row = scenario.row(crashes, error);
