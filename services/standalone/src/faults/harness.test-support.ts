@@ -1,0 +1,913 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  freePort,
+  waitUntil,
+  type PrivatePostgres,
+  type PrivateRedis,
+} from './servers.test-support.js';
+
+/**
+ * The fault suite's harness: the built Herald entry points as child processes on the suite's own
+ * Postgres and Redis, a receiver that records every call, a steady load of POST /events, and the
+ * figures each fault is judged by (sent, accepted, delivered, lost, duplicated, recovery).
+ */
+
+const SERVICES = fileURLToPath(new URL('../../../', import.meta.url));
+export const REPO_ROOT = join(SERVICES, '..');
+export const OUT_DIR = join(REPO_ROOT, '.ci', 'out');
+
+export type HeraldKind = 'ingest' | 'delivery' | 'standalone';
+const MAIN: Record<HeraldKind, string> = {
+  ingest: join(SERVICES, 'ingest', 'dist', 'main.js'),
+  delivery: join(SERVICES, 'delivery', 'dist', 'main.js'),
+  standalone: join(SERVICES, 'standalone', 'dist', 'main.js'),
+};
+
+/** Deliveries in flight at once for the one webhook: what a crash may leave to be sent twice. */
+export const IN_FLIGHT_PER_WEBHOOK = 10;
+
+/**
+ * Every interval that bounds a recovery, shrunk so that each fault takes seconds. Some variables
+ * are not read by every version of Herald (unknown ones are ignored): DELIVERY_LEASE_MS,
+ * MATCH_JOB_ATTEMPTS, MATCH_JOB_BACKOFF_MS and SHUTDOWN_READINESS_DELAY_MS.
+ */
+export const SHRUNK_INTERVALS: Readonly<Record<string, string>> = {
+  DELIVERY_RETRY_SCHEDULE_MS: '500,1000,2000',
+  DELIVERY_TIMEOUT_MS: '2000',
+  DELIVERY_CONNECT_TIMEOUT_MS: '500',
+  DELIVERY_JOB_LOCK_MS: '1500',
+  DELIVERY_SWEEP_INTERVAL_MS: '500',
+  DELIVERY_SWEEP_AFTER_MS: '3000',
+  EVENT_SWEEP_GRACE_MS: '2000',
+  WEBHOOK_INDEX_RELOAD_MS: '2000',
+  DELIVERY_LEASE_MS: '1500',
+  MATCH_JOB_ATTEMPTS: '3',
+  MATCH_JOB_BACKOFF_MS: '100',
+  SHUTDOWN_READINESS_DELAY_MS: '1000',
+  SHUTDOWN_GRACE_MS: '5000',
+  ENQUEUE_TIMEOUT_MS: '1000',
+};
+
+/**
+ * FAULTS_INTERVALS=default runs the suite on Herald's default intervals instead, to measure what
+ * a fault costs in production (README "Reliability"); its recoveries then exceed the limit.
+ */
+export const DEFAULT_INTERVALS = process.env['FAULTS_INTERVALS'] === 'default';
+/** The intervals the Herald processes run with. */
+export const INTERVALS: Readonly<Record<string, string>> = DEFAULT_INTERVALS
+  ? {}
+  : SHRUNK_INTERVALS;
+
+/** The most seconds from a fault's end to the last delivery (with SHRUNK_INTERVALS). */
+export const RECOVERY_LIMIT_S = 15;
+/** How long after the fault's end the suite waits for every accepted event, at most. */
+const SETTLE_TIMEOUT_MS = DEFAULT_INTERVALS ? 300_000 : 45_000;
+/** Time allowed to one fault, from its set-up to its last check. */
+export const FAULT_TIMEOUT_MS = SETTLE_TIMEOUT_MS + 195_000;
+/** The load's pace: one event per request. */
+const LOAD_RATE_PER_S = 50;
+/**
+ * Before the fault the load is steady: this many deliveries made, and at most one second of
+ * accepted events not yet delivered (a process that has just started lags at first, PGlite most).
+ */
+const WARM_UP_DELIVERIES = 100;
+const WARM_UP_BACKLOG = LOAD_RATE_PER_S;
+/** Events accepted after the fault's end (and any restart) before the load stops. */
+const ACCEPTED_AFTER_FAULT = LOAD_RATE_PER_S;
+
+const now = (): number => Date.now();
+const randomHex = (bytes: number): string => randomBytes(bytes).toString('hex');
+
+// ---------------------------------------------------------------------------------------------
+// Herald processes
+// ---------------------------------------------------------------------------------------------
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  at: number;
+}
+
+/** Why the harness expects a process to end; an exit without one is a crash. */
+export type PlannedExit = 'kill' | 'stop' | 'refuse';
+
+const OUTPUT_MAX = 8 * 1024 * 1024;
+
+/** One built Herald entry point as a child process; its stdout and stderr kept in one buffer. */
+export class HeraldProcess {
+  readonly child: ChildProcess;
+  readonly exited: Promise<Exit>;
+  exit: Exit | undefined;
+  planned: PlannedExit | undefined;
+  readonly startedAt = now();
+  #output = '';
+  #listening = false;
+  #onOutput: (() => void)[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly kind: HeraldKind,
+    readonly port: number,
+    env: Record<string, string>,
+  ) {
+    this.child = spawn(process.execPath, [MAIN[kind]], {
+      env: { ...env, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer): void => {
+      this.#output += chunk.toString();
+      if (this.#output.length > OUTPUT_MAX) this.#output = this.#output.slice(-OUTPUT_MAX / 2);
+      if (!this.#listening && /"msg":"[a-z]+ listening/.test(this.#output)) this.#listening = true;
+      for (const listener of this.#onOutput) listener();
+    };
+    this.child.stdout?.on('data', keep);
+    this.child.stderr?.on('data', keep);
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        this.exit = { code, signal, at: now() };
+        for (const listener of this.#onOutput) listener();
+        resolve(this.exit);
+      });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get output(): string {
+    return this.#output;
+  }
+
+  get running(): boolean {
+    return this.exit === undefined;
+  }
+
+  /** Resolves once the process logs that it listens (workers started); rejects if it exits. */
+  ready(timeoutMs: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): void => {
+        if (this.#listening) done(() => resolve());
+        else if (this.exit) {
+          done(() =>
+            reject(new Error(`${this.name} exited (${describeExit(this.exit!)}) before listening`)),
+          );
+        }
+      };
+      const timer = setTimeout(
+        () => done(() => reject(new Error(`${this.name} not listening after ${timeoutMs} ms`))),
+        timeoutMs,
+      );
+      const done = (settle: () => void): void => {
+        clearTimeout(timer);
+        this.#onOutput = this.#onOutput.filter((listener) => listener !== check);
+        settle();
+      };
+      this.#onOutput.push(check);
+      check();
+    });
+  }
+
+  /** Sends a signal the harness means (a planned exit) and waits for the exit, bounded. */
+  async signal(signal: NodeJS.Signals, planned: PlannedExit, timeoutMs = 30_000): Promise<Exit> {
+    this.planned = planned;
+    if (this.running) this.child.kill(signal);
+    return this.waitForExit(timeoutMs);
+  }
+
+  /** The exit, or SIGKILL after timeoutMs (the exit then says so). */
+  async waitForExit(timeoutMs: number): Promise<Exit> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), timeoutMs);
+    });
+    const first = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    if (first !== 'late') return first;
+    this.child.kill('SIGKILL');
+    return this.exited;
+  }
+
+  /** The lines worth showing when a fault fails: warnings, errors, and anything not JSON. */
+  digest(lines = 25): string {
+    return this.#output
+      .split('\n')
+      .filter((line) => {
+        if (!line.trim()) return false;
+        const level = /^\{"level":(\d+)/.exec(line);
+        return !level || Number(level[1]) >= 40;
+      })
+      .slice(-lines)
+      .map((line) => (line.length > 400 ? `${line.slice(0, 400)}…` : line))
+      .join('\n');
+  }
+}
+
+export function describeExit(exit: Exit): string {
+  return exit.signal ? `signal ${exit.signal}` : `code ${String(exit.code)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The receiver
+// ---------------------------------------------------------------------------------------------
+
+interface Call {
+  eventId: string;
+  firstAt: number;
+  requests: number;
+}
+
+/** A real endpoint that records every request's webhook-id and event, and answers 200 at once. */
+export class Receiver {
+  /** By webhook-id (one per webhook call). */
+  readonly calls = new Map<string, Call>();
+  /** Webhook-ids by event id (one each, unless a call was created twice). */
+  readonly byEvent = new Map<string, Set<string>>();
+  requests = 0;
+  lastNewAt = 0;
+  readonly #sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(): Promise<Receiver> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const receiver = new Receiver(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    );
+    server.on('connection', (socket: Socket) => {
+      receiver.#sockets.add(socket);
+      socket.once('close', () => receiver.#sockets.delete(socket));
+    });
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        receiver.#record(String(req.headers['webhook-id']), Buffer.concat(chunks).toString());
+        res.end('ok');
+      });
+    });
+    return receiver;
+  }
+
+  get delivered(): number {
+    return this.calls.size;
+  }
+
+  #record(webhookId: string, body: string): void {
+    this.requests++;
+    const seen = this.calls.get(webhookId);
+    if (seen) {
+      seen.requests++;
+      return;
+    }
+    // The default payload: the event's entity is the record, whose id the load makes the event id.
+    let eventId = '';
+    try {
+      const id = (JSON.parse(body) as { entity?: { id?: unknown } }).entity?.id;
+      if (typeof id === 'string') eventId = id;
+    } catch {
+      // counted under the empty id: a body that is not the default payload
+    }
+    const at = now();
+    this.calls.set(webhookId, { eventId, firstAt: at, requests: 1 });
+    this.lastNewAt = at;
+    let ids = this.byEvent.get(eventId);
+    if (!ids) this.byEvent.set(eventId, (ids = new Set()));
+    ids.add(webhookId);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      for (const socket of this.#sockets) socket.destroy();
+      this.server.close(() => resolve());
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load
+// ---------------------------------------------------------------------------------------------
+
+export interface Outcome {
+  sentAt: number;
+  at: number;
+  /** The HTTP status, or the error's code (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET, timeout…). */
+  outcome: string;
+}
+
+/** What fetch's error says went wrong, as one word. */
+function errorCode(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return 'timeout';
+  const cause = (error as { cause?: { code?: unknown; name?: unknown } }).cause;
+  if (cause && typeof cause.code === 'string') return cause.code;
+  if (cause && typeof cause.name === 'string') return cause.name;
+  return error instanceof Error ? error.name : 'error';
+}
+
+/**
+ * A steady stream of POST /events, one item event per request at LOAD_RATE_PER_S, each event the
+ * creation of a record whose id is the event id. Requests go on whatever the answers; a 202 is a
+ * promise (accepted), anything else is not.
+ */
+export class Load {
+  sent = 0;
+  /** Event id → when its 202 came back. */
+  readonly accepted = new Map<string, number>();
+  readonly outcomes: Outcome[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #startedAt = 0;
+  #inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string,
+    private readonly tag: string,
+    private readonly modelId: string,
+  ) {}
+
+  start(): void {
+    this.#startedAt = now();
+    this.#timer = setInterval(() => {
+      const due = Math.floor(((now() - this.#startedAt) / 1000) * LOAD_RATE_PER_S) - this.sent;
+      // Never more than 50 requests waiting: a stalled Herald is not buried under a backlog.
+      for (let i = 0; i < due && this.#inFlight.size < 50; i++) this.#send();
+    }, 20);
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await Promise.all(this.#inFlight);
+  }
+
+  acceptedSince(at: number): number {
+    let count = 0;
+    for (const acceptedAt of this.accepted.values()) if (acceptedAt >= at) count++;
+    return count;
+  }
+
+  /** Outcomes other than 202 since `at`, counted by kind. */
+  refusalsSince(at: number): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const { at: when, outcome } of this.outcomes) {
+      if (when >= at && outcome !== '202') counts[outcome] = (counts[outcome] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  #send(): void {
+    const id = `${this.tag}-${String(++this.sent).padStart(6, '0')}`;
+    const event = {
+      type: 'event',
+      id,
+      attributes: {
+        entity_type: 'item',
+        event_type: 'create',
+        entity: {
+          type: 'item',
+          id,
+          attributes: { title: `Record ${id}` },
+          relationships: { item_type: { data: { type: 'item_type', id: this.modelId } } },
+          meta: { status: 'draft' },
+        },
+      },
+    };
+    const sentAt = now();
+    const request = fetch(`${this.url}/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ data: [event] }),
+      signal: AbortSignal.timeout(15_000),
+    })
+      .then(async (response) => {
+        await response.arrayBuffer();
+        if (response.status === 202) this.accepted.set(id, now());
+        this.outcomes.push({ sentAt, at: now(), outcome: String(response.status) });
+      })
+      .catch((error: unknown) => {
+        this.outcomes.push({ sentAt, at: now(), outcome: errorCode(error) });
+      })
+      .finally(() => this.#inFlight.delete(request));
+    this.#inFlight.add(request);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One fault scenario
+// ---------------------------------------------------------------------------------------------
+
+export interface FaultRow {
+  fault: string;
+  sent: number;
+  accepted: number;
+  delivered: number;
+  lost: number;
+  duplicated: number;
+  /** null: not every accepted event was delivered within SETTLE_TIMEOUT_MS. */
+  recoverySeconds: number | null;
+  /** Everything that failed; empty when the fault passed. */
+  problems: string[];
+}
+
+export interface Infrastructure {
+  postgres: PrivatePostgres;
+  redis: PrivateRedis;
+  tempDirs: string[];
+}
+
+type Stack = 'split' | 'standalone';
+
+/**
+ * One fault: its own database (or PGlite folder), Redis prefix, receiver and load; the Herald
+ * processes it starts, restarts and kills; the checks made on them.
+ */
+export class Scenario {
+  readonly tag = `f${randomHex(3)}`;
+  readonly prefix = `herald_faults_${randomHex(4)}`;
+  readonly token = randomHex(16);
+  readonly modelId = 'fault-model';
+  readonly processes: HeraldProcess[] = [];
+  /** Duplicates the fault may cause (calls in flight when a process or Postgres went away). */
+  allowedDuplicates = 0;
+  /** Problems found by the fault's own checks (beside loss, duplicates, recovery, crashes). */
+  readonly problems: string[] = [];
+  faultEndAt: number | undefined;
+  receiver!: Receiver;
+  load!: Load;
+  readonly #ports = new Map<HeraldKind, number>();
+  readonly #env = new Map<HeraldKind, Record<string, string>>();
+  #database: string | undefined;
+  #dataDir: string | undefined;
+  #counter = 0;
+  readonly #afterLoad: (() => void)[] = [];
+  readonly #timeline: string[] = [];
+  readonly #createdAt = now();
+
+  constructor(
+    readonly fault: string,
+    readonly stack: Stack,
+    readonly infra: Infrastructure,
+  ) {}
+
+  /** The URL producers post to: ingest, or the single process. */
+  get entryUrl(): string {
+    return `http://127.0.0.1:${this.#ports.get(this.stack === 'split' ? 'ingest' : 'standalone')!}`;
+  }
+
+  get database(): string {
+    return this.#database!;
+  }
+
+  /** Environment of a Herald process of this scenario (`database`: another one, for a rival). */
+  env(kind: HeraldKind, database?: string): Record<string, string> {
+    const env: Record<string, string> = {
+      PATH: process.env['PATH'] ?? '',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      REDIS_URL: this.infra.redis.url,
+      REDIS_PREFIX: this.prefix,
+      HERALD_ADMIN_TOKEN: this.token,
+      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+      DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: String(IN_FLIGHT_PER_WEBHOOK),
+      DELIVERY_CONCURRENCY: '50',
+      ...INTERVALS,
+    };
+    if (kind === 'standalone') {
+      env['HERALD_DATA_DIR'] = this.#dataDir!;
+    } else {
+      env['DATABASE_URL'] = this.infra.postgres.url(database ?? this.database);
+    }
+    return env;
+  }
+
+  /** Starts (or restarts, on the same port and data) a Herald process and waits until it listens. */
+  async start(kind: HeraldKind): Promise<HeraldProcess> {
+    const child = this.spawn(kind);
+    // PGlite's first start applies every migration in WASM: slow on a busy two-core machine.
+    await child.ready(kind === 'standalone' ? 120_000 : 60_000);
+    this.mark(`${child.name} listening`);
+    return child;
+  }
+
+  /** Spawns a Herald process without waiting for it. */
+  spawn(kind: HeraldKind, options: { env?: Record<string, string>; port?: number } = {}) {
+    let port = options.port;
+    if (port === undefined) {
+      port = this.#ports.get(kind);
+      if (port === undefined) throw new Error(`no port for ${kind}: call setUp first`);
+    }
+    const child = new HeraldProcess(
+      `${kind}#${++this.#counter}`,
+      kind,
+      port,
+      options.env ?? this.#env.get(kind)!,
+    );
+    this.processes.push(child);
+    return child;
+  }
+
+  /** The running process of a kind (the last one started). */
+  running(kind: HeraldKind): HeraldProcess {
+    const found = this.processes.filter((p) => p.kind === kind && p.running).at(-1);
+    if (!found) throw new Error(`no ${kind} running`);
+    return found;
+  }
+
+  /** kill -9 of a running process (a planned exit). */
+  async kill(kind: HeraldKind): Promise<Exit> {
+    const child = this.running(kind);
+    const exit = await child.signal('SIGKILL', 'kill');
+    this.mark(`${child.name} killed`);
+    return exit;
+  }
+
+  /** A check of the fault's own, run once the load has stopped (it pushes to `problems`). */
+  afterLoad(check: () => void): void {
+    this.#afterLoad.push(check);
+  }
+
+  /** Notes a moment of the fault (for a failure to show), with the figures so far. */
+  mark(label: string): void {
+    const seconds = ((now() - this.#createdAt) / 1000).toFixed(1).padStart(6);
+    const figures = this.load
+      ? `sent ${this.load.sent}, accepted ${this.load.accepted.size}, delivered ${this.receiver.delivered}`
+      : '';
+    this.#timeline.push(`${seconds} s  ${label}${figures ? ` (${figures})` : ''}`);
+  }
+
+  get timeline(): string {
+    return this.#timeline.join('\n');
+  }
+
+  /** Marks the fault's end: the recovery is measured from now. */
+  faultEnded(): void {
+    this.faultEndAt = now();
+    this.mark('fault ended');
+  }
+
+  /** Database or data folder, the processes, a model and a webhook to the receiver. */
+  async setUp(): Promise<void> {
+    this.receiver = await Receiver.start();
+    if (this.stack === 'split') {
+      this.#database = `faults_${this.tag}`;
+      await this.infra.postgres.createDatabase(this.#database);
+      this.#ports.set('ingest', await freePort());
+      this.#ports.set('delivery', await freePort());
+      this.#env.set('ingest', this.env('ingest'));
+      this.#env.set('delivery', this.env('delivery'));
+      await this.start('ingest');
+      await this.#createModelAndWebhook();
+      await this.start('delivery');
+    } else {
+      const dataDir = await mkdtemp(join(tmpdir(), 'herald-faults-pglite-'));
+      this.infra.tempDirs.push(dataDir);
+      this.#dataDir = dataDir;
+      this.#env.set('standalone', this.env('standalone'));
+      this.#ports.set('standalone', await freePort());
+      await this.start('standalone');
+      await this.#createModelAndWebhook();
+    }
+    this.load = new Load(this.entryUrl, this.token, this.tag, this.modelId);
+  }
+
+  async #createModelAndWebhook(): Promise<void> {
+    const post = async (path: string, body: unknown, expected: number): Promise<void> => {
+      const response = await fetch(`${this.entryUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      if (response.status !== expected) {
+        throw new Error(`POST ${path} answered ${response.status}: ${text.slice(0, 500)}`);
+      }
+    };
+    await post(
+      '/events',
+      {
+        data: {
+          type: 'event',
+          id: `${this.tag}-model`,
+          attributes: {
+            entity_type: 'item_type',
+            event_type: 'create',
+            entity: {
+              type: 'item_type',
+              id: this.modelId,
+              attributes: { name: 'Fault', api_key: 'fault' },
+            },
+            related_entities: [
+              {
+                type: 'field',
+                id: `${this.modelId}-title`,
+                attributes: {
+                  api_key: 'title',
+                  field_type: 'string',
+                  localized: false,
+                  label: 'Title',
+                  position: 0,
+                },
+              },
+            ],
+          },
+        },
+      },
+      202,
+    );
+    await post(
+      '/webhooks',
+      {
+        data: {
+          type: 'webhook',
+          attributes: {
+            name: `faults ${this.tag}`,
+            url: this.receiver.url,
+            headers: {},
+            events: [{ entity_type: 'item', event_types: ['create'] }],
+            custom_payload: null,
+            http_basic_user: null,
+            http_basic_password: null,
+          },
+        },
+      },
+      201,
+    );
+  }
+
+  /** Starts the load and waits until deliveries keep pace with it. */
+  async warmUp(): Promise<void> {
+    this.mark('set up; load starts');
+    this.load.start();
+    const steady = await waitUntil(
+      () => this.receiver.delivered >= WARM_UP_DELIVERIES && this.#undelivered() <= WARM_UP_BACKLOG,
+      90_000,
+    );
+    if (!steady) {
+      throw new Error(
+        `deliveries did not keep pace with the load within 90 s, before any fault ` +
+          `(${this.load.accepted.size} accepted, ${this.#undelivered()} of them not delivered)`,
+      );
+    }
+    this.mark('deliveries keep pace; fault starts');
+  }
+
+  /**
+   * After the fault: the load goes on until ACCEPTED_AFTER_FAULT events are accepted past the
+   * fault's end (bounded), stops, then every accepted event must reach the receiver and Herald
+   * must have no call left to send (bounded by SETTLE_TIMEOUT_MS from the fault's end).
+   */
+  async finish(): Promise<void> {
+    const faultEnd = this.faultEndAt ?? now();
+    this.faultEndAt = faultEnd;
+    // Counted from now: whatever the fault stopped has been started again.
+    const restored = now();
+    const resumed = await waitUntil(
+      () => this.load.acceptedSince(restored) >= ACCEPTED_AFTER_FAULT,
+      30_000,
+    );
+    await this.load.stop();
+    this.mark('load stopped');
+    for (const check of this.#afterLoad) check();
+    if (!resumed) {
+      this.problems.push(
+        `only ${this.load.acceptedSince(restored)} events accepted in the 30 s after the restart`,
+      );
+    }
+    await this.settle();
+  }
+
+  /**
+   * Waits until every accepted event reached the receiver and Herald has no call left to send,
+   * at most SETTLE_TIMEOUT_MS from the fault's end (or from now, when there was no fault). The
+   * load is stopped first if it still runs (after a failure of the harness).
+   */
+  async settle(): Promise<void> {
+    await this.load.stop();
+    const from = this.faultEndAt ?? now();
+    await waitUntil(
+      async () => this.#undelivered() === 0 && (await this.#callsLeft()) === 0,
+      Math.max(5000, from + SETTLE_TIMEOUT_MS - now()),
+      200,
+    );
+    this.mark(
+      `settled (last new delivery at ${((this.receiver.lastNewAt - this.#createdAt) / 1000).toFixed(1)} s)`,
+    );
+  }
+
+  #undelivered(): number {
+    let count = 0;
+    for (const id of this.load.accepted.keys()) if (!this.receiver.byEvent.has(id)) count++;
+    return count;
+  }
+
+  /** Calls Herald still has to send (pending or rescheduled), from GET /webhook_calls. */
+  async #callsLeft(): Promise<number> {
+    const total = async (status?: string): Promise<number> => {
+      const filter = status ? `&filter[fields][status][eq]=${status}` : '';
+      const response = await fetch(`${this.entryUrl}/webhook_calls?page[limit]=1${filter}`, {
+        headers: { authorization: `Bearer ${this.token}` },
+        signal: AbortSignal.timeout(5000),
+      });
+      if (response.status !== 200) throw new Error(`GET /webhook_calls: ${response.status}`);
+      return ((await response.json()) as { meta: { total_count: number } }).meta.total_count;
+    };
+    try {
+      const [pending, rescheduled] = await Promise.all([total('pending'), total('rescheduled')]);
+      return pending + rescheduled;
+    } catch {
+      return Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** What Herald's own store says, for a failing fault (split stack: straight from Postgres). */
+  async storeSummary(): Promise<string> {
+    if (this.stack !== 'split') return '';
+    const sql =
+      "SELECT 'events unmatched: ' || (SELECT count(*) FROM events WHERE matched_at IS NULL) || " +
+      "', calls: ' || coalesce((SELECT string_agg(status || ' ' || n, ', ') FROM " +
+      "(SELECT status, count(*) AS n FROM webhook_calls GROUP BY status) s), 'none')";
+    return this.infra.postgres.psql(sql, this.database).catch((error: Error) => error.message);
+  }
+
+  /**
+   * Stops every process still running with SIGTERM and records, as problems, any process that
+   * ended without the harness asking, or did not stop cleanly (code 0) when asked.
+   */
+  async tearDown(): Promise<string[]> {
+    const crashes: string[] = [];
+    for (const child of this.processes) {
+      if (child.exit && !child.planned) {
+        crashes.push(`${child.name} exited unasked (${describeExit(child.exit)})`);
+      }
+    }
+    await Promise.all(
+      this.processes
+        .filter((child) => child.running)
+        .map(async (child) => {
+          const exit = await child.signal('SIGTERM', 'stop');
+          if (exit.code !== 0) {
+            crashes.push(`${child.name} ended with ${describeExit(exit)} on SIGTERM`);
+          }
+        }),
+    );
+    await this.load?.stop();
+    await this.receiver?.close();
+    this.#saveLogs();
+    return crashes;
+  }
+
+  /** Every process's whole output, under .ci/out/faults/ (gitignored), for a closer look. */
+  #saveLogs(): void {
+    const dir = join(OUT_DIR, 'faults');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `${this.fault.replace(/[^a-z0-9]+/gi, '-')}.timeline`), this.timeline);
+    for (const child of this.processes) {
+      const name = `${this.fault.replace(/[^a-z0-9]+/gi, '-')}.${child.name.replace('#', '-')}.log`;
+      writeFileSync(join(dir, name), child.output);
+    }
+  }
+
+  /** The figures of this fault, once it is over. */
+  row(crashes: string[], error?: unknown): FaultRow {
+    const accepted = this.load?.accepted ?? new Map<string, number>();
+    let delivered = 0;
+    for (const id of accepted.keys()) if (this.receiver?.byEvent.has(id)) delivered++;
+    const lost = accepted.size - delivered;
+    // Requests beyond the first for an event: a webhook-id sent again, or the event sent again
+    // under a second webhook-id (a second call of the same event and webhook).
+    const duplicated = this.receiver ? this.receiver.requests - this.receiver.byEvent.size : 0;
+    const faultEnd = this.faultEndAt;
+    const recoverySeconds =
+      lost === 0 && faultEnd !== undefined && this.receiver
+        ? Math.max(0, this.receiver.lastNewAt - faultEnd) / 1000
+        : null;
+    const problems = [...this.problems];
+    if (error !== undefined) {
+      problems.unshift(
+        `harness: ${error instanceof Error ? error.message : JSON.stringify(error)}`,
+      );
+    }
+    if (lost > 0) problems.push(`${lost} accepted events not delivered`);
+    if (duplicated > this.allowedDuplicates) {
+      problems.push(`${duplicated} duplicates (at most ${this.allowedDuplicates} allowed)`);
+    }
+    const doubled = [...(this.receiver?.byEvent.values() ?? [])].filter((ids) => ids.size > 1);
+    if (doubled.length > 0) {
+      problems.push(
+        `${doubled.length} events delivered under two webhook-ids (a receiver that ` +
+          'deduplicates by webhook-id takes them twice)',
+      );
+    }
+    if (recoverySeconds !== null && recoverySeconds > RECOVERY_LIMIT_S) {
+      problems.push(`recovery took ${recoverySeconds.toFixed(1)} s (limit ${RECOVERY_LIMIT_S} s)`);
+    }
+    problems.push(...crashes);
+    return {
+      fault: this.fault,
+      sent: this.load?.sent ?? 0,
+      accepted: accepted.size,
+      delivered,
+      lost,
+      duplicated,
+      recoverySeconds,
+      problems,
+    };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+// ---------------------------------------------------------------------------------------------
+
+const HEADERS = [
+  'fault',
+  'sent',
+  'accepted',
+  'delivered',
+  'lost',
+  'duplicated',
+  's to recover',
+  'result',
+];
+
+/** The rows as a Markdown table, padded so that it also reads as fixed-width text. */
+export function formatTable(rows: readonly FaultRow[]): string {
+  const cells = rows.map((row) => [
+    row.fault,
+    String(row.sent),
+    String(row.accepted),
+    String(row.delivered),
+    String(row.lost),
+    String(row.duplicated),
+    row.recoverySeconds === null ? `> ${SETTLE_TIMEOUT_MS / 1000}` : row.recoverySeconds.toFixed(1),
+    row.problems.length === 0 ? 'pass' : 'FAIL',
+  ]);
+  const widths = HEADERS.map((header, i) =>
+    Math.max(header.length, ...cells.map((line) => line[i]!.length)),
+  );
+  const line = (values: string[]): string =>
+    `| ${values.map((value, i) => (i === 0 ? value.padEnd(widths[i]!) : value.padStart(widths[i]!))).join(' | ')} |`;
+  const rule = `|${widths.map((width, i) => (i === 0 ? '-'.repeat(width + 2) : `${'-'.repeat(width + 1)}:`)).join('|')}|`;
+  const notes = rows
+    .filter((row) => row.problems.length > 0)
+    .map((row) => `- ${row.fault}: ${row.problems.join('; ')}`);
+  return [line(HEADERS), rule, ...cells.map(line), ...(notes.length ? ['', ...notes] : [])].join(
+    '\n',
+  );
+}
+
+/**
+ * Runs one fault from a fresh start to the checks: set up, steady load, `inject` (which injects
+ * the fault, ends it and calls faultEnded()), the load's end, every accepted event delivered,
+ * every process stopped. Pushes the fault's row to `rows` whatever happens, and returns it.
+ */
+export async function runFault(
+  rows: FaultRow[],
+  infra: Infrastructure,
+  fault: string,
+  stack: Stack,
+  inject: (scenario: Scenario) => Promise<void>,
+): Promise<FaultRow> {
+  const scenario = new Scenario(fault, stack, infra);
+  let error: unknown;
+  try {
+    await scenario.setUp();
+    await scenario.warmUp();
+    await inject(scenario);
+    await scenario.finish();
+  } catch (caught) {
+    error = caught;
+    // What was accepted is still owed: lost means not delivered in time, even here.
+    if (scenario.load) await scenario.settle().catch(() => undefined);
+  }
+  const crashes = await scenario.tearDown();
+  const row = scenario.row(crashes, error);
+  rows.push(row);
+  if (row.problems.length > 0) {
+    const store = await scenario.storeSummary();
+    console.log(
+      [
+        `${fault}: ${row.problems.join('; ')}`,
+        scenario.timeline,
+        ...(store ? [`store: ${store}`] : []),
+        ...scenario.processes.map(
+          (child) =>
+            `--- ${child.name} (${child.exit ? describeExit(child.exit) : 'running'}), warnings and errors:\n${child.digest()}`,
+        ),
+      ].join('\n'),
+    );
+  }
+  return row;
+}

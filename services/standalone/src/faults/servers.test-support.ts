@@ -1,0 +1,297 @@
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chown, mkdtemp, rm, appendFile, readFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * The fault suite's own PostgreSQL cluster and Redis server, on free ports of 127.0.0.1, so that
+ * it may stop, kill, flush and restart them. The shared servers (5432, 6379) are never touched.
+ */
+
+const run = promisify(execFile);
+
+/** A TCP port nothing listens on right now (the OS picks it; it may be reused after a while). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (!address || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** Polls `probe` until it resolves true, every `intervalMs`, for at most `timeoutMs`. */
+export async function waitUntil(
+  probe: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  intervalMs = 50,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** The newest installed server binaries: /usr/lib/postgresql/<version>/bin, or initdb's folder. */
+function postgresBinDir(): string {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root)) {
+    const versions = readdirSync(root)
+      .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
+      .sort((a, b) => Number(a) - Number(b));
+    const newest = versions.at(-1);
+    if (newest) return join(root, newest, 'bin');
+  }
+  for (const dir of (process.env['PATH'] ?? '').split(':')) {
+    if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'pg_ctl'))) return dir;
+  }
+  throw new Error(
+    'PostgreSQL server binaries (initdb, pg_ctl) not found in /usr/lib/postgresql/*/bin or on ' +
+      'the PATH; scripts/ensure-services.sh installs them',
+  );
+}
+
+/** PostgreSQL refuses to run as root: as root, its commands run as the `postgres` OS user. */
+const asRoot = process.getuid?.() === 0;
+
+async function postgresIds(): Promise<{ uid: number; gid: number } | undefined> {
+  if (!asRoot) return undefined;
+  const [uid, gid] = await Promise.all([
+    run('id', ['-u', 'postgres']),
+    run('id', ['-g', 'postgres']),
+  ]);
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+/** A PostgreSQL cluster of the suite's own: initdb in a temp folder, trust auth, fsync off. */
+export class PrivatePostgres {
+  private constructor(
+    readonly port: number,
+    private readonly bin: string,
+    private readonly dir: string,
+  ) {}
+
+  private get dataDir(): string {
+    return join(this.dir, 'data');
+  }
+
+  /** The server's log (pg_ctl -l), for a failing test to print. */
+  log(): Promise<string> {
+    return readFile(join(this.dir, 'postgres.log'), 'utf8').catch(() => '');
+  }
+
+  static async create(): Promise<PrivatePostgres> {
+    const bin = postgresBinDir();
+    const dir = await mkdtemp(join(tmpdir(), 'herald-faults-pg-'));
+    const ids = await postgresIds();
+    if (ids) await chown(dir, ids.uid, ids.gid);
+    const port = await freePort();
+    const cluster = new PrivatePostgres(port, bin, dir);
+    try {
+      await cluster.#as('initdb', [
+        '-D',
+        cluster.dataDir,
+        '-U',
+        'postgres',
+        '-A',
+        'trust',
+        '-E',
+        'UTF8',
+        '--locale=C',
+        '--no-sync',
+        '--no-instructions',
+      ]);
+      await appendFile(
+        join(cluster.dataDir, 'postgresql.conf'),
+        [
+          `port = ${port}`,
+          `listen_addresses = '127.0.0.1'`,
+          `unix_socket_directories = '${dir}'`,
+          // Speed: nothing here must survive the machine, only Postgres's own stops and crashes.
+          'fsync = off',
+          'full_page_writes = off',
+          'max_connections = 200',
+          'shared_buffers = 32MB',
+          '',
+        ].join('\n'),
+      );
+      await cluster.start();
+    } catch (error) {
+      await cluster.destroy();
+      throw error;
+    }
+    return cluster;
+  }
+
+  url(database: string): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/${database}`;
+  }
+
+  /** Runs one SQL command as the superuser with psql (a new connection each time). */
+  async psql(sql: string, database = 'postgres'): Promise<string> {
+    const { stdout } = await run(
+      join(this.bin, 'psql'),
+      ['-X', '-qAt', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(this.port)].concat([
+        '-U',
+        'postgres',
+        '-d',
+        database,
+        '-c',
+        sql,
+      ]),
+      { env: { PATH: process.env['PATH'] ?? '', PGAPPNAME: 'herald-faults-admin' } },
+    );
+    return stdout.trim();
+  }
+
+  async createDatabase(name: string): Promise<void> {
+    await this.psql(`CREATE DATABASE ${name}`);
+  }
+
+  start(): Promise<void> {
+    return this.#ctl(['start', '-w', '-t', '120', '-l', join(this.dir, 'postgres.log')]);
+  }
+
+  /** `immediate`: a crash (no checkpoint, clients cut); `fast`: a clean stop. */
+  stop(mode: 'immediate' | 'fast'): Promise<void> {
+    return this.#ctl(['stop', '-w', '-t', '120', '-m', mode]);
+  }
+
+  restart(): Promise<void> {
+    return this.#ctl([
+      'restart',
+      '-w',
+      '-t',
+      '120',
+      '-m',
+      'fast',
+      '-l',
+      join(this.dir, 'postgres.log'),
+    ]);
+  }
+
+  /** Stops the server if it runs (as a crash: nothing to keep) and deletes the cluster. */
+  async destroy(): Promise<void> {
+    if (existsSync(join(this.dataDir, 'postmaster.pid'))) {
+      await this.stop('immediate').catch(() => undefined);
+    }
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** For a process exit handler: the same, synchronously. */
+  destroySync(): void {
+    if (existsSync(join(this.dataDir, 'postmaster.pid'))) {
+      const [command, args] = this.#command('pg_ctl', ['-D', this.dataDir, 'stop', '-m', 'i']);
+      spawnSync(command, args, { stdio: 'ignore' });
+    }
+    spawnSync('rm', ['-rf', this.dir], { stdio: 'ignore' });
+  }
+
+  #ctl(args: string[]): Promise<void> {
+    return this.#as('pg_ctl', ['-D', this.dataDir, ...args]);
+  }
+
+  #command(tool: string, args: string[]): [string, string[]] {
+    const path = join(this.bin, tool);
+    return asRoot ? ['runuser', ['-u', 'postgres', '--', path, ...args]] : [path, args];
+  }
+
+  async #as(tool: string, args: string[]): Promise<void> {
+    const [command, argv] = this.#command(tool, args);
+    try {
+      await run(command, argv, { cwd: this.dir, env: { PATH: process.env['PATH'] ?? '' } });
+    } catch (error) {
+      const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+      throw new Error(`${tool} ${args.join(' ')} failed:\n${stdout}${stderr}`, { cause: error });
+    }
+  }
+}
+
+/** A redis-server child of the suite's own, without persistence, killable and restartable. */
+export class PrivateRedis {
+  #child: ChildProcess | undefined;
+  #output = '';
+
+  private constructor(readonly port: number) {}
+
+  static async create(): Promise<PrivateRedis> {
+    const redis = new PrivateRedis(await freePort());
+    await redis.start();
+    return redis;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get output(): string {
+    return this.#output;
+  }
+
+  /** Starts redis-server on the same port (empty: nothing is saved) and waits for PING. */
+  async start(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        tmpdir(),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.#child = child;
+    const keep = (chunk: Buffer) =>
+      (this.#output = (this.#output + chunk.toString()).slice(-20_000));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const ready = await waitUntil(
+      async () => child.exitCode === null && (await this.cli('PING').catch(() => '')) === 'PONG',
+      30_000,
+    );
+    if (!ready) throw new Error(`redis-server did not start on ${this.port}:\n${this.#output}`);
+  }
+
+  /** kill -9: Redis goes down with everything it held. */
+  async kill(): Promise<void> {
+    const child = this.#child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async cli(...args: string[]): Promise<string> {
+    const { stdout } = await run('redis-cli', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(this.port),
+      ...args,
+    ]);
+    return stdout.trim();
+  }
+
+  destroy(): Promise<void> {
+    return this.kill();
+  }
+
+  killSync(): void {
+    const child = this.#child;
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
+}
