@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { TEST_DATABASE_URL, createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import {
+  createPostgresDb,
   createWebhookCalls,
   dropWebhookCall,
   findWebhookCall,
@@ -120,5 +121,39 @@ describe('webhook_calls statements with a backlog', () => {
     ]);
     expect(calls[2]!.webhook).toBe(calls[0]!.webhook);
     expect(calls[1]!.webhook?.signingSecret).toBe(other.signingSecret);
+  });
+
+  it('commits the calls it makes durably, even on a pool that does not wait for the WAL', async () => {
+    // The workers' pool runs with synchronous_commit=off; a crash that forgot calls already sent
+    // would match their events again under new call ids (new webhook-ids). Postgres applies the
+    // setting in effect when the transaction commits.
+    const lazy = createPostgresDb({
+      connectionString: TEST_DATABASE_URL,
+      searchPath: t.schema!,
+      synchronousCommit: false,
+      maxConnections: 1,
+    });
+    try {
+      const setting = await lazy.transaction(async (tx) => {
+        await insertEvent(tx, 'durable-1');
+        const before = await tx.query<{ s: string }>(
+          `SELECT current_setting('synchronous_commit') AS s`,
+        );
+        expect(before.rows[0]!.s).toBe('off');
+        await createWebhookCalls(tx, [
+          {
+            event: { id: 'durable-1', entityType: 'item', eventType: 'update' },
+            webhookIds: [webhookId],
+          },
+        ]);
+        const { rows } = await tx.query<{ s: string }>(
+          `SELECT current_setting('synchronous_commit') AS s`,
+        );
+        return rows[0]!.s;
+      });
+      expect(setting).toBe('on');
+    } finally {
+      await lazy.close();
+    }
   });
 });

@@ -125,6 +125,11 @@ export async function createWebhookCalls(
   >(
     {
       name: 'herald.webhook_calls.create',
+      // A commit that creates calls waits for the WAL flush even on the workers' pool
+      // (synchronous_commit=off, DELIVERY_SYNCHRONOUS_COMMIT): their first attempts go out at
+      // once, and a crash that forgot the calls would match the event again under new call ids,
+      // i.e. new webhook-ids a receiver cannot deduplicate. Evaluated per returned row, so only
+      // when calls were made; the setting in effect at commit is the one that counts.
       // The webhook's row decides, not the caller's index: a webhook disabled or deleted (by the
       // API or by a worker on a 410) gets no new call from the moment that change commits.
       text: `WITH inserted AS (
@@ -141,7 +146,7 @@ export async function createWebhookCalls(
        RETURNING 1
      )
      SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
-       ${webhookColumns}
+       ${webhookColumns}, set_config('synchronous_commit', 'on', true) AS durable
      FROM inserted c LEFT JOIN webhooks w ON w.id = c.webhook_id
      ORDER BY c.id`,
     },
