@@ -326,6 +326,47 @@ describe('bodies', () => {
     await expectError(res, 413, 'REQUEST_TOO_LARGE');
   });
 
+  const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":1}${']'.repeat(depth - 1)}`;
+
+  it('400 INVALID_JSON_BODY for arrays and objects nested deeper than 128 levels', async () => {
+    const post = (body: string) =>
+      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    expect((await post(nested(128))).status).toBe(200);
+    for (const depth of [129, 8000, 30_000]) {
+      const details = await expectError(await post(nested(depth)), 400, 'INVALID_JSON_BODY');
+      expect(details['max_depth']).toBe(128);
+    }
+    // Deep inside an otherwise ordinary document too, and before the NUL check reads it.
+    const deepEntity = `{"data":{"attributes":{"name":"a\\u0000","entity":${nested(5000)}}}}`;
+    await expectError(await post(deepEntity), 400, 'INVALID_JSON_BODY');
+  });
+
+  it('never answers 500 whatever the nesting of a JSON body', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.array(fc.constantFrom('[', '{"k":', '{"data":', '{"__proto__":', '{"toString":'), {
+          minLength: 0,
+          maxLength: 40,
+        }),
+        fc.integer({ min: 0, max: 20_000 }),
+        async (leaf, wrappers, extra) => {
+          const opens = [...wrappers, ...Array<string>(extra % 3 === 0 ? extra : 0).fill('[')];
+          const closes = opens.map((open) => (open === '[' ? ']' : '}')).reverse();
+          const body = `${opens.join('')}${JSON.stringify(leaf)}${closes.join('')}`;
+          const res = await call('/echo', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body,
+          });
+          expect([200, 400, 422]).toContain(res.status);
+          if (res.status === 400) await expectError(res, 400, 'INVALID_JSON_BODY');
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   it('422 for a NUL character anywhere in the body, naming where', async () => {
     const res = await call('/echo', {
       method: 'POST',
