@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -32,6 +33,9 @@ function probeRouter(): Router {
   });
   router.post('/echo', requireRole(), (req, res) => {
     res.json({ data: req.body as unknown });
+  });
+  router.get('/things/:id', requireRole(), (req, res) => {
+    res.json({ data: { id: req.params['id'] } });
   });
   router.get('/boom', requireRole(), () => {
     throw new Error('secret internal detail');
@@ -341,6 +345,40 @@ describe('bodies', () => {
     await expectError(await post(deepEntity), 400, 'INVALID_JSON_BODY');
   });
 
+  it('400 INVALID_REQUEST for a body that does not decompress as its Content-Encoding says', async () => {
+    const body = '{"a":1}';
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await call('/echo', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body,
+      });
+      const details = await expectError(res, 400, 'INVALID_REQUEST');
+      expect(details['message']).toMatch(/does not decompress/);
+    }
+    const truncated = gzipSync(body).subarray(0, 12);
+    const res = await call('/echo', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: truncated,
+    });
+    await expectError(res, 400, 'INVALID_REQUEST');
+    // What does decompress is read as usual.
+    for (const [encoding, bytes] of [
+      ['gzip', gzipSync(body)],
+      ['deflate', deflateSync(body)],
+      ['br', brotliCompressSync(body)],
+    ] as const) {
+      const ok = await call('/echo', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body: bytes,
+      });
+      expect(ok.status).toBe(200);
+      expect(await json(ok)).toEqual({ data: { a: 1 } });
+    }
+  });
+
   it('never answers 500 whatever the nesting of a JSON body', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -425,6 +463,29 @@ describe('routing and errors', () => {
   it('404 INVALID_ENDPOINT for unknown paths and methods', async () => {
     await expectError(await call('/nowhere'), 404, 'INVALID_ENDPOINT');
     await expectError(await call('/items', { method: 'DELETE' }), 404, 'INVALID_ENDPOINT');
+  });
+
+  it('400 INVALID_REQUEST for a path parameter whose percent-encoding is not UTF-8', async () => {
+    // A lone continuation byte, an overlong "/", an overlong NUL, a UTF-16 surrogate, 5-byte form.
+    for (const id of ['%FF', 'a%C0%AFb', '%C0%80', '%ED%A0%80', '%F8%88%80%80%80', '%E2%82']) {
+      const details = await expectError(await call(`/things/${id}`), 400, 'INVALID_REQUEST');
+      expect(details['message']).toMatch(/percent-encoding/);
+    }
+    const ok = await call('/things/%41%C3%A9');
+    expect(ok.status).toBe(200);
+    expect((await json(ok)).data.id).toBe('Aé');
+  });
+
+  it('never answers 500 whatever the bytes of a path parameter', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 12 }), async (bytes) => {
+        const encoded = [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+        const res = await call(`/things/${encoded}`);
+        expect([200, 400]).toContain(res.status);
+        if (res.status === 400) await expectError(res, 400, 'INVALID_REQUEST');
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('500 INTERNAL_ERROR without a stack trace or the message', async () => {
