@@ -1,5 +1,6 @@
 import {
   ApiError,
+  EntityId,
   serializeItem,
   type ItemResource,
   type ItemVersion,
@@ -143,6 +144,9 @@ export async function retrieveItem(
   version: ItemVersion,
   nested: boolean,
 ): Promise<ItemResource | null> {
+  // An id outside the grammar of ids (API.md §1) names no record; Postgres would refuse some of
+  // them (a NUL character) rather than find nothing.
+  if (!EntityId.safeParse(id).success) return null;
   const { rows } = await deps.db.query<PageRow>(
     `SELECT ${RECORD_COLUMNS}, CASE WHEN m.tree THEN EXISTS (SELECT 1 FROM records c
        WHERE c.environment = r.environment AND c.parent_id = r.id AND NOT c.is_block) END

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
   createTestDb,
   createTestToken,
@@ -787,6 +788,31 @@ describe('GET /items/:id', () => {
     expect(JSON.stringify(missing.body)).toContain('NOT_FOUND');
     expect((await one('p1?version=bad')).status).toBe(422);
     expect((await one('p1?nested=1')).status).toBe(422);
+  });
+
+  it('an id that cannot exist is a 404 NOT_FOUND, whatever its bytes', async () => {
+    for (const id of [
+      'a%00b',
+      '%00',
+      'p1%00',
+      'x'.repeat(65),
+      'p%201',
+      '%F0%9F%98%80',
+      '..%2Fp1',
+    ]) {
+      const res = await one(id);
+      expect(res.status, id).toBe(404);
+      expect(JSON.stringify(res.body)).toContain('NOT_FOUND');
+    }
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 1, maxLength: 16 }), async (bytes) => {
+        const id = [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+        const { status, body } = await one(id);
+        // 400 INVALID_REQUEST when the bytes are not UTF-8, else 404 (no such record).
+        expect([400, 404], `${id} → ${JSON.stringify(body)}`).toContain(status);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('nested=true expands blocks', async () => {
