@@ -25,9 +25,15 @@ export function isEntityType(value: unknown): value is EntityType {
   return typeof value === 'string' && Object.hasOwn(EVENT_TYPES_BY_ENTITY, value);
 }
 
-/** Whether `eventType` is one of `entityType`'s event types. */
+/**
+ * Whether `eventType` is one of `entityType`'s event types. Any JSON value may arrive here from a
+ * rejected batch: it is compared, never converted (String() of {"toString": 1} throws).
+ */
 export function isEventTypeOf(entityType: EntityType, eventType: unknown): eventType is EventType {
-  return (EVENT_TYPES_BY_ENTITY[entityType] as readonly string[]).includes(String(eventType));
+  return (
+    typeof eventType === 'string' &&
+    (EVENT_TYPES_BY_ENTITY[entityType] as readonly string[]).includes(eventType)
+  );
 }
 
 /** Ids of records and models (API.md §1 "Ids"). */

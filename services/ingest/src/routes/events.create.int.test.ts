@@ -352,6 +352,21 @@ describe('POST /events validation (422, nothing stored)', () => {
       'VALIDATION_INCLUSION',
     ],
     [
+      'an event_type that is an object with toString and valueOf keys',
+      [
+        {
+          type: 'event',
+          attributes: {
+            entity_type: 'item',
+            event_type: { toString: 1, valueOf: 'x' },
+            entity: { type: 'item', id: 'a' },
+          },
+        },
+      ],
+      'data.0.attributes.event_type',
+      'VALIDATION_INCLUSION',
+    ],
+    [
       'a malformed event id',
       [{ ...itemEvent('create', 'a', {}), id: 'a b' }],
       'data.0.id',
@@ -1118,5 +1133,19 @@ describe('metrics', () => {
       /herald_events_ingested_total\{entity_type="item",event_type="create",outcome="rejected"\} [1-9]/,
     );
     expect(text).toMatch(/herald_ingest_batch_size_events_bucket\{le="1"\} [1-9]/);
+  });
+
+  it('counts a rejected event whose types are not strings as invalid, whatever their keys', async () => {
+    const event = itemEvent('create', randomId('r'), {});
+    // JSON.parse makes "__proto__" an own key; a literal object could not hold one.
+    const hostile = '{"toString":1,"valueOf":2,"constructor":"x","__proto__":{"toString":3}}';
+    const raw = JSON.stringify({ data: [event] }).replace(
+      '"event_type":"create"',
+      `"event_type":${hostile}`,
+    );
+    expect((await post(undefined, { raw })).status).toBe(422);
+    expect(await deps.metrics.registry.metrics()).toMatch(
+      /herald_events_ingested_total\{entity_type="invalid",event_type="invalid",outcome="rejected"\} [1-9]/,
+    );
   });
 });
