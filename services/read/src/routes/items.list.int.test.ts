@@ -383,6 +383,11 @@ describe('GET /items: order_by', () => {
     await error(`?${POST}&order_by=position_ASC`, 'INVALID_ORDERING');
     await error(`?${POST}&order_by=_rank_DESC`, 'INVALID_ORDERING');
     await error(`?filter[query]=fox&order_by=title_ASC`, 'INVALID_ORDERING');
+    // Only separators name no rule: not the default order in disguise.
+    for (const empty of [',,,', '', '%20,%20']) {
+      const details = await error(`?${POST}&order_by=${empty}`, 'INVALID_ORDERING');
+      expect(details['param']).toBe('order_by');
+    }
   });
 
   it('sorts sortable models by position', async () => {
@@ -411,6 +416,13 @@ describe('GET /items: filter[query]', () => {
       'p1',
       'p2',
     ]);
+  });
+
+  it('a blank query searches for nothing → INVALID_FILTER', async () => {
+    for (const blank of ['', '%20%20', '%09']) {
+      const details = await error(`?filter[query]=${blank}`, 'INVALID_FILTER');
+      expect(details['param']).toBe('filter[query]');
+    }
   });
 
   it('a locale outside the environment → INVALID_LOCALE', async () => {
@@ -568,6 +580,40 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('starts_at', '[gte]=2024-02-10T07:59:59'))).toEqual(['p2']);
     expect(await ids(f('starts_at', '[lte]=2024-01-10T10:00:00'))).toEqual(['p1']);
     expect(await ids(f('starts_at', '[neq]=2024-01-10T10:00:00'))).toEqual(['p2', 'p4', 'p5']);
+  });
+
+  it('an operand outside the values the field holds → INVALID_FILTER_FIELDS_PARAM naming it', async () => {
+    const outside: [string, string][] = [
+      ['views', '[gt]=99999999999999999999999999'],
+      ['views', '[lt]=-9007199254740992'],
+      ['views', '[eq]=1.5'],
+      ['views', '[eq]=1e3'],
+      ['rating', '[gt]=1e309'],
+      ['rating', '[lt]=-1e999'],
+      // A zone carries these out of years 0001–9999 (the first answered 500).
+      ['starts_at', '[gt]=9999-12-31T23:59:59-14:00'],
+      ['starts_at', '[lt]=0001-01-01T00:00:00%2B14:00'],
+      ['_created_at', '[gt]=9999-12-31T23:30:00-01:00'],
+    ];
+    for (const [field, rest] of outside) {
+      const d = await error(f(field, rest), 'INVALID_FILTER_FIELDS_PARAM');
+      expect(d['param'], rest).toBe(`filter[fields][${field}]${rest.slice(0, rest.indexOf('='))}`);
+    }
+    for (const bad of ['[gt]=2147483648', '[lt]=99999999999999999999', '[eq]=1.5']) {
+      const d = await error(
+        `?filter[type]=page&filter[fields][position]${bad}`,
+        'INVALID_FILTER_FIELDS_PARAM',
+      );
+      expect(d['field']).toBe('position');
+    }
+    // The edges still answer.
+    expect(await ids(f('views', '[lt]=9007199254740991'))).toEqual(['p1', 'p2', 'p4', 'p5']);
+    expect(await ids(f('views', '[gt]=-9007199254740991'))).toEqual(['p1', 'p2', 'p4', 'p5']);
+    expect(await ids(f('rating', '[lt]=1.7e308'))).toEqual(['p1', 'p2']);
+    expect(await ids(f('starts_at', '[lt]=9999-12-31T23:59:59Z'))).toEqual(['p1', 'p2']);
+    expect(await ids('?filter[type]=page&filter[fields][position][lt]=2147483647')).toHaveLength(
+      30,
+    );
   });
 
   it('boolean: eq (a missing value counts as false)', async () => {
