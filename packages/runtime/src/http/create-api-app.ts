@@ -72,7 +72,8 @@ const parseQuery: RequestHandler = (req, res, next) => {
 
 /**
  * Before any route (or anything recursive) sees a JSON body: over-deep nesting is a 400
- * INVALID_JSON_BODY, a NUL character anywhere a 422 naming where (Postgres cannot store it).
+ * INVALID_JSON_BODY; a NUL character or a lone surrogate anywhere a 422 naming where (Postgres
+ * cannot store either).
  */
 const checkBody: RequestHandler = (req, _res, next) => {
   const problem = findJsonProblem(req.body);
@@ -90,7 +91,9 @@ const checkBody: RequestHandler = (req, _res, next) => {
       ApiError.field(
         problem.path.replace(/^data\.attributes\./, ''),
         'VALIDATION_FORMAT',
-        'must not contain NUL characters',
+        problem.kind === 'nul'
+          ? 'must not contain NUL characters'
+          : 'must be valid Unicode: it holds a lone surrogate (an unpaired \\uD800-\\uDFFF)',
       ),
     ]),
   );

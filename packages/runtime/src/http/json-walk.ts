@@ -9,7 +9,20 @@ export const JSON_MAX_DEPTH = 128;
 
 export type JsonProblem =
   | { kind: 'too_deep'; maxDepth: number }
-  | { kind: 'nul'; /** Dotted path of the string (key or value) holding it. */ path: string };
+  | {
+      /** A string Postgres cannot store: a NUL character, or a lone surrogate (not Unicode). */
+      kind: 'nul' | 'lone_surrogate';
+      /** Dotted path of the string (key or value) holding it. */
+      path: string;
+    };
+
+// In a `u` regex a surrogate pair is one code point, so only lone surrogates match.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function stringProblem(value: string): 'nul' | 'lone_surrogate' | undefined {
+  if (value.includes('\0')) return 'nul';
+  return LONE_SURROGATE.test(value) ? 'lone_surrogate' : undefined;
+}
 
 interface Frame {
   value: unknown;
@@ -26,20 +39,22 @@ function pathOf(frame: Frame | undefined): string {
 
 /**
  * What is wrong with a parsed JSON value: nesting deeper than `maxDepth` (whatever else is
- * wrong), else the first NUL character, in document order, in a string or a key (Postgres cannot
- * store it). Iterative, so that it is safe on any depth itself.
+ * wrong), else the first string or key, in document order, that Postgres cannot store: one with a
+ * NUL character (refused) or a lone surrogate (refused in json, silently replaced in text).
+ * Iterative, so that it is safe on any depth itself.
  */
 export function findJsonProblem(
   value: unknown,
   maxDepth = JSON_MAX_DEPTH,
 ): JsonProblem | undefined {
   const stack: Frame[] = [{ value, depth: 0, key: '', parent: undefined }];
-  let nul: JsonProblem | undefined;
+  let nul: JsonProblem | undefined; // the first unstorable string
   while (stack.length > 0) {
     const frame = stack.pop()!;
     const current = frame.value;
     if (typeof current === 'string') {
-      if (nul === undefined && current.includes('\0')) nul = { kind: 'nul', path: pathOf(frame) };
+      const kind = nul === undefined ? stringProblem(current) : undefined;
+      if (kind) nul = { kind, path: pathOf(frame) };
       continue;
     }
     if (current === null || typeof current !== 'object') continue;
@@ -56,15 +71,9 @@ export function findJsonProblem(
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       stack.push({ value: (current as Record<string, unknown>)[key], depth, key, parent: frame });
-      // A key holding NUL is reported before anything inside its value.
-      if (key.includes('\0')) stack.push({ value: '\0', depth, key, parent: frame });
+      // A key Postgres cannot store is reported before anything inside its value.
+      if (stringProblem(key)) stack.push({ value: key, depth, key, parent: frame });
     }
   }
   return nul;
-}
-
-/** The dotted path of the first string (key or value) that holds a NUL character. */
-export function findNul(value: unknown): string | undefined {
-  const problem = findJsonProblem(value, Infinity);
-  return problem?.kind === 'nul' ? problem.path : undefined;
 }

@@ -405,6 +405,25 @@ describe('bodies', () => {
     );
   });
 
+  it('422 for a lone surrogate in a string or a key of the body, naming where', async () => {
+    const post = (body: string) =>
+      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const cases: [string, string][] = [
+      ['{"data":{"attributes":{"name":"a\\ud800b"}}}', 'name'],
+      ['{"data":{"attributes":{"headers":{"X-\\udfff":"v"}}}}', 'headers.X-\udfff'],
+      ['{"events":[{"entity":{"title":"\\ude00\\ud83d"}}]}', 'events.0.entity.title'],
+    ];
+    for (const [body, field] of cases) {
+      const details = await expectError(await post(body), 422, 'INVALID_FIELD');
+      expect(details).toMatchObject({ field, code: 'VALIDATION_FORMAT' });
+      expect(details['message']).toMatch(/lone surrogate/);
+    }
+    // A surrogate pair is one character (😀).
+    const ok = await post('{"name":"a\\ud83d\\ude00b"}');
+    expect(ok.status).toBe(200);
+    expect(await json(ok)).toEqual({ data: { name: 'a😀b' } });
+  });
+
   it('422 for a NUL character anywhere in the body, naming where', async () => {
     const res = await call('/echo', {
       method: 'POST',

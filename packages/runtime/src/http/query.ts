@@ -1,6 +1,6 @@
 import qs from 'qs';
 import { ApiError } from '@herald/contract';
-import { findNul } from './json-walk.js';
+import { findJsonProblem } from './json-walk.js';
 
 /** API.md §1: more than 1,000 parameters or nesting deeper than 5 is a 422, never dropped. */
 export const QUERY_MAX_PARAMS = 1000;
@@ -32,11 +32,15 @@ export function parseQueryString(raw: string): Record<string, unknown> {
       { cause: error },
     );
   }
-  const nul = findNul(parsed);
-  if (nul !== undefined) {
+  // qs depth limits keep this shallow; it only looks for strings Postgres cannot store.
+  const problem = findJsonProblem(parsed, Infinity);
+  if (problem && problem.kind !== 'too_deep') {
+    const param = problem.path;
     throw new ApiError('INVALID_PARAMS', {
-      param: nul,
-      message: `Query parameter ${nul || '(name)'} contains a NUL character`,
+      param,
+      message: `Query parameter ${param || '(name)'} contains ${
+        problem.kind === 'nul' ? 'a NUL character' : 'a lone surrogate'
+      }`,
     });
   }
   return parsed;

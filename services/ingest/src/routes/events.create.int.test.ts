@@ -367,6 +367,12 @@ describe('POST /events validation (422, nothing stored)', () => {
       'VALIDATION_INCLUSION',
     ],
     [
+      'a lone surrogate in a string field (Postgres refuses it in jsonb)',
+      [itemEvent('create', 'a', { title: 'a\ud800b' })],
+      'data.0.attributes.entity.attributes.title',
+      'VALIDATION_FORMAT',
+    ],
+    [
       'a malformed event id',
       [{ ...itemEvent('create', 'a', {}), id: 'a b' }],
       'data.0.id',
