@@ -70,6 +70,7 @@ beforeAll(async () => {
       field('published_on', 'date'),
     ]),
     modelEvent('page', 'page', { draft_mode_active: false }, [field('title', 'string')]),
+    modelEvent('ranked', 'ranked', { sortable: true }, [field('title', 'string')]),
   ]);
   expect(response.status).toBe(202);
 });
@@ -371,6 +372,51 @@ describe('POST /events validation (422, nothing stored)', () => {
       [itemEvent('create', 'a', { title: 'a\ud800b' })],
       'data.0.attributes.entity.attributes.title',
       'VALIDATION_FORMAT',
+    ],
+    [
+      'a meta.position beyond a 32-bit integer (the position column)',
+      [itemEvent('create', 'a', {}, { meta: { position: 2 ** 31 } })],
+      'data.0.attributes.entity.meta.position',
+      'VALIDATION_LENGTH',
+    ],
+    [
+      'a position attribute beyond a 32-bit integer',
+      [itemEvent('create', 'a', { position: 2 ** 31 }, { model: 'ranked' })],
+      'data.0.attributes.entity.attributes.position',
+      'VALIDATION_LENGTH',
+    ],
+    [
+      'a meta time that its zone carries past the year 9999',
+      [itemEvent('create', 'a', {}, { meta: { updated_at: '9999-12-31T23:59:59-14:00' } })],
+      'data.0.attributes.entity.meta.updated_at',
+      'VALIDATION_FORMAT',
+    ],
+    [
+      'an occurred_at in the year 0000',
+      [
+        {
+          ...itemEvent('create', 'a', {}),
+          attributes: {
+            ...itemEvent('create', 'a', {}).attributes,
+            occurred_at: '0000-06-01T00:00:00Z',
+          },
+        },
+      ],
+      'data.0.attributes.occurred_at',
+      'VALIDATION_FORMAT',
+    ],
+    [
+      'a field position beyond a 32-bit integer',
+      [
+        modelEvent('huge', 'huge', {}, [
+          {
+            ...field('title', 'string'),
+            attributes: { api_key: 'title', field_type: 'string', position: -(2 ** 31) - 1 },
+          },
+        ]),
+      ],
+      'data.0.attributes.related_entities.0.attributes.position',
+      'VALIDATION_LENGTH',
     ],
     [
       'a malformed event id',
