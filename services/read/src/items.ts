@@ -84,11 +84,11 @@ export async function listItems(
   const compiled = compileListQuery(query, environment.id);
 
   // Regular expressions are Postgres AREs: Postgres itself is the judge of their validity.
-  for (const [index, regexp] of compiled.regexps.entries()) {
+  for (const regexp of compiled.regexps) {
     try {
       await deps.db.query(`SELECT '' ${regexp.caseSensitive ? '~' : '~*'} $1`, [regexp.pattern]);
     } catch (error) {
-      throw requestError(error, `filter[fields] (regular expression ${index + 1})`) ?? error;
+      throw requestError(error, regexp.param) ?? error;
     }
   }
   deps.indexes.ensure(compiled.indexes);

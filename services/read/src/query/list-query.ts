@@ -1,4 +1,5 @@
 import { ApiError, type ErrorCode, type ItemVersion, type ModelInfo } from '@herald/contract';
+import { regexCostProblem } from './regex-cost.js';
 
 /**
  * GET /items query parameters (API.md §3.2, §3.3) → a validated query (the AST that compile.ts
@@ -101,6 +102,8 @@ export interface Condition {
   kind: ValueKind;
   operator: Operator;
   operand: Operand;
+  /** The query parameter it came from, e.g. `filter[fields][title][matches]` (for errors). */
+  param: string;
 }
 
 export type OrderRule = { target: Target; kind: ValueKind; direction: SortDirection };
@@ -488,7 +491,7 @@ export function resolveListQuery(params: ListParams, ctx: ResolveContext): ListQ
           );
         }
         const operand = coerceOperand(target, spec.kind, operator, rawOperand, param, rawOperator);
-        conditions.push({ target, kind: spec.kind, operator, operand });
+        conditions.push({ target, kind: spec.kind, operator, operand, param });
       }
     }
   }
@@ -651,6 +654,8 @@ function coerceOperand(
     case 'matches':
     case 'not_matches': {
       if (typeof raw === 'string') {
+        const problem = regexCostProblem(raw);
+        if (problem) return bad(`regular expression refused: ${problem}`);
         return { type: 'match', match: { pattern: raw, caseSensitive: false, regexp: true } };
       }
       if (!isPlainObject(raw)) return bad('operand must be {pattern, case_sensitive, regexp}');
@@ -670,14 +675,14 @@ function coerceOperand(
         if (value === false || value === 'false') return false;
         return bad(`${key} must be "true" or "false"`);
       };
-      return {
-        type: 'match',
-        match: {
-          pattern,
-          caseSensitive: flag('case_sensitive', false),
-          regexp: flag('regexp', true),
-        },
+      const match = {
+        pattern,
+        caseSensitive: flag('case_sensitive', false),
+        regexp: flag('regexp', true),
       };
+      const problem = match.regexp ? regexCostProblem(pattern) : null;
+      if (problem) return bad(`regular expression refused: ${problem}`);
+      return { type: 'match', match };
     }
     case 'near': {
       if (!isPlainObject(raw)) return bad('operand must be {latitude, longitude, radius}');

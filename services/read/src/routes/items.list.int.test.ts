@@ -516,14 +516,37 @@ describe('GET /items: filter[fields]', () => {
     ]);
   });
 
-  it('an invalid regular expression → 422, never 500', async () => {
+  it('an invalid regular expression → 422 naming the parameter, never 500', async () => {
     for (const pattern of ['(', '[a-', 'a{2,1}', '\\', '(?<x>a)', '*']) {
       const d = await error(
         f('title', `[matches][pattern]=${encodeURIComponent(pattern)}`),
         'INVALID_FILTER_FIELDS_PARAM',
       );
       expect(String(d['message'])).toMatch(/regular expression/i);
+      expect(d['param']).toBe('filter[fields][title][matches]');
     }
+  });
+
+  it('a regular expression whose cost cannot be bounded → 422 naming the parameter', async () => {
+    const refused: [string, string, RegExp][] = [
+      ['title', '[matches][pattern]=(a{1,200}){1,200}b', /repeated group/],
+      ['title', '[matches]=(a%2B)%2B', /repeated group/],
+      ['body', '[not_matches][pattern]=^(.*)%5C1$', /back-references/],
+      ['content', '[matches][pattern]=' + '.*'.repeat(21), /quantifiers/],
+      ['title', '[matches][pattern]=' + '.{1,100}'.repeat(11), /too large/],
+    ];
+    for (const [field, rest, why] of refused) {
+      const d = await error(f(field, rest), 'INVALID_FILTER_FIELDS_PARAM');
+      expect(d['param']).toBe(`filter[fields][${field}]${rest.slice(0, rest.indexOf(']') + 1)}`);
+      expect(String(d['message'])).toMatch(why);
+    }
+    // The same text as a literal substring is fine, and so is a bounded pattern.
+    expect(
+      await ids(
+        f('title', '[matches][pattern]=(a%2B)%2B&filter[fields][title][matches][regexp]=false'),
+      ),
+    ).toEqual([]);
+    expect(await ids(f('title', '[matches][pattern]=^(he|wo)[a-z]{1,20}'))).toEqual(['p1']);
   });
 
   it('text and structured_text: matches, is_blank, is_present, exists', async () => {
