@@ -15,8 +15,8 @@ import {
   sqlState,
   textSearchConfig,
   toStoredItem,
-  type Db,
   type Environment,
+  type Queryable,
   type RecordRow,
 } from '@herald/store';
 import type { IndexManager } from './index-manager.js';
@@ -25,7 +25,8 @@ import { compileListQuery } from './query/compile.js';
 import { parseListParams, resolveListQuery } from './query/list-query.js';
 
 export interface ItemsDeps {
-  db: Db;
+  /** The database as the requesting token sees it (ReadGate.forToken). */
+  db: Queryable;
   indexes: IndexManager;
   queryDuration: QueryDuration;
 }
@@ -164,7 +165,7 @@ type PageRow = RecordRow & { has_children: boolean | null };
 
 /** Serializes records of one version (API.md §3.1), with their blocks when nested. */
 async function serializeItems(
-  db: Db,
+  db: Queryable,
   environment: string,
   rows: PageRow[],
   version: ItemVersion,
