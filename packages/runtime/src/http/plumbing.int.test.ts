@@ -278,6 +278,49 @@ describe('request headers', () => {
     }
   });
 
+  it('never answers 500 whatever the values of the headers the plumbing reads', async () => {
+    const printable = fc
+      .string({
+        unit: fc.constantFrom(...'aZ09 ;,=*/+-._:"\'()<>@?[]{}~!#$%&^`|\u00e9'.split('')),
+        maxLength: 16,
+      })
+      .map((v) => v.trim());
+    const header = (...meaningful: string[]) => fc.oneof(printable, fc.constantFrom(...meaningful));
+    const headers = fc.record(
+      {
+        accept: header('*/*', 'application/json', 'text/html', 'application/json;q=0', ';q=x,,'),
+        'content-type': header(
+          'application/json',
+          'application/json; charset=utf-16',
+          'application/json; charset=latin1',
+          'application/json; charset="',
+          'application/vnd.api+json;;',
+          'text/plain',
+        ),
+        'content-encoding': header('gzip', 'deflate', 'br', 'identity', 'zstd', 'gzip, br'),
+        'x-api-version': header('3', '2', ''),
+        'x-environment': header('main', 'sandbox', 'nope', '../main'),
+        'x-request-id': header('req-1', 'a'.repeat(200)),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        headers,
+        fc.constantFrom('{"a":1}', '{"a":', '[[[]]]', ''),
+        async (h, body) => {
+          const res = await call('/echo', { method: 'POST', headers: h, body });
+          expect(res.status, JSON.stringify(h)).toBeLessThan(500);
+          if (res.status !== 200) {
+            const { data } = await json(res);
+            expect(data[0].type).toBe('api_error');
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('does not reject a GET that carries a Content-Type (the official clients send one)', async () => {
     const res = await call('/items', { headers: { 'Content-Type': 'application/json' } });
     expect(res.status).toBe(200);
