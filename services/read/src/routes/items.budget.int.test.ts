@@ -122,6 +122,9 @@ async function startApp(
     async close() {
       await server.close();
       await readDb.close();
+      // Its producer queue (unused by reads) leaves its meta key in Redis.
+      await deps.eventMatchQueue.obliterate({ force: true });
+      await deps.eventMatchQueue.close();
     },
   };
 }
