@@ -3,7 +3,7 @@
  * itself copes with any depth, but much of what reads a body afterwards recurses (JSON.stringify
  * overflows the stack near 4,000 levels, zod, the serializers): a body is refused before any of
  * it runs. 128 is serde_json's default and far beyond real documents (an event with blocks nested
- * five deep in structured text is ~60).
+ * five deep in structured text nests under 60).
  */
 export const JSON_MAX_DEPTH = 128;
 
