@@ -25,9 +25,15 @@ export function isEntityType(value: unknown): value is EntityType {
   return typeof value === 'string' && Object.hasOwn(EVENT_TYPES_BY_ENTITY, value);
 }
 
-/** Whether `eventType` is one of `entityType`'s event types. */
+/**
+ * Whether `eventType` is one of `entityType`'s event types. Any JSON value may arrive here from a
+ * rejected batch: it is compared, never converted (String() of {"toString": 1} throws).
+ */
 export function isEventTypeOf(entityType: EntityType, eventType: unknown): eventType is EventType {
-  return (EVENT_TYPES_BY_ENTITY[entityType] as readonly string[]).includes(String(eventType));
+  return (
+    typeof eventType === 'string' &&
+    (EVENT_TYPES_BY_ENTITY[entityType] as readonly string[]).includes(eventType)
+  );
 }
 
 /** Ids of records and models (API.md §1 "Ids"). */
@@ -42,7 +48,22 @@ export const EnvironmentId = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 characters from A-Z a-z 0-9 _ -');
 
-const Timestamp = z.iso.datetime({ offset: true, local: false });
+/**
+ * An ISO-8601 date-time with a zone, whose instant falls in years 0001–9999: what Postgres's
+ * timestamptz and ISO strings hold (year 0000, or 9999-12-31T23:59:59-14:00, failed the insert).
+ */
+const Timestamp = z.iso.datetime({ offset: true, local: false }).refine((value) => {
+  const year = new Date(value).getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}, 'must be a date-time in years 0001–9999');
+
+/** Positions (meta.position, a field's position) are stored in Postgres `integer` columns. */
+export const Position = z
+  .number()
+  .int()
+  .min(-(2 ** 31))
+  .max(2 ** 31 - 1);
+export const isPosition = (value: unknown): value is number => Position.safeParse(value).success;
 
 /** A JSON:API relationship to one resource. */
 export const RelationshipOne = z.object({
@@ -74,7 +95,7 @@ export const ItemMeta = z.looseObject({
   is_published_version_valid: z.boolean().nullish(),
   current_version: z.union([z.string().max(128), z.number()]).nullish(),
   stage: z.string().max(128).nullish(),
-  position: z.number().int().nullish(),
+  position: Position.nullish(),
 });
 export type ItemMeta = z.infer<typeof ItemMeta>;
 
@@ -145,7 +166,7 @@ export const FieldEntity = z.looseObject({
     field_type: z.enum(FIELD_TYPES),
     localized: z.boolean().default(false),
     label: z.string().max(255).nullish(),
-    position: z.number().int().default(0),
+    position: Position.default(0),
   }),
 });
 export type FieldEntity = z.infer<typeof FieldEntity>;

@@ -36,6 +36,8 @@ export {
   eventJobId,
   isEntityType,
   isEventTypeOf,
+  isPosition,
+  Position,
   type EntityType,
   type EventType,
   type EventsAccepted,

@@ -9,7 +9,8 @@ export { EnvironmentResolver, selectEnvironment } from './http/environments.js';
 export { errorHandler, toApiError } from './http/errors.js';
 export { acceptsJson, isJsonContentType } from './http/headers.js';
 export { healthRouter, type HealthDeps } from './http/health.js';
-export { findNul, parseQueryString, QUERY_MAX_DEPTH, QUERY_MAX_PARAMS } from './http/query.js';
+export { parseQueryString, QUERY_MAX_DEPTH, QUERY_MAX_PARAMS } from './http/query.js';
+export { findJsonProblem, JSON_MAX_DEPTH, type JsonProblem } from './http/json-walk.js';
 export { RateLimiter, type RateLimitResult, type RateLimits } from './http/rate-limit.js';
 export {
   createApiApp,

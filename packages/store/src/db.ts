@@ -56,6 +56,12 @@ export interface PostgresOptions {
    * re-sent, at least once); never for POST /events, whose 202 promises durability.
    */
   synchronousCommit?: boolean;
+  /**
+   * Postgres cancels any statement of this pool that runs longer (SQLSTATE 57014). Sent as the
+   * `statement_timeout` startup parameter, so it costs no round trip; unlike pg's `query_timeout`
+   * (which only stops waiting) it frees the backend. Undefined or 0: no limit.
+   */
+  statementTimeoutMs?: number;
 }
 
 // int8 and numeric stay strings (ids are decimal strings on the wire); the same parsers are set
@@ -79,6 +85,7 @@ export function createPostgresDb(options: PostgresOptions): Db {
     application_name: options.applicationName ?? 'herald',
     connectionTimeoutMillis: 5_000,
     ...(serverOptions(options) ? { options: serverOptions(options) } : {}),
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
   });
   // An idle client's connection dropping (server restart) must not crash the process.
   pool.on('error', () => undefined);
@@ -212,6 +219,15 @@ export function isDbUnavailableError(error: unknown): boolean {
   if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
     error.message,
+  );
+}
+
+/** True when Postgres cancelled the statement for running past its statement_timeout. */
+export function isStatementTimeoutError(error: unknown): boolean {
+  return (
+    sqlState(error) === '57014' &&
+    error instanceof Error &&
+    /statement timeout/i.test(error.message)
   );
 }
 

@@ -2,6 +2,7 @@ export {
   createPgliteDb,
   createPostgresDb,
   isDbUnavailableError,
+  isStatementTimeoutError,
   sqlState,
   type Db,
   type NamedStatement,

@@ -1,7 +1,9 @@
 import { Router, type Express } from 'express';
 import { createApiApp, type ApiAppDeps } from '@herald/runtime';
+import type { Db } from '@herald/store';
 import { IndexManager } from './index-manager.js';
 import { itemsQueryDuration } from './metrics.js';
+import { ReadGate, type ReadLimits } from './read-gate.js';
 import { itemsListRoute } from './routes/items.list.js';
 import { itemsRetrieveRoute } from './routes/items.retrieve.js';
 
@@ -9,12 +11,19 @@ import { itemsRetrieveRoute } from './routes/items.retrieve.js';
 export type ReadDeps = ApiAppDeps & {
   /** Builds per-model expression indexes on demand (READ_EXPRESSION_INDEXES); see README. */
   indexes?: IndexManager;
+  /**
+   * Where the routes' statements run: on Postgres a pool of its own with a statement_timeout
+   * (openReadDb); default `db`. Auth, health and index builds keep using `db`.
+   */
+  readDb?: Db;
+  /** Each token's share of readDb and the time budget (READ_* variables); default: none. */
+  readLimits?: ReadLimits;
 };
 
 /** The read service's routes: GET /items, GET /items/:id. */
 export function readRouter(deps: ReadDeps): Router {
   const itemsDeps = {
-    db: deps.db,
+    gate: new ReadGate(deps.readDb ?? deps.db, deps.readLimits),
     indexes: deps.indexes ?? new IndexManager(deps.db, deps.logger, true),
     queryDuration: itemsQueryDuration(deps.metrics),
   };

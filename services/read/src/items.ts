@@ -1,5 +1,6 @@
 import {
   ApiError,
+  EntityId,
   serializeItem,
   type ItemResource,
   type ItemVersion,
@@ -14,8 +15,8 @@ import {
   sqlState,
   textSearchConfig,
   toStoredItem,
-  type Db,
   type Environment,
+  type Queryable,
   type RecordRow,
 } from '@herald/store';
 import type { IndexManager } from './index-manager.js';
@@ -24,7 +25,8 @@ import { compileListQuery } from './query/compile.js';
 import { parseListParams, resolveListQuery } from './query/list-query.js';
 
 export interface ItemsDeps {
-  db: Db;
+  /** The database as the requesting token sees it (ReadGate.forToken). */
+  db: Queryable;
   indexes: IndexManager;
   queryDuration: QueryDuration;
 }
@@ -83,11 +85,11 @@ export async function listItems(
   const compiled = compileListQuery(query, environment.id);
 
   // Regular expressions are Postgres AREs: Postgres itself is the judge of their validity.
-  for (const [index, regexp] of compiled.regexps.entries()) {
+  for (const regexp of compiled.regexps) {
     try {
       await deps.db.query(`SELECT '' ${regexp.caseSensitive ? '~' : '~*'} $1`, [regexp.pattern]);
     } catch (error) {
-      throw requestError(error, `filter[fields] (regular expression ${index + 1})`) ?? error;
+      throw requestError(error, regexp.param) ?? error;
     }
   }
   deps.indexes.ensure(compiled.indexes);
@@ -143,6 +145,9 @@ export async function retrieveItem(
   version: ItemVersion,
   nested: boolean,
 ): Promise<ItemResource | null> {
+  // An id outside the grammar of ids (API.md §1) names no record; Postgres would refuse some of
+  // them (a NUL character) rather than find nothing.
+  if (!EntityId.safeParse(id).success) return null;
   const { rows } = await deps.db.query<PageRow>(
     `SELECT ${RECORD_COLUMNS}, CASE WHEN m.tree THEN EXISTS (SELECT 1 FROM records c
        WHERE c.environment = r.environment AND c.parent_id = r.id AND NOT c.is_block) END
@@ -160,7 +165,7 @@ type PageRow = RecordRow & { has_children: boolean | null };
 
 /** Serializes records of one version (API.md §3.1), with their blocks when nested. */
 async function serializeItems(
-  db: Db,
+  db: Queryable,
   environment: string,
   rows: PageRow[],
   version: ItemVersion,

@@ -11,7 +11,7 @@ import {
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { IndexManager } from './index-manager.js';
-import { loadConfig } from './config.js';
+import { loadConfig, openReadDb, readLimits } from './config.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -24,6 +24,8 @@ async function main(): Promise<void> {
   const db = await openDatabase(config, 'read', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
+  const readDb = openReadDb(config, db, 'herald-read-items');
+  lifecycle.onShutdown('read-database', () => readDb.close());
   const app = createApp({
     db,
     redis,
@@ -33,6 +35,8 @@ async function main(): Promise<void> {
     http: httpSettings(config),
     redisPrefix: config.REDIS_PREFIX,
     indexes: new IndexManager(db, logger, config.READ_EXPRESSION_INDEXES),
+    readDb: readDb.db,
+    readLimits: readLimits(config, readDb.db),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

@@ -97,6 +97,12 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       });
       expect(authed.status).toBe(404);
       expect(authed.headers.get('x-ratelimit-limit')).not.toBeNull();
+      // The read routes on PGlite, through each token's share (no time budget there).
+      const auth = { headers: { Authorization: `Bearer ${token}` } };
+      const items = await fetch(`${url}/items?filter[ids]=a,b`, auth);
+      expect(items.status).toBe(200);
+      expect(await items.json()).toEqual({ data: [], meta: { total_count: 0 } });
+      expect((await fetch(`${url}/items/a%00b`, auth)).status).toBe(404);
 
       // A second Herald on the same embedded database is refused, not allowed to corrupt it.
       await expect(

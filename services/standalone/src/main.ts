@@ -15,6 +15,7 @@ import {
   openRedis,
 } from '@herald/runtime';
 import { deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
+import { openReadDb, readLimits } from '@herald/read';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -56,6 +57,9 @@ async function main(): Promise<void> {
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  // GET /items runs on a pool of its own with a time budget (Postgres only; see @herald/read).
+  const readDb = openReadDb(config, db, 'herald-standalone-items');
+  lifecycle.onShutdown('read-database', () => readDb.close());
   const app = createApp({
     eventMatchQueue,
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
@@ -69,6 +73,8 @@ async function main(): Promise<void> {
     siteId: config.SITE_ID,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
+    readDb: readDb.db,
+    readLimits: readLimits(config, readDb.db),
   });
   const { server, url } = await listen(app, {
     port: config.PORT,

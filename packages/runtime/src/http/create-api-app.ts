@@ -11,7 +11,8 @@ import { EnvironmentResolver, selectEnvironment } from './environments.js';
 import { errorHandler } from './errors.js';
 import { checkAccept, checkApiVersion, checkContentType } from './headers.js';
 import { healthRouter } from './health.js';
-import { findNul, parseQueryString } from './query.js';
+import { findJsonProblem } from './json-walk.js';
+import { parseQueryString } from './query.js';
 import { RateLimiter, type RateLimits } from './rate-limit.js';
 
 export interface HttpSettings {
@@ -69,15 +70,30 @@ const parseQuery: RequestHandler = (req, res, next) => {
   next();
 };
 
-const rejectNul: RequestHandler = (req, _res, next) => {
-  const path = findNul(req.body, '');
-  if (path === undefined) return next();
+/**
+ * Before any route (or anything recursive) sees a JSON body: over-deep nesting is a 400
+ * INVALID_JSON_BODY; a NUL character or a lone surrogate anywhere a 422 naming where (Postgres
+ * cannot store either).
+ */
+const checkBody: RequestHandler = (req, _res, next) => {
+  const problem = findJsonProblem(req.body);
+  if (problem === undefined) return next();
+  if (problem.kind === 'too_deep') {
+    return next(
+      new ApiError('INVALID_JSON_BODY', {
+        message: `Invalid JSON: arrays and objects nest deeper than ${problem.maxDepth} levels`,
+        max_depth: problem.maxDepth,
+      }),
+    );
+  }
   next(
     ApiError.many([
       ApiError.field(
-        path.replace(/^data\.attributes\./, ''),
+        problem.path.replace(/^data\.attributes\./, ''),
         'VALIDATION_FORMAT',
-        'must not contain NUL characters',
+        problem.kind === 'nul'
+          ? 'must not contain NUL characters'
+          : 'must be valid Unicode: it holds a lone surrogate (an unpaired \\uD800-\\uDFFF)',
       ),
     ]),
   );
@@ -131,7 +147,7 @@ export function createApiApp(
       type: ['application/json', 'application/vnd.api+json'],
     }),
   );
-  app.use(rejectNul);
+  app.use(checkBody);
   for (const router of routers) app.use(router);
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.http.docsUrl));

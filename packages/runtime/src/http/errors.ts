@@ -30,11 +30,35 @@ function fromBodyParser(error: {
   }
 }
 
+/**
+ * The other client faults express and its parsers report as http-errors with status 400: the
+ * router's URIError for a path parameter whose percent-encoding is not UTF-8 (`%FF`, overlong
+ * or surrogate sequences), and the zlib error of a body that does not decompress as its
+ * Content-Encoding says.
+ */
+function fromHttpError(
+  error: Error & { status?: unknown; expose?: unknown },
+): ApiError | undefined {
+  if (error.status !== 400) return undefined;
+  const code = (error as { code?: unknown }).code;
+  let message: string;
+  if (error instanceof URIError) {
+    message = 'The path holds percent-encoding that does not decode to UTF-8';
+  } else if (typeof code === 'string' && /^(Z_|ERR__)/.test(code)) {
+    message = `The body does not decompress as its Content-Encoding says (${error.message})`;
+  } else if (error.expose === true) {
+    message = error.message;
+  } else {
+    return undefined;
+  }
+  return new ApiError('INVALID_REQUEST', { message }, { status: 400, cause: error });
+}
+
 /** Turns anything thrown into the contract's error, masking the unexpected as INTERNAL_ERROR. */
 export function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof Error) {
-    const parsed = fromBodyParser(error);
+    const parsed = fromBodyParser(error) ?? fromHttpError(error);
     if (parsed) return parsed;
     if (isDbUnavailableError(error)) {
       logger.warn({ err: error.message, requestId }, 'database unavailable');

@@ -1,4 +1,5 @@
 import { connect } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -33,11 +34,20 @@ function probeRouter(): Router {
   router.post('/echo', requireRole(), (req, res) => {
     res.json({ data: req.body as unknown });
   });
+  router.get('/things/:id', requireRole(), (req, res) => {
+    res.json({ data: { id: req.params['id'] } });
+  });
   router.get('/boom', requireRole(), () => {
     throw new Error('secret internal detail');
   });
   return router;
 }
+
+/** Raw bytes for a path segment; "." and ".." are dot segments that URLs resolve away. */
+const idBytes = (maxLength: number) =>
+  fc
+    .uint8Array({ minLength: 1, maxLength })
+    .filter((bytes) => !/^\.{1,2}$/.test(Buffer.from(bytes).toString('latin1')));
 
 let t: TestDb;
 let redis: Redis;
@@ -274,6 +284,49 @@ describe('request headers', () => {
     }
   });
 
+  it('never answers 500 whatever the values of the headers the plumbing reads', async () => {
+    const printable = fc
+      .string({
+        unit: fc.constantFrom(...'aZ09 ;,=*/+-._:"\'()<>@?[]{}~!#$%&^`|\u00e9'.split('')),
+        maxLength: 16,
+      })
+      .map((v) => v.trim());
+    const header = (...meaningful: string[]) => fc.oneof(printable, fc.constantFrom(...meaningful));
+    const headers = fc.record(
+      {
+        accept: header('*/*', 'application/json', 'text/html', 'application/json;q=0', ';q=x,,'),
+        'content-type': header(
+          'application/json',
+          'application/json; charset=utf-16',
+          'application/json; charset=latin1',
+          'application/json; charset="',
+          'application/vnd.api+json;;',
+          'text/plain',
+        ),
+        'content-encoding': header('gzip', 'deflate', 'br', 'identity', 'zstd', 'gzip, br'),
+        'x-api-version': header('3', '2', ''),
+        'x-environment': header('main', 'sandbox', 'nope', '../main'),
+        'x-request-id': header('req-1', 'a'.repeat(200)),
+      },
+      { requiredKeys: [] },
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        headers,
+        fc.constantFrom('{"a":1}', '{"a":', '[[[]]]', ''),
+        async (h, body) => {
+          const res = await call('/echo', { method: 'POST', headers: h, body });
+          expect(res.status, JSON.stringify(h)).toBeLessThan(500);
+          if (res.status !== 200) {
+            const { data } = await json(res);
+            expect(data[0].type).toBe('api_error');
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('does not reject a GET that carries a Content-Type (the official clients send one)', async () => {
     const res = await call('/items', { headers: { 'Content-Type': 'application/json' } });
     expect(res.status).toBe(200);
@@ -324,6 +377,100 @@ describe('bodies', () => {
       body,
     });
     await expectError(res, 413, 'REQUEST_TOO_LARGE');
+  });
+
+  const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":1}${']'.repeat(depth - 1)}`;
+
+  it('400 INVALID_JSON_BODY for arrays and objects nested deeper than 128 levels', async () => {
+    const post = (body: string) =>
+      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    expect((await post(nested(128))).status).toBe(200);
+    for (const depth of [129, 8000, 30_000]) {
+      const details = await expectError(await post(nested(depth)), 400, 'INVALID_JSON_BODY');
+      expect(details['max_depth']).toBe(128);
+    }
+    // Deep inside an otherwise ordinary document too, and before the NUL check reads it.
+    const deepEntity = `{"data":{"attributes":{"name":"a\\u0000","entity":${nested(5000)}}}}`;
+    await expectError(await post(deepEntity), 400, 'INVALID_JSON_BODY');
+  });
+
+  it('400 INVALID_REQUEST for a body that does not decompress as its Content-Encoding says', async () => {
+    const body = '{"a":1}';
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await call('/echo', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body,
+      });
+      const details = await expectError(res, 400, 'INVALID_REQUEST');
+      expect(details['message']).toMatch(/does not decompress/);
+    }
+    const truncated = gzipSync(body).subarray(0, 12);
+    const res = await call('/echo', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
+      body: truncated,
+    });
+    await expectError(res, 400, 'INVALID_REQUEST');
+    // What does decompress is read as usual.
+    for (const [encoding, bytes] of [
+      ['gzip', gzipSync(body)],
+      ['deflate', deflateSync(body)],
+      ['br', brotliCompressSync(body)],
+    ] as const) {
+      const ok = await call('/echo', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+        body: bytes,
+      });
+      expect(ok.status).toBe(200);
+      expect(await json(ok)).toEqual({ data: { a: 1 } });
+    }
+  });
+
+  it('never answers 500 whatever the nesting of a JSON body', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.array(fc.constantFrom('[', '{"k":', '{"data":', '{"__proto__":', '{"toString":'), {
+          minLength: 0,
+          maxLength: 40,
+        }),
+        fc.integer({ min: 0, max: 20_000 }),
+        async (leaf, wrappers, extra) => {
+          const opens = [...wrappers, ...Array<string>(extra % 3 === 0 ? extra : 0).fill('[')];
+          const closes = opens.map((open) => (open === '[' ? ']' : '}')).reverse();
+          const body = `${opens.join('')}${JSON.stringify(leaf)}${closes.join('')}`;
+          const res = await call('/echo', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body,
+          });
+          expect([200, 400, 422]).toContain(res.status);
+          if (res.status === 400) await expectError(res, 400, 'INVALID_JSON_BODY');
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it('422 for a lone surrogate in a string or a key of the body, naming where', async () => {
+    const post = (body: string) =>
+      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+    const cases: [string, string][] = [
+      ['{"data":{"attributes":{"name":"a\\ud800b"}}}', 'name'],
+      ['{"data":{"attributes":{"headers":{"X-\\udfff":"v"}}}}', 'headers.X-\udfff'],
+      ['{"events":[{"entity":{"title":"\\ude00\\ud83d"}}]}', 'events.0.entity.title'],
+    ];
+    for (const [body, field] of cases) {
+      const details = await expectError(await post(body), 422, 'INVALID_FIELD');
+      expect(details).toMatchObject({ field, code: 'VALIDATION_FORMAT' });
+      expect(details['message']).toMatch(/lone surrogate/);
+    }
+    // A surrogate pair is one character (😀).
+    const ok = await post('{"name":"a\\ud83d\\ude00b"}');
+    expect(ok.status).toBe(200);
+    expect(await json(ok)).toEqual({ data: { name: 'a😀b' } });
   });
 
   it('422 for a NUL character anywhere in the body, naming where', async () => {
@@ -384,6 +531,29 @@ describe('routing and errors', () => {
   it('404 INVALID_ENDPOINT for unknown paths and methods', async () => {
     await expectError(await call('/nowhere'), 404, 'INVALID_ENDPOINT');
     await expectError(await call('/items', { method: 'DELETE' }), 404, 'INVALID_ENDPOINT');
+  });
+
+  it('400 INVALID_REQUEST for a path parameter whose percent-encoding is not UTF-8', async () => {
+    // A lone continuation byte, an overlong "/", an overlong NUL, a UTF-16 surrogate, 5-byte form.
+    for (const id of ['%FF', 'a%C0%AFb', '%C0%80', '%ED%A0%80', '%F8%88%80%80%80', '%E2%82']) {
+      const details = await expectError(await call(`/things/${id}`), 400, 'INVALID_REQUEST');
+      expect(details['message']).toMatch(/percent-encoding/);
+    }
+    const ok = await call('/things/%41%C3%A9');
+    expect(ok.status).toBe(200);
+    expect((await json(ok)).data.id).toBe('Aé');
+  });
+
+  it('never answers 500 whatever the bytes of a path parameter', async () => {
+    await fc.assert(
+      fc.asyncProperty(idBytes(12), async (bytes) => {
+        const encoded = [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+        const res = await call(`/things/${encoded}`);
+        expect([200, 400]).toContain(res.status);
+        if (res.status === 400) await expectError(res, 400, 'INVALID_REQUEST');
+      }),
+      { numRuns: 200 },
+    );
   });
 
   it('500 INTERNAL_ERROR without a stack trace or the message', async () => {

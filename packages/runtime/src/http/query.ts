@@ -1,5 +1,6 @@
 import qs from 'qs';
 import { ApiError } from '@herald/contract';
+import { findJsonProblem } from './json-walk.js';
 
 /** API.md §1: more than 1,000 parameters or nesting deeper than 5 is a 422, never dropped. */
 export const QUERY_MAX_PARAMS = 1000;
@@ -31,33 +32,16 @@ export function parseQueryString(raw: string): Record<string, unknown> {
       { cause: error },
     );
   }
-  const nul = findNul(parsed, '');
-  if (nul !== undefined) {
+  // qs depth limits keep this shallow; it only looks for strings Postgres cannot store.
+  const problem = findJsonProblem(parsed, Infinity);
+  if (problem && problem.kind !== 'too_deep') {
+    const param = problem.path;
     throw new ApiError('INVALID_PARAMS', {
-      param: nul,
-      message: `Query parameter ${nul || '(name)'} contains a NUL character`,
+      param,
+      message: `Query parameter ${param || '(name)'} contains ${
+        problem.kind === 'nul' ? 'a NUL character' : 'a lone surrogate'
+      }`,
     });
   }
   return parsed;
-}
-
-/** The dotted path of the first string (key or value) that holds a NUL character. */
-export function findNul(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findNul(value[i], path ? `${path}.${i}` : String(i));
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  if (value !== null && typeof value === 'object') {
-    for (const [key, child] of Object.entries(value)) {
-      const childPath = path ? `${path}.${key}` : key;
-      if (key.includes('\0')) return childPath;
-      const found = findNul(child, childPath);
-      if (found !== undefined) return found;
-    }
-  }
-  return undefined;
 }

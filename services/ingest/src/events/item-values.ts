@@ -1,6 +1,7 @@
 import {
   ApiError,
   BLOCK_FIELD_TYPES,
+  isPosition,
   mapBlockRefs,
   type ErrorEntry,
   type ModelField,
@@ -77,9 +78,12 @@ function visitAttributes(
     if (!field) {
       if (extra?.has(key) && !model.modularBlock) {
         const ok =
-          value === null ||
-          (key === 'position' ? Number.isInteger(value) : typeof value === 'string');
-        if (!ok) fail(ctx, fieldPath, 'VALIDATION_TYPE', `${key} has the wrong type`);
+          value === null || (key === 'position' ? isPosition(value) : typeof value === 'string');
+        if (!ok && Number.isInteger(value)) {
+          fail(ctx, fieldPath, 'VALIDATION_LENGTH', `${key} must be a 32-bit integer`);
+        } else if (!ok) {
+          fail(ctx, fieldPath, 'VALIDATION_TYPE', `${key} has the wrong type`);
+        }
         out[key] = value;
         continue;
       }

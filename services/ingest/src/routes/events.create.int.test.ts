@@ -70,6 +70,7 @@ beforeAll(async () => {
       field('published_on', 'date'),
     ]),
     modelEvent('page', 'page', { draft_mode_active: false }, [field('title', 'string')]),
+    modelEvent('ranked', 'ranked', { sortable: true }, [field('title', 'string')]),
   ]);
   expect(response.status).toBe(202);
 });
@@ -350,6 +351,72 @@ describe('POST /events validation (422, nothing stored)', () => {
       ],
       'data.0.attributes.event_type',
       'VALIDATION_INCLUSION',
+    ],
+    [
+      'an event_type that is an object with toString and valueOf keys',
+      [
+        {
+          type: 'event',
+          attributes: {
+            entity_type: 'item',
+            event_type: { toString: 1, valueOf: 'x' },
+            entity: { type: 'item', id: 'a' },
+          },
+        },
+      ],
+      'data.0.attributes.event_type',
+      'VALIDATION_INCLUSION',
+    ],
+    [
+      'a lone surrogate in a string field (Postgres refuses it in jsonb)',
+      [itemEvent('create', 'a', { title: 'a\ud800b' })],
+      'data.0.attributes.entity.attributes.title',
+      'VALIDATION_FORMAT',
+    ],
+    [
+      'a meta.position beyond a 32-bit integer (the position column)',
+      [itemEvent('create', 'a', {}, { meta: { position: 2 ** 31 } })],
+      'data.0.attributes.entity.meta.position',
+      'VALIDATION_LENGTH',
+    ],
+    [
+      'a position attribute beyond a 32-bit integer',
+      [itemEvent('create', 'a', { position: 2 ** 31 }, { model: 'ranked' })],
+      'data.0.attributes.entity.attributes.position',
+      'VALIDATION_LENGTH',
+    ],
+    [
+      'a meta time that its zone carries past the year 9999',
+      [itemEvent('create', 'a', {}, { meta: { updated_at: '9999-12-31T23:59:59-14:00' } })],
+      'data.0.attributes.entity.meta.updated_at',
+      'VALIDATION_FORMAT',
+    ],
+    [
+      'an occurred_at in the year 0000',
+      [
+        {
+          ...itemEvent('create', 'a', {}),
+          attributes: {
+            ...itemEvent('create', 'a', {}).attributes,
+            occurred_at: '0000-06-01T00:00:00Z',
+          },
+        },
+      ],
+      'data.0.attributes.occurred_at',
+      'VALIDATION_FORMAT',
+    ],
+    [
+      'a field position beyond a 32-bit integer',
+      [
+        modelEvent('huge', 'huge', {}, [
+          {
+            ...field('title', 'string'),
+            attributes: { api_key: 'title', field_type: 'string', position: -(2 ** 31) - 1 },
+          },
+        ]),
+      ],
+      'data.0.attributes.related_entities.0.attributes.position',
+      'VALIDATION_LENGTH',
     ],
     [
       'a malformed event id',
@@ -1118,5 +1185,19 @@ describe('metrics', () => {
       /herald_events_ingested_total\{entity_type="item",event_type="create",outcome="rejected"\} [1-9]/,
     );
     expect(text).toMatch(/herald_ingest_batch_size_events_bucket\{le="1"\} [1-9]/);
+  });
+
+  it('counts a rejected event whose types are not strings as invalid, whatever their keys', async () => {
+    const event = itemEvent('create', randomId('r'), {});
+    // JSON.parse makes "__proto__" an own key; a literal object could not hold one.
+    const hostile = '{"toString":1,"valueOf":2,"constructor":"x","__proto__":{"toString":3}}';
+    const raw = JSON.stringify({ data: [event] }).replace(
+      '"event_type":"create"',
+      `"event_type":${hostile}`,
+    );
+    expect((await post(undefined, { raw })).status).toBe(422);
+    expect(await deps.metrics.registry.metrics()).toMatch(
+      /herald_events_ingested_total\{entity_type="invalid",event_type="invalid",outcome="rejected"\} [1-9]/,
+    );
   });
 });

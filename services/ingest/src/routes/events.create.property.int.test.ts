@@ -92,22 +92,37 @@ function expectContractAnswer(answer: { status: number; body: unknown }): void {
 }
 
 const word = fc.constantFrom('post', 'nope', 'title', 'n', 'blocks', 'main', 'x', '', 'a:b', '1');
+/** Objects whose keys shadow Object.prototype's: whatever describes a bad value must treat it as data. */
+const shadowing = fc.dictionary(
+  fc.constantFrom(
+    'toString',
+    'valueOf',
+    'constructor',
+    'toJSON',
+    'hasOwnProperty',
+    'then',
+    'length',
+  ),
+  fc.oneof(fc.jsonValue({ maxDepth: 1 }), fc.constant({})),
+  { minKeys: 1, maxKeys: 3 },
+);
+const anyValue = fc.oneof(fc.jsonValue(), shadowing);
 /** Events that are often nearly valid, so the deeper validators are reached too. */
 const eventLike = fc.record(
   {
-    type: fc.oneof(fc.constant('event'), fc.jsonValue()),
-    id: fc.oneof(fc.uuid(), word, fc.jsonValue()),
+    type: fc.oneof(fc.constant('event'), anyValue),
+    id: fc.oneof(fc.uuid(), word, anyValue),
     attributes: fc.record(
       {
         entity_type: fc.oneof(
           fc.constantFrom('item', 'item_type', 'environment', 'upload', 'sso_user'),
-          fc.jsonValue(),
+          anyValue,
         ),
         event_type: fc.oneof(
           fc.constantFrom('create', 'update', 'delete', 'publish', 'unpublish', 'promote'),
-          fc.jsonValue(),
+          anyValue,
         ),
-        environment: fc.oneof(word, fc.jsonValue()),
+        environment: fc.oneof(word, anyValue),
         occurred_at: fc.oneof(
           fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
           fc.string(),
@@ -117,7 +132,7 @@ const eventLike = fc.record(
             {
               type: fc.constantFrom('item', 'item_type', 'environment'),
               id: fc.oneof(word, fc.string()),
-              attributes: fc.dictionary(word, fc.jsonValue()),
+              attributes: fc.dictionary(word, anyValue),
               relationships: fc.record({
                 item_type: fc.record({
                   data: fc.record({ type: fc.constant('item_type'), id: word }),
@@ -125,14 +140,14 @@ const eventLike = fc.record(
               }),
               meta: fc.dictionary(
                 fc.constantFrom('updated_at', 'current_version', 'status'),
-                fc.jsonValue(),
+                anyValue,
               ),
             },
             { requiredKeys: ['type', 'id'] },
           ),
-          fc.jsonValue(),
+          anyValue,
         ),
-        related_entities: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 3 }), fc.jsonValue()),
+        related_entities: fc.oneof(fc.array(anyValue, { maxLength: 3 }), anyValue),
       },
       { requiredKeys: [] },
     ),
@@ -151,6 +166,12 @@ describe('POST /events under arbitrary input', () => {
             .array(eventLike, { minLength: 1, maxLength: 4 })
             .map((data) => JSON.stringify({ data })),
           eventLike.map((data) => JSON.stringify({ data })),
+          // Nested past what the plumbing accepts, in the entity or anywhere else.
+          fc.tuple(eventLike, fc.integer({ min: 100, max: 6000 })).map(([event, depth]) =>
+            JSON.stringify({
+              data: [{ ...event, attributes: { ...event.attributes, entity: 'DEEP' } }],
+            }).replace('"DEEP"', `${'['.repeat(depth)}${']'.repeat(depth)}`),
+          ),
           fc.string(),
         ),
         async (body) => {

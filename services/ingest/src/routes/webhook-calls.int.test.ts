@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import fc from 'fast-check';
 import { createApp } from '../app.js';
 import { resendJobId } from '@herald/contract';
 import { createEventMatchQueue } from '@herald/runtime';
@@ -127,12 +128,29 @@ describe('/webhook_calls', () => {
     );
     expect((ids.body['data'] as unknown[]).length).toBe(1);
 
+    // Dates and date-times in ISO-8601, without a zone meaning UTC.
+    for (const since of ['2000-01-01', '2000-01-01T00:00:00', '2000-01-01T02:00%2B02:00']) {
+      const all = await get(`/webhook_calls?filter[fields][created_at][gt]=${since}`);
+      expect(all.status, since).toBe(200);
+      expect((all.body['meta'] as { total_count: number }).total_count).toBeGreaterThan(0);
+    }
     for (const bad of [
       'page[limit]=501',
       'order_by=name_asc',
       'filter[fields][status][eq]=nope',
       'filter[fields][created_at][gt]=yesterday',
       'filter[fields][url][eq]=x',
+      // Date.parse took these; Postgres refused the first two (a 500), the rest meant a guess.
+      'filter[fields][created_at][gt]=-271821-04-20',
+      'filter[fields][created_at][lt]=0000-12-31T23:00:00Z',
+      'filter[fields][last_sent_at][gt]=1',
+      'filter[fields][next_retry_at][lt]=March 7',
+      'filter[fields][created_at][gt]=2023-02-29',
+      // Not decimal integers: a blank, hex, an exponent, a sign.
+      'page[offset]=',
+      'page[offset]=0x10',
+      'page[limit]=1e1',
+      'page[offset]=+1',
     ]) {
       const response = await get(`/webhook_calls?${bad}`);
       expect(response.status, bad).toBe(422);
@@ -259,5 +277,67 @@ describe('/webhook_calls', () => {
     expect(await pipeline.runtime.deliverQueue.getJob(resendJobId(call.id))).toBeUndefined();
     // The call itself is still there to read.
     expect((await get(`/webhook_calls/${call.id}`)).status).toBe(200);
+  });
+});
+
+describe('GET /webhook_calls under arbitrary query strings', () => {
+  const key = fc.constantFrom(
+    'page[offset]',
+    'page[limit]',
+    'order_by',
+    'filter[ids]',
+    'filter[ids][]',
+    'filter[fields][webhook_id][eq]',
+    'filter[fields][entity_type][eq]',
+    'filter[fields][status][eq]',
+    'filter[fields][created_at][gt]',
+    'filter[fields][last_sent_at][lt]',
+    'filter[fields][next_retry_at][gt]',
+    'filter[fields][created_at][eq]',
+    'filter',
+    'page',
+  );
+  const value = fc.oneof(
+    fc.constantFrom(
+      '',
+      '0',
+      '-1',
+      '1e3',
+      '0x10',
+      '99999999999999999999',
+      '9007199254740992',
+      '2024-01-01',
+      '-271821-04-20',
+      '275760-09-13',
+      '0000-01-01T00:00:00Z',
+      '9999-12-31T23:59:59-14:00',
+      'created_at_desc',
+      'pending',
+      '1,2,x',
+    ),
+    fc.integer().map(String),
+    fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+    fc.string({ unit: 'binary', maxLength: 12 }).map(encodeURIComponent),
+  );
+
+  it('answers 200 or a 4xx in the envelope, never a 500', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.tuple(key, value).map(([k, v]) => `${k}=${v}`),
+          { maxLength: 5 },
+        ),
+        async (pairs) => {
+          const query = pairs.join('&');
+          const { status, body } = await get(`/webhook_calls?${query}`);
+          expect(status, `${query} → ${JSON.stringify(body)}`).toBeLessThan(500);
+          if (status !== 200) {
+            const [entry] = body['data'] as { type: string }[];
+            expect(entry!.type).toBe('api_error');
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

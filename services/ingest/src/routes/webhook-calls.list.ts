@@ -16,10 +16,56 @@ const ORDERS = [
   'webhook_id_desc',
 ] as const;
 
-const dateBound = z
-  .string()
-  .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO-8601 date-time')
-  .transform((v) => new Date(v));
+const ISO_INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+
+/**
+ * An ISO-8601 date or date-time, without a zone meaning UTC (as GET /items reads them), in years
+ * 0001–9999; null for anything else. Date.parse accepted far more ("1", "March 7", years Postgres
+ * cannot hold), which either meant something unintended or failed in Postgres (a 500).
+ */
+function parseInstant(text: string): Date | null {
+  const m = ISO_INSTANT.exec(text);
+  if (!m) return null;
+  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', zone] = m;
+  const day = new Date(0);
+  day.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  if (day.getUTCMonth() !== Number(mo) - 1 || day.getUTCDate() !== Number(d)) return null;
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return null;
+  let offsetMinutes = 0;
+  if (zone && zone.toUpperCase() !== 'Z') {
+    const digits = zone.slice(1).replace(':', '');
+    const [hours, minutes] = [Number(digits.slice(0, 2)), Number(digits.slice(2))];
+    if (hours > 15 || minutes > 59) return null;
+    offsetMinutes = (zone.startsWith('-') ? -1 : 1) * (hours * 60 + minutes);
+  }
+  const millis = Math.floor(Number(`0${frac}`) * 1000);
+  const instant = new Date(
+    day.getTime() +
+      ((Number(h) * 60 + Number(mi) - offsetMinutes) * 60 + Number(s)) * 1000 +
+      millis,
+  );
+  const year = instant.getUTCFullYear();
+  return year >= 1 && year <= 9999 ? instant : null;
+}
+
+const dateBound = z.string().transform((value, ctx) => {
+  const instant = parseInstant(value);
+  if (instant) return instant;
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      'must be an ISO-8601 date or date-time (YYYY-MM-DDThh:mm:ss, zone optional: UTC) in years 0001–9999',
+  });
+  return z.NEVER;
+});
+/** A decimal integer as the query string carries it: no sign, exponent, hex or blank. */
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a decimal integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
 const range = z.object({ gt: dateBound.optional(), lt: dateBound.optional() }).strict();
 const eq = z.object({ eq: z.string().min(1) }).strict();
 
@@ -28,8 +74,8 @@ export const WebhookCallListQuery = z
   .object({
     page: z
       .object({
-        offset: z.coerce.number().int().min(0).default(0),
-        limit: z.coerce.number().int().min(1).max(500).default(30),
+        offset: integer(0, Number.MAX_SAFE_INTEGER).default(0),
+        limit: integer(1, 500).default(30),
       })
       .strict()
       .default({ offset: 0, limit: 30 }),

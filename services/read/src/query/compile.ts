@@ -43,8 +43,8 @@ export interface CompiledList {
   shape: QueryShape;
   list: CompiledQuery;
   count: CompiledQuery;
-  /** Regular expressions the query uses, to validate before running it. */
-  regexps: { pattern: string; caseSensitive: boolean }[];
+  /** Regular expressions the query uses, to validate before running it, with their parameter. */
+  regexps: { pattern: string; caseSensitive: boolean; param: string }[];
   indexes: IndexSpec[];
 }
 
@@ -337,6 +337,7 @@ export function compileListQuery(q: ListQuery, environment: string): CompiledLis
       regexps.push({
         pattern: c.operand.match.pattern,
         caseSensitive: c.operand.match.caseSensitive,
+        param: c.param,
       });
     }
   }

@@ -1,4 +1,5 @@
 import { ApiError, type ErrorCode, type ItemVersion, type ModelInfo } from '@herald/contract';
+import { regexCostProblem } from './regex-cost.js';
 
 /**
  * GET /items query parameters (API.md §3.2, §3.3) → a validated query (the AST that compile.ts
@@ -101,6 +102,8 @@ export interface Condition {
   kind: ValueKind;
   operator: Operator;
   operand: Operand;
+  /** The query parameter it came from, e.g. `filter[fields][title][matches]` (for errors). */
+  param: string;
 }
 
 export type OrderRule = { target: Target; kind: ValueKind; direction: SortDirection };
@@ -241,6 +244,9 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
     }
     if (filter['query'] !== undefined) {
       params.query = stringParam(filter['query'], 'filter[query]', 'INVALID_FILTER');
+      if (params.query.trim() === '') {
+        fail('INVALID_FILTER', 'filter[query]', 'names no word to search for; omit it to list');
+      }
     }
     if (filter['only_valid'] !== undefined) {
       params.onlyValid = booleanParam(filter['only_valid'], 'filter[only_valid]', 'INVALID_FILTER');
@@ -270,6 +276,9 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
 
   if (raw['order_by'] !== undefined) {
     const rules = listParam(raw['order_by'], 'order_by', 'INVALID_ORDERING');
+    if (rules.length === 0) {
+      fail('INVALID_ORDERING', 'order_by', 'names no rule; omit order_by for the default order');
+    }
     params.orderBy = rules.map((rule) => {
       const match = ORDER_RULE.exec(rule);
       if (!match) {
@@ -413,11 +422,12 @@ export function parseDateTime(text: string): string | null {
     if (hours > 15 || minutes > 59) return null;
     offsetMinutes = sign * (hours * 60 + minutes);
   }
-  const millis =
-    Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s ?? 0)) -
-    offsetMinutes * 60_000;
-  const date = new Date(millis);
-  if (Number.isNaN(date.getTime())) return null;
+  // setUTCFullYear, not Date.UTC, which reads the years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  date.setUTCHours(Number(h), Number(mi) - offsetMinutes, Number(s ?? 0), 0);
+  // A zone can carry 0001-01-01 or 9999-12-31 out of the years Postgres and ISO strings hold.
+  if (date.getUTCFullYear() < 1 || date.getUTCFullYear() > 9999) return null;
   // Sub-millisecond digits are kept by Postgres (microseconds); keep up to 6.
   const micros = (frac ?? '').slice(1, 7).padEnd(6, '0');
   return `${date.toISOString().slice(0, 19)}.${micros}Z`;
@@ -480,8 +490,8 @@ export function resolveListQuery(params: ListParams, ctx: ResolveContext): ListQ
             { field: key, operator: rawOperator },
           );
         }
-        const operand = coerceOperand(spec.kind, operator, rawOperand, param, key, rawOperator);
-        conditions.push({ target, kind: spec.kind, operator, operand });
+        const operand = coerceOperand(target, spec.kind, operator, rawOperand, param, rawOperator);
+        conditions.push({ target, kind: spec.kind, operator, operand, param });
       }
     }
   }
@@ -606,13 +616,14 @@ function resolveTarget(
 }
 
 function coerceOperand(
+  target: Target,
   kind: ValueKind,
   operator: Operator,
   raw: unknown,
   param: string,
-  field: string,
   operatorName: string,
 ): Operand {
+  const field = target.kind === 'meta' ? target.column : target.apiKey;
   const bad = (why: string): never =>
     fail('INVALID_FILTER_FIELDS_PARAM', param, why, { field, operator: operatorName });
 
@@ -633,16 +644,18 @@ function coerceOperand(
       if (kind === 'id_list' || kind === 'upload_list') {
         return { type: 'list', values: coerceList(kind, raw, bad) };
       }
-      return { type: 'scalar', value: coerceScalar(kind, raw, bad) };
+      return { type: 'scalar', value: coerceScalar(target, kind, raw, bad) };
     case 'neq':
     case 'gt':
     case 'gte':
     case 'lt':
     case 'lte':
-      return { type: 'scalar', value: coerceScalar(kind, raw, bad) };
+      return { type: 'scalar', value: coerceScalar(target, kind, raw, bad) };
     case 'matches':
     case 'not_matches': {
       if (typeof raw === 'string') {
+        const problem = regexCostProblem(raw);
+        if (problem) return bad(`regular expression refused: ${problem}`);
         return { type: 'match', match: { pattern: raw, caseSensitive: false, regexp: true } };
       }
       if (!isPlainObject(raw)) return bad('operand must be {pattern, case_sensitive, regexp}');
@@ -662,14 +675,14 @@ function coerceOperand(
         if (value === false || value === 'false') return false;
         return bad(`${key} must be "true" or "false"`);
       };
-      return {
-        type: 'match',
-        match: {
-          pattern,
-          caseSensitive: flag('case_sensitive', false),
-          regexp: flag('regexp', true),
-        },
+      const match = {
+        pattern,
+        caseSensitive: flag('case_sensitive', false),
+        regexp: flag('regexp', true),
       };
+      const problem = match.regexp ? regexCostProblem(pattern) : null;
+      if (problem) return bad(`regular expression refused: ${problem}`);
+      return { type: 'match', match };
     }
     case 'near': {
       if (!isPlainObject(raw)) return bad('operand must be {latitude, longitude, radius}');
@@ -709,7 +722,21 @@ function coerceList(kind: ValueKind, raw: unknown, bad: (why: string) => never):
   });
 }
 
+/**
+ * The numbers a target holds: what ingest stores in an integer field (safe integers), a float
+ * field (finite doubles) and the position column (a Postgres integer). An operand outside them
+ * could only ever match nothing (or everything), so it is refused rather than answered.
+ */
+function numberDomain(target: Target): { integer: boolean; max: number; name: string } {
+  if (target.kind === 'meta') return { integer: true, max: 2 ** 31 - 1, name: 'position' };
+  if (target.fieldType === 'integer') {
+    return { integer: true, max: Number.MAX_SAFE_INTEGER, name: 'an integer field' };
+  }
+  return { integer: false, max: Number.MAX_VALUE, name: 'a float field' };
+}
+
 function coerceScalar(
+  target: Target,
   kind: ValueKind,
   raw: unknown,
   bad: (why: string) => never,
@@ -723,9 +750,17 @@ function coerceScalar(
       if (text === 'true') return true;
       if (text === 'false') return false;
       return bad('operand must be "true" or "false"');
-    case 'number':
-      if (!INTEGER.test(text) && !FLOAT.test(text)) return bad(`"${text}" is not a number`);
+    case 'number': {
+      const domain = numberDomain(target);
+      if (domain.integer ? !INTEGER.test(text) : !INTEGER.test(text) && !FLOAT.test(text)) {
+        return bad(`"${text}" is not ${domain.integer ? 'an integer' : 'a number'}`);
+      }
+      // position's lower bound is one below -max (a Postgres integer); no position is that low.
+      if (!(Math.abs(Number(text)) <= domain.max)) {
+        return bad(`"${text}" is outside the values of ${domain.name} (±${domain.max})`);
+      }
       return text;
+    }
     case 'date': {
       const m = DATE.exec(text);
       if (!m || !validDate(m[1]!, m[2]!, m[3]!)) return bad(`"${text}" is not a date YYYY-MM-DD`);
@@ -734,7 +769,9 @@ function coerceScalar(
     case 'timestamp': {
       const iso = parseDateTime(text);
       if (iso === null) {
-        return bad(`"${text}" is not an ISO-8601 date-time (YYYY-MM-DDThh:mm:ss, zone optional)`);
+        return bad(
+          `"${text}" is not an ISO-8601 date-time (YYYY-MM-DDThh:mm:ss, zone optional) in years 0001–9999`,
+        );
       }
       return iso;
     }

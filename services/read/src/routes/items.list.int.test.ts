@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
   createTestDb,
   createTestToken,
@@ -13,6 +14,12 @@ import type { Redis } from '@herald/runtime';
 import { createApp } from '../app.js';
 import { IndexManager } from '../index-manager.js';
 import { defineModel, putRecord } from '../../test/seed.js';
+
+/** Raw bytes for a path segment; "." and ".." are dot segments that URLs resolve away. */
+const idBytes = (maxLength: number) =>
+  fc
+    .uint8Array({ minLength: 1, maxLength })
+    .filter((bytes) => !/^\.{1,2}$/.test(Buffer.from(bytes).toString('latin1')));
 
 let testDb: TestDb;
 let redis: Redis;
@@ -382,6 +389,11 @@ describe('GET /items: order_by', () => {
     await error(`?${POST}&order_by=position_ASC`, 'INVALID_ORDERING');
     await error(`?${POST}&order_by=_rank_DESC`, 'INVALID_ORDERING');
     await error(`?filter[query]=fox&order_by=title_ASC`, 'INVALID_ORDERING');
+    // Only separators name no rule: not the default order in disguise.
+    for (const empty of [',,,', '', '%20,%20']) {
+      const details = await error(`?${POST}&order_by=${empty}`, 'INVALID_ORDERING');
+      expect(details['param']).toBe('order_by');
+    }
   });
 
   it('sorts sortable models by position', async () => {
@@ -410,6 +422,13 @@ describe('GET /items: filter[query]', () => {
       'p1',
       'p2',
     ]);
+  });
+
+  it('a blank query searches for nothing → INVALID_FILTER', async () => {
+    for (const blank of ['', '%20%20', '%09']) {
+      const details = await error(`?filter[query]=${blank}`, 'INVALID_FILTER');
+      expect(details['param']).toBe('filter[query]');
+    }
   });
 
   it('a locale outside the environment → INVALID_LOCALE', async () => {
@@ -503,14 +522,37 @@ describe('GET /items: filter[fields]', () => {
     ]);
   });
 
-  it('an invalid regular expression → 422, never 500', async () => {
+  it('an invalid regular expression → 422 naming the parameter, never 500', async () => {
     for (const pattern of ['(', '[a-', 'a{2,1}', '\\', '(?<x>a)', '*']) {
       const d = await error(
         f('title', `[matches][pattern]=${encodeURIComponent(pattern)}`),
         'INVALID_FILTER_FIELDS_PARAM',
       );
       expect(String(d['message'])).toMatch(/regular expression/i);
+      expect(d['param']).toBe('filter[fields][title][matches]');
     }
+  });
+
+  it('a regular expression whose cost cannot be bounded → 422 naming the parameter', async () => {
+    const refused: [string, string, RegExp][] = [
+      ['title', '[matches][pattern]=(a{1,200}){1,200}b', /repeated group/],
+      ['title', '[matches]=(a%2B)%2B', /repeated group/],
+      ['body', '[not_matches][pattern]=^(.*)%5C1$', /back-references/],
+      ['content', '[matches][pattern]=' + '.*'.repeat(21), /quantifiers/],
+      ['title', '[matches][pattern]=' + '.{1,100}'.repeat(11), /too large/],
+    ];
+    for (const [field, rest, why] of refused) {
+      const d = await error(f(field, rest), 'INVALID_FILTER_FIELDS_PARAM');
+      expect(d['param']).toBe(`filter[fields][${field}]${rest.slice(0, rest.indexOf(']') + 1)}`);
+      expect(String(d['message'])).toMatch(why);
+    }
+    // The same text as a literal substring is fine, and so is a bounded pattern.
+    expect(
+      await ids(
+        f('title', '[matches][pattern]=(a%2B)%2B&filter[fields][title][matches][regexp]=false'),
+      ),
+    ).toEqual([]);
+    expect(await ids(f('title', '[matches][pattern]=^(he|wo)[a-z]{1,20}'))).toEqual(['p1']);
   });
 
   it('text and structured_text: matches, is_blank, is_present, exists', async () => {
@@ -567,6 +609,40 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('starts_at', '[gte]=2024-02-10T07:59:59'))).toEqual(['p2']);
     expect(await ids(f('starts_at', '[lte]=2024-01-10T10:00:00'))).toEqual(['p1']);
     expect(await ids(f('starts_at', '[neq]=2024-01-10T10:00:00'))).toEqual(['p2', 'p4', 'p5']);
+  });
+
+  it('an operand outside the values the field holds → INVALID_FILTER_FIELDS_PARAM naming it', async () => {
+    const outside: [string, string][] = [
+      ['views', '[gt]=99999999999999999999999999'],
+      ['views', '[lt]=-9007199254740992'],
+      ['views', '[eq]=1.5'],
+      ['views', '[eq]=1e3'],
+      ['rating', '[gt]=1e309'],
+      ['rating', '[lt]=-1e999'],
+      // A zone carries these out of years 0001–9999 (the first answered 500).
+      ['starts_at', '[gt]=9999-12-31T23:59:59-14:00'],
+      ['starts_at', '[lt]=0001-01-01T00:00:00%2B14:00'],
+      ['_created_at', '[gt]=9999-12-31T23:30:00-01:00'],
+    ];
+    for (const [field, rest] of outside) {
+      const d = await error(f(field, rest), 'INVALID_FILTER_FIELDS_PARAM');
+      expect(d['param'], rest).toBe(`filter[fields][${field}]${rest.slice(0, rest.indexOf('='))}`);
+    }
+    for (const bad of ['[gt]=2147483648', '[lt]=99999999999999999999', '[eq]=1.5']) {
+      const d = await error(
+        `?filter[type]=page&filter[fields][position]${bad}`,
+        'INVALID_FILTER_FIELDS_PARAM',
+      );
+      expect(d['field']).toBe('position');
+    }
+    // The edges still answer.
+    expect(await ids(f('views', '[lt]=9007199254740991'))).toEqual(['p1', 'p2', 'p4', 'p5']);
+    expect(await ids(f('views', '[gt]=-9007199254740991'))).toEqual(['p1', 'p2', 'p4', 'p5']);
+    expect(await ids(f('rating', '[lt]=1.7e308'))).toEqual(['p1', 'p2']);
+    expect(await ids(f('starts_at', '[lt]=9999-12-31T23:59:59Z'))).toEqual(['p1', 'p2']);
+    expect(await ids('?filter[type]=page&filter[fields][position][lt]=2147483647')).toHaveLength(
+      30,
+    );
   });
 
   it('boolean: eq (a missing value counts as false)', async () => {
@@ -787,6 +863,31 @@ describe('GET /items/:id', () => {
     expect(JSON.stringify(missing.body)).toContain('NOT_FOUND');
     expect((await one('p1?version=bad')).status).toBe(422);
     expect((await one('p1?nested=1')).status).toBe(422);
+  });
+
+  it('an id that cannot exist is a 404 NOT_FOUND, whatever its bytes', async () => {
+    for (const id of [
+      'a%00b',
+      '%00',
+      'p1%00',
+      'x'.repeat(65),
+      'p%201',
+      '%F0%9F%98%80',
+      '..%2Fp1',
+    ]) {
+      const res = await one(id);
+      expect(res.status, id).toBe(404);
+      expect(JSON.stringify(res.body)).toContain('NOT_FOUND');
+    }
+    await fc.assert(
+      fc.asyncProperty(idBytes(16), async (bytes) => {
+        const id = [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
+        const { status, body } = await one(id);
+        // 400 INVALID_REQUEST when the bytes are not UTF-8, else 404 (no such record).
+        expect([400, 404], `${id} → ${JSON.stringify(body)}`).toContain(status);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('nested=true expands blocks', async () => {

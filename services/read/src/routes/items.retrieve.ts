@@ -2,7 +2,8 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { ApiError } from '@herald/contract';
 import { context, requireRole } from '@herald/runtime';
-import { retrieveItem, type ItemsDeps } from '../items.js';
+import { retrieveItem } from '../items.js';
+import type { ItemsRouteDeps } from './items.list.js';
 
 /** GET /items/:id query parameters (API.md §3.2: `nested`, `version`). */
 export const ItemsRetrieveQuery = z.looseObject({
@@ -11,7 +12,7 @@ export const ItemsRetrieveQuery = z.looseObject({
 });
 export type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
 
-export function itemsRetrieveRoute(deps: Pick<ItemsDeps, 'db'>): Router {
+export function itemsRetrieveRoute(deps: Pick<ItemsRouteDeps, 'gate'>): Router {
   const router = Router();
   router.get('/items/:id', requireRole('read_only'), async (req, res) => {
     const ctx = context(res);
@@ -27,7 +28,7 @@ export function itemsRetrieveRoute(deps: Pick<ItemsDeps, 'db'>): Router {
     }
     const id = String(req.params['id'] ?? '');
     const item = await retrieveItem(
-      deps,
+      { db: deps.gate.forToken(ctx.auth!.tokenId) },
       ctx.environment!,
       id,
       parsed.data.version ?? 'published',
