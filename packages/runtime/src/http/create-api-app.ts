@@ -100,6 +100,18 @@ const checkBody: RequestHandler = (req, _res, next) => {
 };
 
 /**
+ * While the process drains (SIGTERM: readiness 503, then the server closes), every answer says
+ * `Connection: close`, so keep-alive clients open their next request on a new connection, which a
+ * closed server refuses cleanly, instead of sending it on one the shutdown is about to cut.
+ */
+function closeWhileDraining(lifecycle: { readonly draining: boolean }): RequestHandler {
+  return (_req, res, next) => {
+    if (lifecycle.draining) res.setHeader('Connection', 'close');
+    next();
+  };
+}
+
+/**
  * The HTTP plumbing shared by the API services (API.md §1), around the given routers: request ids
  * and standard headers, health and metrics, query parsing with limits, Accept, auth and rate
  * limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown routes, and
@@ -125,6 +137,7 @@ export function createApiApp(
   const environments = deps.environments ?? new EnvironmentResolver(deps.db);
 
   app.use(requestContext(deps.metrics));
+  app.use(closeWhileDraining(deps.lifecycle));
   app.use(
     healthRouter({
       db: deps.db,
@@ -171,6 +184,7 @@ export function createOpsApp(
   const app = express();
   app.disable('x-powered-by');
   app.use(requestContext(deps.metrics));
+  app.use(closeWhileDraining(deps.lifecycle));
   app.use(
     healthRouter({
       db: deps.db,
