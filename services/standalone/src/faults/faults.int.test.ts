@@ -5,14 +5,15 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  IN_FLIGHT_PER_WEBHOOK,
-  OUT_DIR,
   DEFAULT_INTERVALS,
   FAULT_TIMEOUT_MS,
   INTERVALS,
+  IN_FLIGHT_PER_WEBHOOK,
+  OUT_DIR,
   RECOVERY_LIMIT_S,
   describeExit,
   formatTable,
+  killHeraldProcessesSync,
   runFault,
   type FaultRow,
   type HeraldProcess,
@@ -30,13 +31,22 @@ import { PrivatePostgres, PrivateRedis, freePort } from './servers.test-support.
 const rows: FaultRow[] = [];
 let infra: Infrastructure | undefined;
 
-/** If the worker exits without afterAll (a crash of the run itself), nothing is left running. */
+/**
+ * If the run stops without afterAll (interrupted: the runner sends its worker SIGTERM, then
+ * SIGKILL 500 ms later; or the worker crashes), nothing is left running or on disk.
+ */
 function cleanUpSync(): void {
+  killHeraldProcessesSync();
   if (!infra) return;
   infra.redis.killSync();
   infra.postgres.destroySync();
   for (const dir of infra.tempDirs) rmSync(dir, { recursive: true, force: true });
 }
+function cleanUpAndExit(signal: NodeJS.Signals): void {
+  cleanUpSync();
+  process.kill(process.pid, signal);
+}
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
 beforeAll(async () => {
   const postgres = await PrivatePostgres.create();
@@ -46,6 +56,7 @@ beforeAll(async () => {
   });
   infra = { postgres, redis, tempDirs: [] };
   process.once('exit', cleanUpSync);
+  for (const signal of SIGNALS) process.once(signal, cleanUpAndExit);
 }, 180_000);
 
 afterAll(async () => {
@@ -59,10 +70,12 @@ afterAll(async () => {
   mkdirSync(OUT_DIR, { recursive: true });
   writeFileSync(join(OUT_DIR, 'faults.md'), `${table}\n`);
   if (!infra) return;
-  process.removeListener('exit', cleanUpSync);
   await infra.redis.destroy();
   await infra.postgres.destroy();
   for (const dir of infra.tempDirs) await rm(dir, { recursive: true, force: true });
+  // Only now: the worker may be told to exit while the lines above run.
+  process.removeListener('exit', cleanUpSync);
+  for (const signal of SIGNALS) process.removeListener(signal, cleanUpAndExit);
 }, 120_000);
 
 const fault = (

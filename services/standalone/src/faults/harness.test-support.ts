@@ -101,6 +101,14 @@ export type PlannedExit = 'kill' | 'stop' | 'refuse';
 
 const OUTPUT_MAX = 8 * 1024 * 1024;
 
+/** Every Herald process still running, for a last-resort kill when the test process exits. */
+const live = new Set<ChildProcess>();
+
+/** SIGKILL to every Herald process still running (for an exit handler: synchronous). */
+export function killHeraldProcessesSync(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
 /** One built Herald entry point as a child process; its stdout and stderr kept in one buffer. */
 export class HeraldProcess {
   readonly child: ChildProcess;
@@ -130,8 +138,10 @@ export class HeraldProcess {
     };
     this.child.stdout?.on('data', keep);
     this.child.stderr?.on('data', keep);
+    live.add(this.child);
     this.exited = new Promise((resolve) => {
       this.child.once('exit', (code, signal) => {
+        live.delete(this.child);
         this.exit = { code, signal, at: now() };
         for (const listener of this.#onOutput) listener();
         resolve(this.exit);
