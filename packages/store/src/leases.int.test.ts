@@ -69,6 +69,9 @@ describe('leases on held calls', () => {
     const orphans = await listOrphanedWebhookCalls(db, { leaseMs: 5000, limit: 100 });
     expect(orphans.map((c) => c.id)).toEqual([dead, unknown]);
     expect(orphans[0]!.webhookId).toBe(webhook.id);
+    // A process never takes over its own calls, however late its heartbeat.
+    const mine = await listOrphanedWebhookCalls(db, { leaseMs: 5000, limit: 100, self: 'dead' });
+    expect(mine.map((c) => c.id)).toEqual([unknown]);
 
     // However old their clock, held calls are not "stranded": a live process owns them.
     const stranded = await listStrandedWebhookCalls(db, {

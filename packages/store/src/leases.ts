@@ -53,17 +53,22 @@ export async function releaseWebhookCalls(
  */
 export async function listOrphanedWebhookCalls(
   db: Queryable,
-  options: { leaseMs: number; limit: number },
+  options: {
+    leaseMs: number;
+    limit: number;
+    /** The caller's own lease: its calls are never orphans to it, however late its heartbeat. */
+    self?: string;
+  },
 ): Promise<{ id: string; webhookId: string }[]> {
   const { rows } = await db.query<{ id: string; webhook_id: string }>(
     // webhook_calls_held holds only calls in some process's memory: a small index to scan.
     `SELECT c.id, c.webhook_id FROM webhook_calls c
-     WHERE c.held_by IS NOT NULL AND c.status = 'pending'
+     WHERE c.held_by IS NOT NULL AND c.status = 'pending' AND c.held_by IS DISTINCT FROM $3
        AND NOT EXISTS (
          SELECT 1 FROM delivery_leases l
          WHERE l.id = c.held_by AND l.heartbeat_at > now() - $1 * interval '1 millisecond')
      ORDER BY c.id LIMIT $2`,
-    [options.leaseMs, options.limit],
+    [options.leaseMs, options.limit, options.self ?? null],
   );
   return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id }));
 }

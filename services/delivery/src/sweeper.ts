@@ -109,6 +109,8 @@ export interface SweeperOptions {
    * was away, every live process gets a whole lease to renew before anyone's calls move.
    */
   healthyForMs: () => number;
+  /** This process's lease id: the sweeper never takes over its own process's calls. */
+  leaseId?: string;
   /**
    * Re-asserts the deployment's claim on the Redis prefix. 'written' means the key was gone: Redis
    * lost its keys (flushed, restarted empty), jobs included, so that pass re-enqueues every call
@@ -255,7 +257,11 @@ export class Sweeper {
     if (this.options.healthyForMs() < leaseMs) return 0;
     let total = 0;
     for (;;) {
-      const orphans = await listOrphanedWebhookCalls(db, { leaseMs, limit });
+      const orphans = await listOrphanedWebhookCalls(db, {
+        leaseMs,
+        limit,
+        ...(this.options.leaseId ? { self: this.options.leaseId } : {}),
+      });
       if (orphans.length > 0) await deliverQueue.addBulk(deliverJobs(orphans));
       await markWebhookCallsEnqueued(
         db,

@@ -277,6 +277,7 @@ export async function startDelivery(
     pruneIntervalMs: settings.logPruneIntervalMs,
     leaseMs: settings.leaseMs,
     healthyForMs: () => lease.healthyForMs(),
+    leaseId: lease.id,
     // Redis forgets the claim when it is flushed or restarted empty: write it again.
     claimDeployment: () => claimDeployment(db, redis, settings.redisPrefix),
   });
