@@ -6,6 +6,8 @@ const FAULTS = 'services/standalone/src/faults/**/*.test.ts';
 export default defineConfig({
   test: {
     testTimeout: 30_000,
+    // Each test file deletes the Redis keys of the prefixes it made (testkit's vitest-setup).
+    setupFiles: ['./packages/testkit/dist/vitest-setup.js'],
     hookTimeout: 60_000,
     pool: 'forks',
     projects: [

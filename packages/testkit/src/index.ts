@@ -33,8 +33,40 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 
+/** The `herald_test_…` ids this test file made: the Redis prefixes deleteTestRedisKeys removes. */
+const testIds = new Set<string>();
+
 export function randomId(prefix = 't'): string {
-  return `${prefix}_${randomBytes(6).toString('hex')}`;
+  const id = `${prefix}_${randomBytes(6).toString('hex')}`;
+  if (prefix === 'herald_test') testIds.add(id);
+  return id;
+}
+
+/**
+ * Deletes every key in the test Redis under a `herald_test_…` id this file made (Redis prefixes
+ * come from randomId('herald_test')): the queues' `{prefix}:…` keys BullMQ leaves, rate limits,
+ * the deployment claim. One SCAN for the whole file; run after its last test (vitest.setup.ts).
+ */
+export async function deleteTestRedisKeys(): Promise<number> {
+  if (testIds.size === 0) return 0;
+  const redis = testRedis();
+  try {
+    if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+    let deleted = 0;
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', '*herald_test_*', 'COUNT', 1000);
+      cursor = next;
+      const ours = keys.filter((key) => {
+        const id = /herald_test_[0-9a-f]{12}/.exec(key)?.[0];
+        return id !== undefined && testIds.has(id);
+      });
+      if (ours.length > 0) deleted += await redis.unlink(...ours);
+    } while (cursor !== '0');
+    return deleted;
+  } finally {
+    await redis.quit();
+  }
 }
 
 export interface TestDb {
