@@ -121,23 +121,6 @@ export function testRedis(role: 'producer' | 'worker' = 'producer'): Redis {
   return createRedis(TEST_REDIS_URL, role, silentLogger());
 }
 
-/**
- * Deletes every key a Herald on `redisPrefix` wrote (queues under `{prefix}:`, the rest under
- * `prefix:`), so that a test leaves nothing behind in the shared Redis.
- */
-export async function deleteRedisPrefix(redis: Redis, redisPrefix: string): Promise<void> {
-  // A producer connection refuses commands until it is ready (enableOfflineQueue: false).
-  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
-  for (const pattern of [`${redisPrefix}:*`, `{${redisPrefix}}:*`]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  }
-}
-
 export async function createTestToken(db: Db, role: Role, name = `test-${role}`): Promise<string> {
   return (await createToken(db, { name, role })).token;
 }

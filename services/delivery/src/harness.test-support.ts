@@ -18,13 +18,7 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import {
-  deleteRedisPrefix,
-  randomId,
-  silentLogger,
-  testRedis,
-  testWebhookInput,
-} from '@herald/testkit';
+import { randomId, silentLogger, testRedis, testWebhookInput } from '@herald/testkit';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
@@ -138,7 +132,6 @@ export async function startPipeline(
     registry,
     async close() {
       await runtime.close();
-      await deleteRedisPrefix(redis, settings.redisPrefix);
       await redis.quit();
     },
   };

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL, deleteRedisPrefix, randomId, testRedis } from '@herald/testkit';
+import { TEST_REDIS_URL, randomId } from '@herald/testkit';
 import { isListening } from './embedded-redis.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -18,15 +18,12 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-// Every Herald started here has a prefix of its own in the shared Redis, deleted at the end.
+// Every Herald started here has a prefix of its own in the shared Redis (deleted after the file
+// by testkit's vitest-setup).
 const prefix = randomId('herald_test');
 
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-  const redis = testRedis();
-  await deleteRedisPrefix(redis, prefix);
-  await deleteRedisPrefix(redis, `${prefix}_cli`);
-  await redis.quit();
 });
 
 /** Starts the real single-process Herald and waits for the line that gives its URL. */

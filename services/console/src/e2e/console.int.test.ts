@@ -15,7 +15,6 @@ import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
-  deleteRedisPrefix,
   serve,
   silentLogger,
   testDeps,
@@ -49,7 +48,6 @@ interface Received {
 
 let t: TestDb;
 let redis: Redis;
-let redisPrefix: string | undefined;
 let deliveryRedis: Redis;
 let delivery: DeliveryRuntime;
 let herald: TestServer;
@@ -140,7 +138,6 @@ beforeAll(async () => {
   t = await createTestDb('postgres');
   redis = testRedis();
   const base = testDeps(t.db, redis);
-  redisPrefix = base.redisPrefix;
   const allow = parseCidrList('127.0.0.0/8');
   const deps: IngestDeps = {
     ...base,
@@ -251,7 +248,6 @@ afterAll(async () => {
   if (!UPDATE_SCREENSHOTS) rmSync(SCREENSHOTS, { recursive: true, force: true });
   await browser?.close();
   await delivery?.close();
-  if (redis && redisPrefix) await deleteRedisPrefix(redis, redisPrefix);
   await deliveryRedis?.quit();
   await herald?.close();
   for (const socket of sockets) socket.destroy();

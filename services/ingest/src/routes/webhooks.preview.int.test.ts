@@ -7,7 +7,6 @@ import type { Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
-  deleteRedisPrefix,
   randomId,
   serve,
   silentLogger,
@@ -29,7 +28,6 @@ interface Received {
 
 let t: TestDb;
 let redis: Redis;
-let redisPrefix: string | undefined;
 let server: TestServer;
 let admin: string;
 let reader: string;
@@ -46,7 +44,6 @@ beforeAll(async () => {
   t = await createTestDb('postgres');
   redis = testRedis();
   const deps = testDeps(t.db, redis);
-  redisPrefix = deps.redisPrefix;
   const allow = parseCidrList('127.0.0.0/8');
   server = await serve(
     createApp({
@@ -95,7 +92,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await delivery?.close();
-  if (redis && redisPrefix) await deleteRedisPrefix(redis, redisPrefix);
   await deliveryRedis?.quit();
   await server?.close();
   for (const socket of sockets) socket.destroy();
