@@ -26,7 +26,7 @@ import {
   type TestDb,
 } from '@herald/testkit';
 import type { DeliverQueue } from './jobs/match-event.js';
-import { Sweeper, sweepUnmatchedEvents } from './sweeper.js';
+import { Sweeper, sweepUnmatchedEvents, type SweeperOptions } from './sweeper.js';
 
 let t: TestDb;
 let redis: Redis;
@@ -223,11 +223,13 @@ describe('the sweeper: webhook calls', () => {
       afterMs = 60 * DAY,
       pruneStatementsPerPass,
       healthyForMs = 0,
+      claimDeployment,
     }: {
       intervalMs?: number;
       afterMs?: number;
       pruneStatementsPerPass?: number;
       healthyForMs?: number;
+      claimDeployment?: SweeperOptions['claimDeployment'];
     } = {},
   ) =>
     new Sweeper({
@@ -246,6 +248,7 @@ describe('the sweeper: webhook calls', () => {
       leaseMs: 3000,
       healthyForMs: () => healthyForMs,
       ...(pruneStatementsPerPass ? { pruneStatementsPerPass } : {}),
+      ...(claimDeployment ? { claimDeployment } : {}),
     });
 
   it('re-enqueues a whole backlog of stranded calls in one pass, page after page', async () => {
@@ -298,6 +301,24 @@ describe('the sweeper: webhook calls', () => {
     expect(await jobIds()).toEqual(
       expect.arrayContaining([`call-${id('lost-pending')}`, `call-${id('lost-retry-due')}-r3`]),
     );
+    await deliverQueue.drain();
+  });
+
+  it('makes such a pass by itself when the deployment claim finds its key gone', async () => {
+    const ids = await calls({ 'lost-started': { status: 'pending', minutesWaiting: 0 } });
+    const claims: ('claimed' | 'written')[] = ['written'];
+    const started = sweeper(null, {
+      afterMs: 60_000,
+      claimDeployment: () => Promise.resolve(claims.shift() ?? 'claimed'),
+    });
+    started.start();
+    try {
+      await expect
+        .poll(async () => (await deliverQueue.getJobs(['waiting'])).map((job) => job.id))
+        .toContain(`call-${ids.get('lost-started')!}`);
+    } finally {
+      await started.stop();
+    }
     await deliverQueue.drain();
   });
 

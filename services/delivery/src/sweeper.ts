@@ -166,18 +166,15 @@ export class Sweeper {
   /** A sweep, and a pruning when one is due; each failure is logged and retried next time. */
   async #pass(): Promise<void> {
     const warn = (error: unknown, message: string): void =>
-      this.options.logger.warn(
-        { err: error instanceof Error ? error.message : String(error) },
-        message,
-      );
-    if (this.options.claimDeployment) {
-      await this.options
-        .claimDeployment()
-        .catch((error: unknown) =>
-          this.options.logger.error({ err: errorText(error) }, 'deployment claim failed'),
-        );
-    }
-    await this.sweep().catch((error: unknown) => warn(error, 'sweep failed; will retry'));
+      this.options.logger.warn({ err: errorText(error) }, message);
+    const claim = await this.options.claimDeployment?.().catch((error: unknown) => {
+      this.options.logger.error({ err: errorText(error) }, 'deployment claim failed');
+      return undefined;
+    });
+    if (claim === 'written') this.options.logger.info('Redis had lost its keys: re-enqueueing all');
+    await this.sweep({ redisLost: claim === 'written' }).catch((error: unknown) =>
+      warn(error, 'sweep failed; will retry'),
+    );
     if (Date.now() < this.#pruneDueAt) return;
     this.#pruneDueAt = Date.now() + this.options.pruneIntervalMs;
     await this.prune().catch((error: unknown) =>
