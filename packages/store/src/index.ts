@@ -119,7 +119,6 @@ export {
   listStrandedWebhookCalls,
   listWebhookCalls,
   markWebhookCallsEnqueued,
-  recordWebhookCallAttempt,
   recordWebhookCallAttempts,
   type WebhookCallAttempt,
   type WebhookCallListQuery,

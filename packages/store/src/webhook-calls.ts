@@ -212,34 +212,6 @@ export interface WebhookCallAttempt {
   nextRetryAt: Date | null;
 }
 
-export async function recordWebhookCallAttempt(
-  db: Queryable,
-  id: string,
-  attempt: WebhookCallAttempt,
-): Promise<void> {
-  await db.query(
-    `UPDATE webhook_calls SET status = $2, request_url = $3, request_headers = $4::json,
-       request_payload = $5, response_status = $6, response_headers = $7::json,
-       response_payload = $8, failure_reason = $9, attempted_auto_retries_count = $10,
-       last_sent_at = $11, next_retry_at = $12, enqueued_at = coalesce($12, enqueued_at)
-     WHERE id = $1`,
-    [
-      id,
-      attempt.status,
-      attempt.requestUrl,
-      JSON.stringify(attempt.requestHeaders),
-      attempt.requestPayload,
-      attempt.responseStatus,
-      attempt.responseHeaders ? JSON.stringify(attempt.responseHeaders) : null,
-      attempt.responsePayload,
-      attempt.failureReason,
-      attempt.attemptedAutoRetriesCount,
-      attempt.lastSentAt,
-      attempt.nextRetryAt,
-    ],
-  );
-}
-
 /**
  * Several attempts' outcomes in one statement (the deliver worker batches its writes). Ids must be
  * distinct within one call.
