@@ -85,3 +85,4 @@ export {
   type WebhookFilterEntityType,
 } from './webhooks.js';
 export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
+export { errorMessage, isObject } from './values.js';

@@ -11,9 +11,7 @@ import {
   type Queryable,
 } from '@herald/store';
 import { deliverJobs, type DeliverQueue } from './jobs/match-event.js';
-
-const errorText = (error: unknown): string =>
-  error instanceof Error ? error.message : String(error);
+import { errorMessage } from '@herald/contract';
 
 // One counter per (registry, name): several sweepers of one process (tests) share it.
 const counters = new WeakMap<Registry, Map<string, Counter>>();
@@ -166,9 +164,9 @@ export class Sweeper {
   /** A sweep, and a pruning when one is due; each failure is logged and retried next time. */
   async #pass(): Promise<void> {
     const warn = (error: unknown, message: string): void =>
-      this.options.logger.warn({ err: errorText(error) }, message);
+      this.options.logger.warn({ err: errorMessage(error) }, message);
     const claim = await this.options.claimDeployment?.().catch((error: unknown) => {
-      this.options.logger.error({ err: errorText(error) }, 'deployment claim failed');
+      this.options.logger.error({ err: errorMessage(error) }, 'deployment claim failed');
       return undefined;
     });
     if (claim === 'written') this.options.logger.info('Redis had lost its keys: re-enqueueing all');

@@ -7,6 +7,7 @@ import {
   type DeliverJobData,
   type EventMatchJobData,
   type WebhookChangedMessage,
+  errorMessage,
 } from '@herald/contract';
 import {
   claimDeployment,
@@ -87,9 +88,6 @@ export interface DeliveryRuntime {
   /** Stops taking jobs, lets in-flight ones finish, then closes queues and connections. */
   close(): Promise<void>;
 }
-
-const errorMessage = (error: unknown): string =>
-  error instanceof Error ? error.message : String(error);
 
 /** Starts the match and deliver workers, the index refresh and the (one) sweeper. */
 export async function startDelivery(

@@ -6,6 +6,7 @@ import {
   type ItemVersion,
   type ModelInfo,
   type StoredItem,
+  errorMessage,
 } from '@herald/contract';
 import {
   findModelsByIdOrApiKey,
@@ -44,7 +45,7 @@ function requestError(error: unknown, param: string): ApiError | null {
   const state = sqlState(error);
   if (state === undefined) return null;
   if (state === '2201B' || state.startsWith('54')) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return new ApiError(
       'INVALID_FILTER_FIELDS_PARAM',
       { param, message: `Invalid regular expression: ${message}` },

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { isRole } from '@herald/contract';
+import { isRole, errorMessage } from '@herald/contract';
 import { ConfigError, commonEnv, parseEnv } from '@herald/runtime';
 import { createToken, listTokens, migrate, openDb, revokeToken, type Db } from '@herald/store';
 import { z } from 'zod';
@@ -111,6 +111,6 @@ run(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`herald: ${error.message}\n\n${USAGE}\n`);
     process.exit(2);
   }
-  process.stderr.write(`herald: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`herald: ${errorMessage(error)}\n`);
   process.exit(1);
 });

@@ -1,5 +1,5 @@
 import qs from 'qs';
-import { ApiError } from '@herald/contract';
+import { ApiError, errorMessage } from '@herald/contract';
 import { findJsonProblem } from './json-walk.js';
 
 /** API.md §1: more than 1,000 parameters or nesting deeper than 5 is a 422, never dropped. */
@@ -21,7 +21,7 @@ export function parseQueryString(raw: string): Record<string, unknown> {
       plainObjects: true,
     });
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     throw new ApiError(
       'INVALID_PARAMS',
       {

@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { Agent, request } from 'undici';
-import { checkAddress, isIpAddress, type CidrList } from '@herald/contract';
+import { checkAddress, isIpAddress, type CidrList, errorMessage } from '@herald/contract';
 
 /** A resolved or literal address in a blocked range (API.md §6.3). */
 export class BlockedAddressError extends Error {
@@ -161,7 +161,7 @@ function errorCode(error: unknown): string | undefined {
 }
 
 function classifyError(error: unknown, aborted: boolean): SendResult & { kind: 'error' } {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const code = errorCode(error);
   if (code === 'HERALD_BLOCKED_ADDRESS' || error instanceof BlockedAddressError) {
     const blocked = findCause(error, BlockedAddressError);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '@herald/runtime';
 import { endLease, releaseWebhookCalls, renewLease, type Db } from '@herald/store';
+import { errorMessage } from '@herald/contract';
 
 /**
  * This process's lease on the calls it holds (their first attempts queued or running in its
@@ -63,7 +64,7 @@ export class Lease {
     } catch (error) {
       for (const id of ids) this.#releases.set(id, due);
       this.logger.warn(
-        { err: error instanceof Error ? error.message : String(error), calls: ids.length },
+        { err: errorMessage(error), calls: ids.length },
         'could not release held calls; will retry',
       );
     }
@@ -86,10 +87,7 @@ export class Lease {
       await this.#flushReleases();
     } catch (error) {
       this.#healthySince = undefined;
-      this.logger.warn(
-        { err: error instanceof Error ? error.message : String(error) },
-        'lease renewal failed; will retry',
-      );
+      this.logger.warn({ err: errorMessage(error) }, 'lease renewal failed; will retry');
     }
   }
 

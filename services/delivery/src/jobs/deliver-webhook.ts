@@ -6,6 +6,7 @@ import {
   QUEUE_WEBHOOK_DELIVER,
   deliverJobId,
   type WebhookChangedMessage,
+  errorMessage,
 } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
@@ -151,7 +152,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
     queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
     abandon: (calls, error) => {
       ctx.logger.warn(
-        { err: error instanceof Error ? error.message : String(error), calls: calls.length },
+        { err: errorMessage(error), calls: calls.length },
         'first attempts not made here; the sweeper will re-enqueue the calls',
       );
       void ctx.lease.release(ids(calls), true);

@@ -6,6 +6,7 @@ import {
   type ErrorEntry,
   type ModelField,
   type ModelInfo,
+  isObject,
 } from '@herald/contract';
 
 /** A block found expanded in a record's attributes, with block ids in its own block fields. */
@@ -39,8 +40,6 @@ const MAX_DEPTH = 16;
 const SORTABLE_ATTRIBUTES = new Set(['position']);
 const TREE_ATTRIBUTES = new Set(['position', 'parent_id']);
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /**

@@ -14,6 +14,7 @@ import {
   type EntityType,
   type ErrorEntry,
   type ValidationCode,
+  isObject,
 } from '@herald/contract';
 
 /** One event of the batch after shape validation, with its entity narrowed by entity type. */
@@ -281,8 +282,6 @@ const ENTITY_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const attributesShape = EventInput.shape.attributes.shape;
 const metaShape = ItemMeta.shape;
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 /** What z.record accepts: a plain object. */
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   isObject(value) && Object.getPrototypeOf(value) === Object.prototype;

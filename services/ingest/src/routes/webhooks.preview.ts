@@ -1,5 +1,5 @@
 import { Router, type RequestHandler } from 'express';
-import { ApiError, type CidrList, type ErrorEntry } from '@herald/contract';
+import { ApiError, type CidrList, type ErrorEntry, isObject } from '@herald/contract';
 import { renderDeliveryRequest } from '@herald/delivery';
 import { context, requireRole } from '@herald/runtime';
 import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
@@ -125,8 +125,6 @@ function readPreviewDocument(body: unknown): Record<string, unknown> {
   const fail = (message: string, field: string): never => {
     throw new ApiError('INVALID_FORMAT', { message, field });
   };
-  const isObject = (value: unknown): value is Record<string, unknown> =>
-    typeof value === 'object' && value !== null && !Array.isArray(value);
   if (!isObject(body)) {
     return fail(
       'The body must be {"data": {"type": "webhook_preview", "attributes": {...}}}',

@@ -17,6 +17,8 @@ import {
   type WebhookEventEntry,
   type WebhookFilter,
   type WebhookFilterEntityType,
+  isObject,
+  errorMessage,
 } from '@herald/contract';
 import type { WebhookInput } from '@herald/store';
 
@@ -104,9 +106,6 @@ class Problems {
     this.entries.push(ApiError.field(field, code, message));
   }
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const typeName = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
@@ -641,7 +640,7 @@ export function mustacheError(
     new Mustache.Writer().parse(template);
     return undefined;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     const at = / at (\d+)$/.exec(message);
     if (!at?.[1]) return { message };
     const position = Number(at[1]);

@@ -1,4 +1,4 @@
-import { webhooksChangedChannel, type WebhookChangedMessage } from '@herald/contract';
+import { webhooksChangedChannel, type WebhookChangedMessage, errorMessage } from '@herald/contract';
 import type { Logger, Redis } from '@herald/runtime';
 
 /**
@@ -14,7 +14,7 @@ export async function publishWebhookChange(
     await deps.redis.publish(webhooksChangedChannel(deps.redisPrefix), JSON.stringify(message));
   } catch (error) {
     deps.logger.warn(
-      { err: error instanceof Error ? error.message : String(error), webhookId: message.id },
+      { err: errorMessage(error), webhookId: message.id },
       'could not publish a webhook change; match workers will pick it up on their next reload',
     );
   }

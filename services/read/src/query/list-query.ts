@@ -1,4 +1,10 @@
-import { ApiError, type ErrorCode, type ItemVersion, type ModelInfo } from '@herald/contract';
+import {
+  ApiError,
+  type ErrorCode,
+  type ItemVersion,
+  type ModelInfo,
+  isObject,
+} from '@herald/contract';
 import { regexCostProblem } from './regex-cost.js';
 
 /**
@@ -131,9 +137,6 @@ function fail(code: ErrorCode, param: string, message: string, extra: object = {
   throw new ApiError(code, { param, message, ...extra });
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 function stringParam(value: unknown, param: string, code: ErrorCode = 'INVALID_PARAMS'): string {
   if (typeof value !== 'string') fail(code, param, 'must be a single string value');
   return value;
@@ -200,7 +203,7 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
 
   const page = raw['page'];
   if (page !== undefined) {
-    if (!isPlainObject(page)) fail('INVALID_PARAMS', 'page', 'must be an object (page[limit])');
+    if (!isObject(page)) fail('INVALID_PARAMS', 'page', 'must be an object (page[limit])');
     for (const key of Object.keys(page)) {
       if (!PAGE_KEYS.has(key)) {
         fail('INVALID_PARAMS', `page[${key}]`, 'unknown page parameter (offset, limit)');
@@ -216,7 +219,7 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
 
   const filter = raw['filter'];
   if (filter !== undefined) {
-    if (!isPlainObject(filter)) fail('INVALID_FILTER', 'filter', 'must be an object');
+    if (!isObject(filter)) fail('INVALID_FILTER', 'filter', 'must be an object');
     for (const key of Object.keys(filter)) {
       if (!FILTER_KEYS.has(key)) {
         fail(
@@ -253,7 +256,7 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
     }
     const fields = filter['fields'];
     if (fields !== undefined) {
-      if (!isPlainObject(fields)) {
+      if (!isObject(fields)) {
         fail(
           'INVALID_FILTER_FIELDS_PARAM',
           'filter[fields]',
@@ -261,7 +264,7 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
         );
       }
       for (const [field, operators] of Object.entries(fields)) {
-        if (!isPlainObject(operators)) {
+        if (!isObject(operators)) {
           fail(
             'INVALID_FILTER_FIELDS_PARAM',
             `filter[fields][${field}]`,
@@ -658,7 +661,7 @@ function coerceOperand(
         if (problem) return bad(`regular expression refused: ${problem}`);
         return { type: 'match', match: { pattern: raw, caseSensitive: false, regexp: true } };
       }
-      if (!isPlainObject(raw)) return bad('operand must be {pattern, case_sensitive, regexp}');
+      if (!isObject(raw)) return bad('operand must be {pattern, case_sensitive, regexp}');
       const options: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(raw)) options[normalizeOperator(key)] = value;
       for (const key of Object.keys(options)) {
@@ -685,7 +688,7 @@ function coerceOperand(
       return { type: 'match', match };
     }
     case 'near': {
-      if (!isPlainObject(raw)) return bad('operand must be {latitude, longitude, radius}');
+      if (!isObject(raw)) return bad('operand must be {latitude, longitude, radius}');
       const number = (key: string, max: number): number => {
         const value = raw[key];
         let n = NaN;
@@ -709,7 +712,7 @@ function coerceList(kind: ValueKind, raw: unknown, bad: (why: string) => never):
   let values: unknown[];
   if (Array.isArray(raw)) values = raw;
   else if (typeof raw === 'string') values = raw === '' ? [] : raw.split(',');
-  else if (isPlainObject(raw) && Object.keys(raw).every((k) => /^\d+$/.test(k))) {
+  else if (isObject(raw) && Object.keys(raw).every((k) => /^\d+$/.test(k))) {
     values = Object.values(raw); // qs turns a[1001]=x into an object beyond its array limit
   } else return bad('operand must be a list (key[]=a&key[]=b, or comma-separated)');
   if (values.length > FILTER_IDS_MAX) bad(`at most ${FILTER_IDS_MAX} values`);
