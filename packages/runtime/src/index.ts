@@ -44,3 +44,4 @@ export {
   deploymentKey,
 } from './deployment.js';
 export { ssrfEnv } from './ssrf-env.js';
+export { runMain, serveHttp, startService } from './service.js';

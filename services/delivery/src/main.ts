@@ -1,14 +1,11 @@
 import {
-  ConfigError,
-  DeploymentConflictError,
-  Lifecycle,
   claimRedisPrefix,
-  closeServer,
-  createLogger,
   createMetrics,
-  listen,
   openDatabase,
   openRedis,
+  runMain,
+  serveHttp,
+  startService,
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { deliverySettings, loadConfig, openWorkerDb } from './config.js';
@@ -16,24 +13,14 @@ import { startDelivery } from './workers.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger({ name: 'delivery', level: config.LOG_LEVEL });
-  const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code), {
-    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
-  });
+  const { logger, lifecycle } = startService('delivery', config);
 
   const db = await openDatabase(config, 'delivery', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();
   const app = createApp({ db, redis, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });
-  const { server, url } = await listen(app, {
-    port: config.PORT,
-    host: config.HOST,
-    docsUrl: config.DOCS_URL,
-    logger,
-  });
-  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const { url } = await serveHttp(app, config, logger, lifecycle);
   // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
   // the ones in flight while /readyz already answers 503.
   // The workers' own pool (commits without waiting for the WAL flush unless configured).
@@ -47,13 +34,4 @@ async function main(): Promise<void> {
   logger.info({ url }, 'delivery listening; workers and sweeper started');
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DeploymentConflictError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `delivery failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-  }
-  process.exit(1);
-});
+runMain('delivery', main);

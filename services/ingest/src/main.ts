@@ -1,28 +1,21 @@
 import { fileURLToPath } from 'node:url';
 import {
-  ConfigError,
-  DeploymentConflictError,
-  Lifecycle,
   claimRedisPrefix,
-  closeServer,
-  createLogger,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
-  listen,
   openDatabase,
   openRedis,
+  runMain,
+  serveHttp,
+  startService,
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger({ name: 'ingest', level: config.LOG_LEVEL });
-  const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code), {
-    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
-  });
+  const { logger, lifecycle } = startService('ingest', config);
 
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
@@ -47,23 +40,8 @@ async function main(): Promise<void> {
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
   });
-  const { server, url } = await listen(app, {
-    port: config.PORT,
-    host: config.HOST,
-    docsUrl: config.DOCS_URL,
-    logger,
-  });
-  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const { url } = await serveHttp(app, config, logger, lifecycle);
   logger.info({ url }, 'ingest listening');
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof DeploymentConflictError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `ingest failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-  }
-  process.exit(1);
-});
+runMain('ingest', main);

@@ -1,13 +1,11 @@
 import {
-  ConfigError,
-  Lifecycle,
-  closeServer,
-  createLogger,
   createMetrics,
   httpSettings,
-  listen,
   openDatabase,
   openRedis,
+  runMain,
+  serveHttp,
+  startService,
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { IndexManager } from './index-manager.js';
@@ -15,11 +13,7 @@ import { loadConfig, openReadDb, readLimits } from './config.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger({ name: 'read', level: config.LOG_LEVEL });
-  const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code), {
-    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
-  });
+  const { logger, lifecycle } = startService('read', config);
 
   const db = await openDatabase(config, 'read', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
@@ -38,23 +32,8 @@ async function main(): Promise<void> {
     readDb: readDb.db,
     readLimits: readLimits(config, readDb.db),
   });
-  const { server, url } = await listen(app, {
-    port: config.PORT,
-    host: config.HOST,
-    docsUrl: config.DOCS_URL,
-    logger,
-  });
-  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const { url } = await serveHttp(app, config, logger, lifecycle);
   logger.info({ url }, 'read listening');
 }
 
-main().catch((error: unknown) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `read failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-  }
-  process.exit(1);
-});
+runMain('read', main);

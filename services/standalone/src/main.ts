@@ -1,18 +1,15 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  ConfigError,
-  DeploymentConflictError,
-  Lifecycle,
   claimRedisPrefix,
-  closeServer,
-  createLogger,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
-  listen,
   openDatabase,
   openRedis,
+  runMain,
+  serveHttp,
+  startService,
 } from '@herald/runtime';
 import { deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
 import { openReadDb, readLimits } from '@herald/read';
@@ -25,11 +22,7 @@ import { PidLockError, acquirePidLock } from './pid-lock.js';
 /** Single-process mode: ingest + read + delivery on one port, on the embedded defaults. */
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
-  const logger = createLogger({ name: 'herald', level: config.LOG_LEVEL });
-  const lifecycle = new Lifecycle(logger);
-  lifecycle.installSignalHandlers((code) => process.exit(code), {
-    readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
-  });
+  const { logger, lifecycle } = startService('herald', config);
 
   let redisUrl = config.REDIS_URL;
   if (!redisUrl) {
@@ -76,13 +69,7 @@ async function main(): Promise<void> {
     readDb: readDb.db,
     readLimits: readLimits(config, readDb.db),
   });
-  const { server, url } = await listen(app, {
-    port: config.PORT,
-    host: config.HOST,
-    docsUrl: config.DOCS_URL,
-    logger,
-  });
-  lifecycle.onShutdown('http', () => closeServer(server, config.SHUTDOWN_GRACE_MS));
+  const { url } = await serveHttp(app, config, logger, lifecycle);
   // Registered last so it closes first: workers stop taking jobs and finish those in flight. The
   // workers (and the one sweeper startDelivery runs) use their own pool on Postgres: their commits
   // need not wait for the WAL flush (DELIVERY_SYNCHRONOUS_COMMIT), unlike POST /events.
@@ -105,18 +92,4 @@ async function main(): Promise<void> {
   );
 }
 
-main().catch((error: unknown) => {
-  if (
-    error instanceof ConfigError ||
-    error instanceof DeploymentConflictError ||
-    error instanceof RedisServerMissingError ||
-    error instanceof PidLockError
-  ) {
-    process.stderr.write(`${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `herald failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
-  }
-  process.exit(1);
-});
+runMain('herald', main, [RedisServerMissingError, PidLockError]);
