@@ -44,7 +44,7 @@ import {
   type RecordWrite,
   type TextBlock,
 } from '@herald/store';
-import type { ValidEvent } from '../routes/events.validators.js';
+import type { ValidEvent } from './validate-events.js';
 import type { BatchContextCache } from './context-cache.js';
 import { extractItem, type ExtractedItem } from './item-values.js';
 
