@@ -9,7 +9,6 @@ import {
   type ModelInfo,
 } from '@herald/contract';
 import {
-  buildSearchTexts,
   deleteEnvironment,
   deleteModel,
   deleteRecords,
@@ -22,7 +21,6 @@ import {
   recordKey,
   replaceRecordTexts,
   syncBlocks,
-  textSearchConfig,
   upsertBlocks,
   upsertEnvironment,
   upsertModel,
@@ -47,6 +45,7 @@ import {
 import type { ValidEvent } from './validate-events.js';
 import type { BatchContextCache } from './context-cache.js';
 import { extractItem, type ExtractedItem } from './item-values.js';
+import { searchRows } from './search-rows.js';
 
 export interface AcceptedEvent {
   id: string;
@@ -242,31 +241,19 @@ function fastPathWrites(
     // writeItemBatch that very object lets it write the record from the event's entity.
     const entityAttributes = (row.entity as { attributes?: Record<string, unknown> }).attributes;
     records.push(entityAttributes ? { ...write, attributes: entityAttributes } : write);
-    const versions: ItemVersion[] =
-      write.mode === 'publish' ? ['current', 'published'] : ['current'];
-    const byLocale = buildSearchTexts({
-      itemTypeId: write.itemTypeId,
-      attributes: write.attributes,
-      locales: planner.environments.get(write.environment)?.locales ?? [],
-      models: planner.modelsOf(write.environment),
-      blocks: new Map(),
-    });
-    for (const [locale, text] of byLocale) {
-      for (const version of versions) {
-        texts.push({
-          environment: write.environment,
-          recordId: write.id,
-          itemTypeId: write.itemTypeId,
-          version,
-          locale,
-          config: textSearchConfig(locale),
-          text,
-        });
-      }
-    }
+    // Empty documents too: writeItemBatch replaces the stored ones with these.
+    texts.push(
+      ...searchRows(write, {
+        locales: planner.environments.get(write.environment)?.locales ?? [],
+        models: planner.modelsOf(write.environment),
+        blocks: NO_BLOCKS,
+      }),
+    );
   }
   return records.length > 0 ? { records, texts } : undefined;
 }
+
+const NO_BLOCKS: ReadonlyMap<string, TextBlock> = new Map();
 
 /** Model ids referenced by expanded blocks anywhere inside a record's attributes. */
 function collectBlockModelIds(value: unknown, out: Set<string>, depth = 0): void {
@@ -779,29 +766,13 @@ async function writeBlocksAndTexts(
     if (!isNew(write)) clear.push({ environment: write.environment, recordId: write.id, versions });
     const blockMap = new Map(storedBlocks.get(write.environment));
     for (const b of extracted.blocks) blockMap.set(b.id, b);
-    const byLocale = buildSearchTexts({
-      itemTypeId: write.itemTypeId,
-      attributes: write.attributes,
+    const rows = searchRows(write, {
       locales: planner.environments.get(write.environment)?.locales ?? [],
       models: planner.modelsOf(write.environment),
       blocks: blockMap,
     });
-    const textVersions: ItemVersion[] =
-      write.mode === 'publish' ? ['current', 'published'] : ['current'];
-    for (const [locale, text] of byLocale) {
-      if (!text) continue;
-      for (const version of textVersions) {
-        texts.push({
-          environment: write.environment,
-          recordId: write.id,
-          itemTypeId: write.itemTypeId,
-          version,
-          locale,
-          config: textSearchConfig(locale),
-          text,
-        });
-      }
-    }
+    // replaceRecordTexts has cleared these versions: an empty document needs no row.
+    for (const row of rows) if (row.text) texts.push(row);
   }
   await replaceRecordTexts(db, clear, texts);
 }
