@@ -39,7 +39,7 @@ const NO_MODELS: ReadonlyMap<string, ModelInfo> = new Map();
  */
 export async function applyPlan(db: Db, plan: BatchPlan): Promise<Set<string>> {
   const rows = plan.events.map((p) => p.row);
-  const batch = itemBatchWrites(plan);
+  const batch = fastPathWrites(plan);
   if (batch) return (await writeItemBatch(db, { events: rows, ...batch })).inserted;
   return db.transaction(async (tx) => {
     const inserted = await insertEvents(tx, rows);
@@ -62,7 +62,7 @@ export async function applyItemBatch(
   plan: BatchPlan,
   expected: ExpectedContext,
 ): Promise<Set<string> | undefined> {
-  const batch = itemBatchWrites(plan);
+  const batch = fastPathWrites(plan);
   if (!batch) return undefined;
   const events = plan.events.map((p) => p.row);
   return (await writeItemBatch(db, { events, ...batch, expected })).inserted;
@@ -73,7 +73,7 @@ export async function applyItemBatch(
  * undefined: only item saves and publishes (and events that store nothing), each record once,
  * of models without block fields (so no stored blocks can need reconciling).
  */
-function itemBatchWrites(
+function fastPathWrites(
   plan: BatchPlan,
 ): { records: RecordWrite[]; texts: RecordText[] } | undefined {
   const records: RecordWrite[] = [];
