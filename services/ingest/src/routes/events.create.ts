@@ -5,7 +5,7 @@ import type { IngestDeps } from '../app.js';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
 import { ingestMetrics } from '../events/metrics.js';
-import { validateEventsBody } from './events.validators.js';
+import { validateEventsBody } from '../events/validate-events.js';
 
 /** Counts a rejected batch, labelling each event by its types when they are valid values. */
 function countRejected(deps: IngestDeps, body: unknown): void {
