@@ -1,10 +1,10 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import { Badge, BodyView, ErrorNote, HeadersTable, Loading, formatTime } from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
 import { ApiFailure } from '../lib/api.js';
 import { formatRoute } from '../lib/route.js';
-import type { WebhookCall } from '../lib/types.js';
 
 const REFRESH_MS = 3000;
 
@@ -12,7 +12,9 @@ export function CallDetail({ id }: { id: string }) {
   const { client, notify } = useApp();
   const call = useResource(
     (signal) =>
-      client.get<{ data: WebhookCall }>(`/webhook_calls/${encodeURIComponent(id)}`, { signal }),
+      client.get<{ data: WebhookCallResource }>(`/webhook_calls/${encodeURIComponent(id)}`, {
+        signal,
+      }),
     [client, id],
   );
   const [resending, setResending] = useState(false);

@@ -1,12 +1,17 @@
+import {
+  WEBHOOK_CALL_STATUSES,
+  WEBHOOK_ENTITY_TYPES,
+  type WebhookCallResource,
+} from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import { ALL_EVENT_TYPES, CALL_STATUSES, ENTITY_TYPES, EVENT_TYPES } from '../lib/event-types.js';
+import { ALL_EVENT_TYPES, eventTypesOf } from '../lib/event-types.js';
 import type { QueryValue } from '../lib/query.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook, WebhookCall } from '../lib/types.js';
+import type { Webhook } from '../lib/types.js';
 
 const PAGE_SIZE = 30;
 const REFRESH_MS = 5000;
@@ -69,7 +74,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
   );
   const calls = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: callsQuery(filters),
       }),
@@ -92,7 +97,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
     );
   };
   const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
-  const eventTypes = filters.entity ? (EVENT_TYPES[filters.entity] ?? []) : ALL_EVENT_TYPES;
+  const eventTypes = filters.entity ? eventTypesOf(filters.entity) : ALL_EVENT_TYPES;
   const list = calls.data?.data ?? [];
   const total = calls.data?.meta?.total_count ?? list.length;
   const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
@@ -134,7 +139,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
             onChange={(e) => setFilter({ status: e.currentTarget.value })}
           >
             <option value="">Any status</option>
-            {CALL_STATUSES.map((status) => (
+            {WEBHOOK_CALL_STATUSES.map((status) => (
               <option key={status} value={status}>
                 {status}
               </option>
@@ -149,7 +154,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
             onChange={(e) => setFilter({ entity: e.currentTarget.value, event: '' })}
           >
             <option value="">Any entity</option>
-            {ENTITY_TYPES.map((type) => (
+            {WEBHOOK_ENTITY_TYPES.map((type) => (
               <option key={type} value={type}>
                 {type}
               </option>

@@ -1,14 +1,10 @@
+import { ITEM_FILTER_OPERATORS } from '@herald/contract/tables';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
 import { useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import {
-  FILTER_OPERATORS,
-  recordsParams,
-  type FieldFilterRow,
-  type RecordsQuery,
-} from '../lib/records-query.js';
+import { recordsParams, type FieldFilterRow, type RecordsQuery } from '../lib/records-query.js';
 import { formatRoute } from '../lib/route.js';
 import type { Item } from '../lib/types.js';
 import { rowKey } from '../lib/webhook-form.js';
@@ -235,7 +231,7 @@ export function Records({ params }: { params: URLSearchParams }) {
                 value={row.operator}
                 onChange={(e) => setRow(index, { operator: e.currentTarget.value })}
               >
-                {FILTER_OPERATORS.map((operator) => (
+                {ITEM_FILTER_OPERATORS.map((operator) => (
                   <option key={operator} value={operator}>
                     {operator}
                   </option>

@@ -1,11 +1,11 @@
+import {
+  ENVIRONMENT_TYPES,
+  WEBHOOK_ENTITY_TYPES,
+  WEBHOOK_FILTER_ENTITY_TYPES,
+} from '@herald/contract/tables';
 import { FieldErrors } from '../components/ui.js';
 import { problemsUnder, type FieldProblem } from '../lib/errors.js';
-import {
-  ENTITY_TYPES,
-  EVENT_TYPES,
-  FILTER_ENTITY_TYPES,
-  UNFILTERED_ENTITY_TYPES,
-} from '../lib/event-types.js';
+import { eventTypesOf, takesFilters } from '../lib/event-types.js';
 import { rowKey, type EventRow, type FilterRow, type HeaderRow } from '../lib/webhook-form.js';
 
 /** Errors about `path` itself and its children, except those under the given sub-paths. */
@@ -35,8 +35,8 @@ export function EventsEditor({
       <p class="hint">The webhook receives an event when any of these entries matches it.</p>
       {rows.map((row, index) => {
         const path = `events.${index}`;
-        const available = EVENT_TYPES[row.entity_type] ?? [];
-        const filterable = !UNFILTERED_ENTITY_TYPES.includes(row.entity_type);
+        const available = eventTypesOf(row.entity_type);
+        const filterable = takesFilters(row.entity_type);
         return (
           <div class="subcard" key={row.key} data-events-index={index}>
             <div class="row-2">
@@ -52,15 +52,15 @@ export function EventsEditor({
                   }
                   onChange={(e) => {
                     const entity = e.currentTarget.value;
-                    const allowed = EVENT_TYPES[entity] ?? [];
+                    const allowed = eventTypesOf(entity);
                     set(index, {
                       entity_type: entity,
                       event_types: row.event_types.filter((type) => allowed.includes(type)),
-                      filters: UNFILTERED_ENTITY_TYPES.includes(entity) ? [] : row.filters,
+                      filters: takesFilters(entity) ? row.filters : [],
                     });
                   }}
                 >
-                  {ENTITY_TYPES.map((type) => (
+                  {WEBHOOK_ENTITY_TYPES.map((type) => (
                     <option key={type} value={type}>
                       {type}
                     </option>
@@ -182,7 +182,7 @@ function FilterEditor({
           value={filter.entity_type}
           onChange={(e) => onChange({ ...filter, entity_type: e.currentTarget.value })}
         >
-          {FILTER_ENTITY_TYPES.map((type) => (
+          {WEBHOOK_FILTER_ENTITY_TYPES.map((type) => (
             <option key={type} value={type}>
               {type}
             </option>
@@ -194,7 +194,9 @@ function FilterEditor({
         <input
           value={filter.ids}
           placeholder={
-            filter.entity_type === 'environment_type' ? 'primary, sandbox' : 'ids, comma-separated'
+            filter.entity_type === 'environment_type'
+              ? ENVIRONMENT_TYPES.join(', ')
+              : 'ids, comma-separated'
           }
           aria-invalid={mine.length > 0 ? true : undefined}
           onInput={(e) => onChange({ ...filter, ids: e.currentTarget.value })}

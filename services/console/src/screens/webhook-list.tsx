@@ -1,3 +1,4 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import { Badge, Empty, ErrorNote, Loading, formatTime } from '../components/ui.js';
@@ -5,7 +6,7 @@ import { useResource } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
 import { formatRate, summarizeCalls, type CallSummary } from '../lib/call-stats.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook, WebhookCall } from '../lib/types.js';
+import type { Webhook } from '../lib/types.js';
 
 /** How many of the newest calls the list's "recent" columns look at (page[limit] maximum). */
 const RECENT_CALLS = 500;
@@ -24,7 +25,7 @@ export function WebhookList() {
   );
   const calls = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: { page: { limit: String(RECENT_CALLS) }, order_by: 'created_at_desc' },
       }),

@@ -1,10 +1,11 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import { BodyView, ErrorNote, HeadersTable, Loading } from '../components/ui.js';
 import { useDebounced, useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
 import { fieldProblems, type FieldProblem } from '../lib/errors.js';
-import type { WebhookCall, WebhookPreview } from '../lib/types.js';
+import type { WebhookPreview } from '../lib/types.js';
 import { normalizeFieldPath, previewAttributes, type WebhookForm } from '../lib/webhook-form.js';
 
 /** How long typing must pause before the preview asks Herald again. */
@@ -43,7 +44,7 @@ export function PreviewPanel({
   );
   const recentEvents = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: { page: { limit: '50' }, order_by: 'created_at_desc' },
       }),
