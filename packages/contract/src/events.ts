@@ -1,19 +1,11 @@
 import { z } from 'zod';
+import { WEBHOOK_EVENT_TYPES } from './webhooks.js';
 
 /**
- * Entity types and the event types each one has (API.md §5.1). The webhooks issue validates
- * webhook `events` entries against this table and the match worker indexes by it.
+ * Entity types and the event types each one has (API.md §5.1): the table webhooks.ts states (where
+ * the browser can import it), under the name the event side uses.
  */
-export const EVENT_TYPES_BY_ENTITY = {
-  item: ['create', 'update', 'delete', 'publish', 'unpublish'],
-  item_type: ['create', 'update', 'delete'],
-  upload: ['create', 'update', 'delete'],
-  build_trigger: ['deploy_started', 'deploy_succeeded', 'deploy_failed'],
-  environment: ['create', 'update', 'promote', 'delete'],
-  maintenance_mode: ['change'],
-  sso_user: ['create'],
-  cda_cache_tags: ['invalidate'],
-} as const;
+export const EVENT_TYPES_BY_ENTITY = WEBHOOK_EVENT_TYPES;
 
 export type EntityType = keyof typeof EVENT_TYPES_BY_ENTITY;
 export type EventType = (typeof EVENT_TYPES_BY_ENTITY)[EntityType][number];

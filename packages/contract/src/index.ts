@@ -67,22 +67,15 @@ export {
   type CidrList,
 } from './ip-ranges.js';
 export {
-  ENVIRONMENT_TYPES,
   PAYLOAD_API_VERSIONS,
   SIGNING_SECRET_ROTATION_GRACE_MS,
-  UNFILTERED_ENTITY_TYPES,
-  WEBHOOK_ENTITY_TYPES,
-  WEBHOOK_EVENT_TYPES,
-  WEBHOOK_FILTER_ENTITY_TYPES,
   entryFilters,
-  isWebhookEntityType,
   isWebhookEventType,
   webhooksChangedChannel,
   type WebhookChangedMessage,
-  type WebhookEntityType,
-  type WebhookEventEntry,
-  type WebhookFilter,
-  type WebhookFilterEntityType,
 } from './webhooks.js';
 export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
 export { errorMessage, isObject } from './values.js';
+// The browser-safe tables (webhook event types, call statuses, filter operators): a curated list
+// of its own, which the console imports as @herald/contract/tables.
+export * from './tables.js';

@@ -1,14 +1,9 @@
+import type { WebhookCallStatus } from '@herald/contract';
 import type { Queryable } from './db.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
-/** API.md §4.4: pending (not yet answered), success, failed, rescheduled (retry planned). */
-export type WebhookCallStatus = 'pending' | 'success' | 'failed' | 'rescheduled';
-export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
-  'pending',
-  'success',
-  'failed',
-  'rescheduled',
-];
+// The statuses of API.md §4.4 are the contract's (the console lists them too).
+export { WEBHOOK_CALL_STATUSES, type WebhookCallStatus } from '@herald/contract';
 
 // Statements that find rows by key and also test their state write the state test as
 // `(…) IS TRUE`. Written plainly (`matched_at IS NULL`, `status = 'pending'`), the test matches

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure } from './lib/api.js';
+import { asFailure, type ApiClient, type ApiFailure, type Collection } from './lib/api.js';
+import type { Webhook } from './lib/types.js';
 
 export interface Resource<T> {
   data: T | undefined;
@@ -38,7 +39,7 @@ export function useResource<T>(
       },
       (failure: unknown) => {
         if (controller.signal.aborted) return;
-        setError(failure instanceof ApiFailure ? failure : new ApiFailure(0, [], null));
+        setError(asFailure(failure));
         setLoading(false);
       },
     );
@@ -51,6 +52,14 @@ export function useResource<T>(
     setGeneration((value) => value + 1);
   }, []);
   return { data, error, loading, reload };
+}
+
+/** The environment's webhooks (GET /webhooks). */
+export function useWebhooks(client: ApiClient): Resource<Collection<Webhook>> {
+  return useResource(
+    (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),
+    [client],
+  );
 }
 
 /** `value`, once it has stopped changing for `delayMs`. */

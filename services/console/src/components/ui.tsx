@@ -1,5 +1,6 @@
-import type { ComponentChildren } from 'preact';
+import type { ComponentChildren, InputHTMLAttributes } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Resource } from '../hooks.js';
 import type { ApiFailure } from '../lib/api.js';
 import type { FieldProblem } from '../lib/errors.js';
 
@@ -13,6 +14,16 @@ export function Loading({ label = 'Loading…' }: { label?: string }) {
 
 export function Empty({ children }: { children: ComponentChildren }) {
   return <div class="state state-empty">{children}</div>;
+}
+
+/** A resource's failure, with a way to try again, or a spinner until its first answer. */
+export function LoadState({ resource, label }: { resource: Resource<unknown>; label: string }) {
+  return (
+    <>
+      {resource.error && <ErrorNote error={resource.error} onRetry={() => resource.reload()} />}
+      {resource.loading && !resource.data && <Loading label={label} />}
+    </>
+  );
 }
 
 /** A failed request, said where it happened, with the request id to quote in a bug report. */
@@ -171,22 +182,217 @@ export function ConfirmDialog({
   );
 }
 
-export function HeadersTable({ headers }: { headers: Record<string, string> | null | undefined }) {
-  const entries = Object.entries(headers ?? {});
-  if (entries.length === 0) return <p class="muted">No headers.</p>;
+/** A table of names and their values; `empty` is said instead of an empty table. */
+export function KeyValueTable({
+  rows,
+  empty,
+  nested,
+  nameClass,
+}: {
+  rows: readonly (readonly [string, ComponentChildren])[];
+  empty?: string;
+  nested?: boolean;
+  nameClass?: string;
+}) {
+  if (rows.length === 0 && empty !== undefined) return <p class="muted">{empty}</p>;
   return (
-    <table class="kv">
+    <table class={nested ? 'kv nested' : 'kv'}>
       <tbody>
-        {entries.map(([name, value]) => (
+        {rows.map(([name, value]) => (
           <tr key={name}>
-            <th scope="row">{name}</th>
-            <td>
-              <code>{value}</code>
-            </td>
+            <th scope="row" class={nameClass}>
+              {name}
+            </th>
+            <td>{value}</td>
           </tr>
         ))}
       </tbody>
     </table>
+  );
+}
+
+export function HeadersTable({ headers }: { headers: Record<string, string> | null | undefined }) {
+  const rows = Object.entries(headers ?? {}).map(
+    ([name, value]) => [name, <code>{value}</code>] as const,
+  );
+  return <KeyValueTable rows={rows} empty="No headers." />;
+}
+
+/** One fact of a `dl.facts` card: a term and what it is. */
+export function Fact({
+  term,
+  mono,
+  children,
+}: {
+  term: string;
+  mono?: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd class={mono ? 'mono' : undefined}>{children}</dd>
+    </div>
+  );
+}
+
+/** A table's header row: one column heading each. */
+export function TableHead({ columns }: { columns: readonly ComponentChildren[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((column, index) => (
+          <th key={index} scope="col">
+            {column}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** A labelled control of a filter bar or a short form: the label's text above the control. */
+export function Field({
+  label,
+  grow,
+  children,
+}: {
+  label: string;
+  grow?: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class={grow ? 'field grow' : 'field'}>
+      <span class="label">{label}</span>
+      {children}
+    </label>
+  );
+}
+
+/** What FormField gives its control: the id its label names, and the ARIA ties to its messages. */
+export interface ControlProps {
+  id: string;
+  'aria-invalid': true | undefined;
+  'aria-describedby': string;
+}
+
+/**
+ * A field of the webhook form: label, control, hint, and the server's complaints about it, which
+ * mark the control invalid and are read out with it.
+ */
+export function FormField({
+  id,
+  label,
+  problems,
+  hint,
+  children,
+}: {
+  id: string;
+  label: string;
+  problems: readonly FieldProblem[];
+  hint?: ComponentChildren;
+  children: (control: ControlProps) => ComponentChildren;
+}) {
+  const control: ControlProps = {
+    id,
+    'aria-invalid': problems.length > 0 ? true : undefined,
+    'aria-describedby': hint ? `${id}-hint ${id}-errors` : `${id}-errors`,
+  };
+  return (
+    <div class="field">
+      <label class="label" for={id}>
+        {label}
+      </label>
+      {children(control)}
+      {hint && (
+        <span class="hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      )}
+      <FieldErrors id={`${id}-errors`} problems={problems} />
+    </div>
+  );
+}
+
+/** A one-line input that hands over its text as typed. */
+export function TextInput({
+  onValue,
+  ...input
+}: { onValue: (value: string) => void } & Omit<InputHTMLAttributes<HTMLInputElement>, 'onInput'>) {
+  return <input {...input} onInput={(e) => onValue(e.currentTarget.value)} />;
+}
+
+/** A FormField whose control is a TextInput. */
+export function TextField({
+  id,
+  label,
+  problems,
+  hint,
+  onValue,
+  ...input
+}: {
+  id: string;
+  label: string;
+  problems: readonly FieldProblem[];
+  hint?: ComponentChildren;
+  onValue: (value: string) => void;
+} & Omit<InputHTMLAttributes<HTMLInputElement>, 'id' | 'label' | 'onInput'>) {
+  return (
+    <FormField id={id} label={label} problems={problems} hint={hint}>
+      {(control) => <TextInput {...input} {...control} onValue={onValue} />}
+    </FormField>
+  );
+}
+
+/** A checkbox with its label's text after it. */
+export function Check({
+  name,
+  value,
+  checked,
+  onChange,
+  children,
+}: {
+  name?: string;
+  value?: string;
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class="check">
+      <input
+        type="checkbox"
+        name={name}
+        value={value}
+        checked={checked}
+        onChange={(e) => onChange(e.currentTarget.checked)}
+      />
+      {children}
+    </label>
+  );
+}
+
+/** The options of a select whose values are also their labels. */
+export function Options({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((value) => (
+        <option key={value} value={value}>
+          {value}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** The values a text input suggests (its `list`). */
+export function Suggestions({ id, values }: { id: string; values: readonly string[] }) {
+  return (
+    <datalist id={id}>
+      {values.map((value) => (
+        <option key={value} value={value} />
+      ))}
+    </datalist>
   );
 }
 

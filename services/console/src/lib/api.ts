@@ -17,6 +17,11 @@ export class ApiFailure extends Error {
   }
 }
 
+/** What a request threw, as a failure to show: anything but an ApiFailure counts as no answer. */
+export function asFailure(error: unknown): ApiFailure {
+  return error instanceof ApiFailure ? error : new ApiFailure(0, [], null);
+}
+
 export interface Credentials {
   token: string;
   environment: string;

@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import type { WebhookCallResource, WebhookCallStatus } from '@herald/contract/tables';
 import { formatRate, summarizeCalls } from './call-stats.js';
-import type { CallStatus, WebhookCall } from './types.js';
 
-function call(id: string, webhook: string, status: CallStatus, at: string, code: number | null) {
+function call(
+  id: string,
+  webhook: string,
+  status: WebhookCallStatus,
+  at: string,
+  code: number | null,
+) {
   return {
     type: 'webhook_call',
     id,
@@ -20,9 +26,11 @@ function call(id: string, webhook: string, status: CallStatus, at: string, code:
       last_sent_at: at,
       next_retry_at: null,
       status,
+      failure_reason: null,
+      event_id: `event-${id}`,
     },
     relationships: { webhook: { data: { type: 'webhook', id: webhook } } },
-  } satisfies WebhookCall;
+  } satisfies WebhookCallResource;
 }
 
 describe('summarizeCalls', () => {

@@ -1,8 +1,8 @@
-import type { CallStatus, WebhookCall } from './types.js';
+import type { WebhookCallResource, WebhookCallStatus } from '@herald/contract/tables';
 
 /** What the webhook list shows of a webhook's recent calls. */
 export interface CallSummary {
-  lastStatus: CallStatus;
+  lastStatus: WebhookCallStatus;
   lastResponseStatus: number | null;
   lastAt: string;
   /** Answered calls (success or failed or rescheduled) among the recent ones. */
@@ -14,8 +14,8 @@ export interface CallSummary {
  * Summarizes calls per webhook id, from a page of recent calls in any order: the newest call's
  * status, and the share of successes among calls that have an outcome (pending ones have none).
  */
-export function summarizeCalls(calls: readonly WebhookCall[]): Map<string, CallSummary> {
-  const byWebhook = new Map<string, WebhookCall[]>();
+export function summarizeCalls(calls: readonly WebhookCallResource[]): Map<string, CallSummary> {
+  const byWebhook = new Map<string, WebhookCallResource[]>();
   for (const call of calls) {
     const id = call.relationships?.webhook?.data?.id;
     if (!id) continue;

@@ -1,15 +1,35 @@
 import { describe, expect, it } from 'vitest';
-import {
-  UNFILTERED_ENTITY_TYPES as CONTRACT_UNFILTERED,
-  WEBHOOK_EVENT_TYPES,
-  WEBHOOK_FILTER_ENTITY_TYPES,
-} from '@herald/contract';
-import { EVENT_TYPES, FILTER_ENTITY_TYPES, UNFILTERED_ENTITY_TYPES } from './event-types.js';
+import { WEBHOOK_ENTITY_TYPES, WEBHOOK_EVENT_TYPES } from '@herald/contract/tables';
+import { ALL_EVENT_TYPES, eventTypesOf, takesFilters } from './event-types.js';
 
-describe("the console's copy of the event type table", () => {
-  it('equals the contract (API.md §5.1, §4.2)', () => {
-    expect(EVENT_TYPES).toEqual(WEBHOOK_EVENT_TYPES);
-    expect([...FILTER_ENTITY_TYPES]).toEqual([...WEBHOOK_FILTER_ENTITY_TYPES]);
-    expect([...UNFILTERED_ENTITY_TYPES]).toEqual([...CONTRACT_UNFILTERED]);
+describe("the console's reading of the contract's event type table (API.md §5.1, §4.2)", () => {
+  it('gives an entity type its event types, and an unknown one (a prototype key too) none', () => {
+    for (const entity of WEBHOOK_ENTITY_TYPES) {
+      expect(eventTypesOf(entity)).toEqual(WEBHOOK_EVENT_TYPES[entity]);
+    }
+    expect(eventTypesOf('')).toEqual([]);
+    expect(eventTypesOf('toString')).toEqual([]);
+  });
+
+  it('lists every event type once, sorted, for the call log', () => {
+    expect(ALL_EVENT_TYPES).toEqual([
+      'change',
+      'create',
+      'delete',
+      'deploy_failed',
+      'deploy_started',
+      'deploy_succeeded',
+      'invalidate',
+      'promote',
+      'publish',
+      'unpublish',
+      'update',
+    ]);
+  });
+
+  it('offers filters to every entity type but cda_cache_tags', () => {
+    expect(WEBHOOK_ENTITY_TYPES.filter((entity) => !takesFilters(entity))).toEqual([
+      'cda_cache_tags',
+    ]);
   });
 });

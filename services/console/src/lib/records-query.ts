@@ -19,26 +19,6 @@ export interface RecordsQuery {
   limit: number;
 }
 
-/** Operators of API.md §3.3 (snake_case), offered by the filter row's list. */
-export const FILTER_OPERATORS = [
-  'eq',
-  'neq',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'in',
-  'not_in',
-  'any_in',
-  'all_in',
-  'matches',
-  'not_matches',
-  'exists',
-  'is_blank',
-  'is_present',
-  'near',
-] as const;
-
 const LIST_OPERATORS = new Set(['in', 'not_in', 'any_in', 'all_in']);
 const PATTERN_OPERATORS = new Set(['matches', 'not_matches']);
 

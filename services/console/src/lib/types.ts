@@ -1,4 +1,7 @@
-/** The wire resources the console reads (API.md §3.1, §4.1, §4.4), as plain types. */
+/**
+ * The wire resources the console reads (API.md §3.1, §4.1), as plain types; webhook calls (§4.4)
+ * are the contract's WebhookCallResource.
+ */
 
 export interface WebhookFilter {
   entity_type: string;
@@ -36,31 +39,6 @@ export interface Webhook {
   type: 'webhook';
   id: string;
   attributes: WebhookAttributes;
-}
-
-export type CallStatus = 'pending' | 'success' | 'failed' | 'rescheduled';
-
-export interface WebhookCall {
-  type: 'webhook_call';
-  id: string;
-  attributes: {
-    entity_type: string;
-    event_type: string;
-    created_at: string;
-    request_url: string | null;
-    request_headers: Record<string, string> | null;
-    request_payload: string | null;
-    response_status: number | null;
-    response_headers: Record<string, string> | null;
-    response_payload: string | null;
-    attempted_auto_retries_count: number;
-    last_sent_at: string | null;
-    next_retry_at: string | null;
-    status: CallStatus;
-    /** Extensions a server may add (the event's id, why a call failed). */
-    [extension: string]: unknown;
-  };
-  relationships?: { webhook?: { data?: { type: 'webhook'; id: string } | null } };
 }
 
 export interface Item {

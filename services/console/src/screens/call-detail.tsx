@@ -1,10 +1,18 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
-import { Badge, BodyView, ErrorNote, HeadersTable, Loading, formatTime } from '../components/ui.js';
+import {
+  Badge,
+  BodyView,
+  ErrorNote,
+  Fact,
+  HeadersTable,
+  LoadState,
+  formatTime,
+} from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
-import { ApiFailure } from '../lib/api.js';
+import { asFailure, type ApiFailure } from '../lib/api.js';
 import { formatRoute } from '../lib/route.js';
-import type { WebhookCall } from '../lib/types.js';
 
 const REFRESH_MS = 3000;
 
@@ -12,7 +20,9 @@ export function CallDetail({ id }: { id: string }) {
   const { client, notify } = useApp();
   const call = useResource(
     (signal) =>
-      client.get<{ data: WebhookCall }>(`/webhook_calls/${encodeURIComponent(id)}`, { signal }),
+      client.get<{ data: WebhookCallResource }>(`/webhook_calls/${encodeURIComponent(id)}`, {
+        signal,
+      }),
     [client, id],
   );
   const [resending, setResending] = useState(false);
@@ -28,7 +38,7 @@ export function CallDetail({ id }: { id: string }) {
       notify(`Call #${id} resent`);
       call.reload(true);
     } catch (error) {
-      setResendError(error instanceof ApiFailure ? error : new ApiFailure(0, [], null));
+      setResendError(asFailure(error));
     } finally {
       setResending(false);
     }
@@ -59,47 +69,28 @@ export function CallDetail({ id }: { id: string }) {
         )}
       </div>
       {resendError && <ErrorNote error={resendError} />}
-      {call.error && <ErrorNote error={call.error} onRetry={() => call.reload()} />}
-      {call.loading && !data && <Loading label="Loading the call…" />}
+      <LoadState resource={call} label="Loading the call…" />
       {attributes && (
         <>
           <dl class="facts card">
-            <div>
-              <dt>Event</dt>
-              <dd class="mono">
-                {attributes.entity_type}.{attributes.event_type}
-                {typeof attributes['event_id'] === 'string' && (
-                  <span class="muted"> ({attributes['event_id']})</span>
-                )}
-              </dd>
-            </div>
-            <div>
-              <dt>Webhook</dt>
-              <dd>
-                {webhookId ? <a href={`#/webhooks/${webhookId}`}>#{webhookId}</a> : '—'}{' '}
-                {webhookId && (
-                  <a class="small" href={formatRoute(['calls'], { webhook: webhookId })}>
-                    (its calls)
-                  </a>
-                )}
-              </dd>
-            </div>
-            <div>
-              <dt>Created</dt>
-              <dd>{formatTime(attributes.created_at)}</dd>
-            </div>
-            <div>
-              <dt>Last sent</dt>
-              <dd>{formatTime(attributes.last_sent_at)}</dd>
-            </div>
-            <div>
-              <dt>Automatic retries</dt>
-              <dd>{attributes.attempted_auto_retries_count}</dd>
-            </div>
-            <div>
-              <dt>Next retry</dt>
-              <dd>{formatTime(attributes.next_retry_at)}</dd>
-            </div>
+            <Fact term="Event" mono>
+              {attributes.entity_type}.{attributes.event_type}
+              {typeof attributes['event_id'] === 'string' && (
+                <span class="muted"> ({attributes['event_id']})</span>
+              )}
+            </Fact>
+            <Fact term="Webhook">
+              {webhookId ? <a href={`#/webhooks/${webhookId}`}>#{webhookId}</a> : '—'}{' '}
+              {webhookId && (
+                <a class="small" href={formatRoute(['calls'], { webhook: webhookId })}>
+                  (its calls)
+                </a>
+              )}
+            </Fact>
+            <Fact term="Created">{formatTime(attributes.created_at)}</Fact>
+            <Fact term="Last sent">{formatTime(attributes.last_sent_at)}</Fact>
+            <Fact term="Automatic retries">{attributes.attempted_auto_retries_count}</Fact>
+            <Fact term="Next retry">{formatTime(attributes.next_retry_at)}</Fact>
           </dl>
           <div class="split">
             <div class="card">

@@ -1,12 +1,27 @@
+import {
+  WEBHOOK_CALL_STATUSES,
+  WEBHOOK_ENTITY_TYPES,
+  type WebhookCallResource,
+} from '@herald/contract/tables';
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
-import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
-import { useInterval, useResource } from '../hooks.js';
+import {
+  Badge,
+  Check,
+  Empty,
+  Field,
+  LoadState,
+  Options,
+  Pager,
+  TableHead,
+  formatTime,
+} from '../components/ui.js';
+import { useInterval, useResource, useWebhooks } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import { ALL_EVENT_TYPES, CALL_STATUSES, ENTITY_TYPES, EVENT_TYPES } from '../lib/event-types.js';
+import { ALL_EVENT_TYPES, eventTypesOf } from '../lib/event-types.js';
 import type { QueryValue } from '../lib/query.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook, WebhookCall } from '../lib/types.js';
 
 const PAGE_SIZE = 30;
 const REFRESH_MS = 5000;
@@ -57,19 +72,42 @@ export function callsQuery(filters: Filters): Record<string, QueryValue> {
   };
 }
 
+/** One of the call log's filters: a select whose first option, `any`, filters nothing. */
+function FilterSelect({
+  label,
+  name,
+  value,
+  any,
+  onChange,
+  children,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  any: string;
+  onChange: (value: string) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <Field label={label}>
+      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">{any}</option>
+        {children}
+      </select>
+    </Field>
+  );
+}
+
 export function CallLog({ params }: { params: URLSearchParams }) {
   const { client } = useApp();
   const filters = readFilters(params);
   const [live, setLive] = useState(true);
   const key = params.toString();
 
-  const webhooks = useResource(
-    (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),
-    [client],
-  );
+  const webhooks = useWebhooks(client);
   const calls = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: callsQuery(filters),
       }),
@@ -92,7 +130,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
     );
   };
   const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
-  const eventTypes = filters.entity ? (EVENT_TYPES[filters.entity] ?? []) : ALL_EVENT_TYPES;
+  const eventTypes = filters.entity ? eventTypesOf(filters.entity) : ALL_EVENT_TYPES;
   const list = calls.data?.data ?? [];
   const total = calls.data?.meta?.total_count ?? list.length;
   const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
@@ -101,94 +139,67 @@ export function CallLog({ params }: { params: URLSearchParams }) {
     <section aria-labelledby="calls-title">
       <div class="page-head">
         <h1 id="calls-title">Call log</h1>
-        <label class="check">
-          <input
-            type="checkbox"
-            checked={live}
-            onChange={(e) => setLive(e.currentTarget.checked)}
-          />
+        <Check checked={live} onChange={setLive}>
           Refresh every {REFRESH_MS / 1000} s
-        </label>
+        </Check>
       </div>
       <form class="filters card" aria-label="Filter calls" onSubmit={(e) => e.preventDefault()}>
-        <label class="field">
-          <span class="label">Webhook</span>
-          <select
-            name="webhook"
-            value={filters.webhook}
-            onChange={(e) => setFilter({ webhook: e.currentTarget.value })}
-          >
-            <option value="">All webhooks</option>
-            {(webhooks.data?.data ?? []).map((webhook) => (
-              <option key={webhook.id} value={webhook.id}>
-                {webhook.attributes.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span class="label">Status</span>
-          <select
-            name="status"
-            value={filters.status}
-            onChange={(e) => setFilter({ status: e.currentTarget.value })}
-          >
-            <option value="">Any status</option>
-            {CALL_STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span class="label">Entity type</span>
-          <select
-            name="entity_type"
-            value={filters.entity}
-            onChange={(e) => setFilter({ entity: e.currentTarget.value, event: '' })}
-          >
-            <option value="">Any entity</option>
-            {ENTITY_TYPES.map((type) => (
-              <option key={type} value={type}>
-                {type}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span class="label">Event type</span>
-          <select
-            name="event_type"
-            value={filters.event}
-            onChange={(e) => setFilter({ event: e.currentTarget.value })}
-          >
-            <option value="">Any event</option>
-            {eventTypes.map((type) => (
-              <option key={type} value={type}>
-                {type}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="field">
-          <span class="label">From</span>
+        <FilterSelect
+          label="Webhook"
+          name="webhook"
+          value={filters.webhook}
+          any="All webhooks"
+          onChange={(webhook) => setFilter({ webhook })}
+        >
+          {(webhooks.data?.data ?? []).map((webhook) => (
+            <option key={webhook.id} value={webhook.id}>
+              {webhook.attributes.name}
+            </option>
+          ))}
+        </FilterSelect>
+        <FilterSelect
+          label="Status"
+          name="status"
+          value={filters.status}
+          any="Any status"
+          onChange={(status) => setFilter({ status })}
+        >
+          <Options values={WEBHOOK_CALL_STATUSES} />
+        </FilterSelect>
+        <FilterSelect
+          label="Entity type"
+          name="entity_type"
+          value={filters.entity}
+          any="Any entity"
+          onChange={(entity) => setFilter({ entity, event: '' })}
+        >
+          <Options values={WEBHOOK_ENTITY_TYPES} />
+        </FilterSelect>
+        <FilterSelect
+          label="Event type"
+          name="event_type"
+          value={filters.event}
+          any="Any event"
+          onChange={(event) => setFilter({ event })}
+        >
+          <Options values={eventTypes} />
+        </FilterSelect>
+        <Field label="From">
           <input
             type="datetime-local"
             name="from"
             value={filters.from}
             onChange={(e) => setFilter({ from: e.currentTarget.value })}
           />
-        </label>
-        <label class="field">
-          <span class="label">To</span>
+        </Field>
+        <Field label="To">
           <input
             type="datetime-local"
             name="to"
             value={filters.to}
             onChange={(e) => setFilter({ to: e.currentTarget.value })}
           />
-        </label>
+        </Field>
         {filtered && (
           <button type="button" class="button button-quiet" onClick={() => navigate('#/calls')}>
             Clear filters
@@ -196,8 +207,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
         )}
       </form>
 
-      {calls.error && <ErrorNote error={calls.error} onRetry={() => calls.reload()} />}
-      {calls.loading && !calls.data && <Loading label="Loading calls…" />}
+      <LoadState resource={calls} label="Loading calls…" />
       {calls.data && list.length === 0 && (
         <Empty>
           <p>{filtered ? 'No calls match these filters.' : 'No calls yet.'}</p>
@@ -208,16 +218,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
       )}
       {list.length > 0 && (
         <table class="table table-cards" aria-label="Webhook calls">
-          <thead>
-            <tr>
-              <th scope="col">Call</th>
-              <th scope="col">Webhook</th>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Response</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
+          <TableHead columns={['Call', 'Webhook', 'Event', 'Status', 'Response', 'Created']} />
           <tbody>
             {list.map((call) => {
               const webhookId = call.relationships?.webhook?.data?.id ?? '';

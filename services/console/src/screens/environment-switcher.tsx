@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import { ApiClient, ApiFailure } from '../lib/api.js';
 import { recentEnvironments } from '../lib/session.js';
+import { Suggestions, TextInput } from '../components/ui.js';
 
 /**
  * Switches X-Environment. The API has no list of environments, so the name is typed (recently
@@ -48,7 +49,7 @@ export function EnvironmentSwitcher({
     <form class="env-switcher" onSubmit={submit}>
       <label>
         <span class="label-inline">Environment</span>
-        <input
+        <TextInput
           type="text"
           list="recent-environments"
           name="environment"
@@ -56,14 +57,10 @@ export function EnvironmentSwitcher({
           value={value}
           aria-invalid={error ? true : undefined}
           aria-describedby={error ? 'env-error' : undefined}
-          onInput={(e) => setValue(e.currentTarget.value)}
+          onValue={setValue}
         />
       </label>
-      <datalist id="recent-environments">
-        {recentEnvironments().map((name) => (
-          <option key={name} value={name} />
-        ))}
-      </datalist>
+      <Suggestions id="recent-environments" values={recentEnvironments()} />
       <button
         type="submit"
         class="button button-small"

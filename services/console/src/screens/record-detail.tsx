@@ -1,5 +1,5 @@
 import { navigate, useApp } from '../app-context.js';
-import { Badge, CopyButton, ErrorNote, Loading, formatTime } from '../components/ui.js';
+import { Badge, CopyButton, Fact, KeyValueTable, LoadState, formatTime } from '../components/ui.js';
 import { useResource } from '../hooks.js';
 import { formatRoute } from '../lib/route.js';
 import type { Item } from '../lib/types.js';
@@ -36,45 +36,18 @@ function ValueView({ value }: { value: unknown }) {
     );
   }
   if (value !== null && typeof value === 'object') {
-    return (
-      <table class="kv nested">
-        <tbody>
-          {Object.entries(value as Record<string, unknown>).map(([key, child]) => (
-            <tr key={key}>
-              <th scope="row">{key}</th>
-              <td>
-                <ValueView value={child} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    );
+    return <KeyValueTable rows={valueRows(value as Record<string, unknown>)} nested />;
   }
   if (value === null) return <span class="muted">null</span>;
   if (typeof value === 'string') return <span class="value-string">{value}</span>;
   return <code>{JSON.stringify(value)}</code>;
 }
 
+const valueRows = (object: Record<string, unknown>) =>
+  Object.entries(object).map(([key, value]) => [key, <ValueView value={value} />] as const);
+
 function AttributesView({ attributes }: { attributes: Record<string, unknown> }) {
-  const entries = Object.entries(attributes);
-  if (entries.length === 0) return <p class="muted">No fields.</p>;
-  return (
-    <table class="kv">
-      <tbody>
-        {entries.map(([field, value]) => (
-          <tr key={field}>
-            <th scope="row" class="mono">
-              {field}
-            </th>
-            <td>
-              <ValueView value={value} />
-            </td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+  return <KeyValueTable rows={valueRows(attributes)} empty="No fields." nameClass="mono" />;
 }
 
 export function RecordDetail({ id, params }: { id: string; params: URLSearchParams }) {
@@ -125,31 +98,21 @@ export function RecordDetail({ id, params }: { id: string; params: URLSearchPara
           </select>
         </label>
       </div>
-      {item.error && <ErrorNote error={item.error} onRetry={() => item.reload()} />}
-      {item.loading && !data && <Loading label="Loading the record…" />}
+      <LoadState resource={item} label="Loading the record…" />
       {data && (
         <>
           <dl class="facts card">
-            <div>
-              <dt>Model</dt>
-              <dd class="mono">{data.relationships?.item_type?.data?.id ?? '—'}</dd>
-            </div>
-            <div>
-              <dt>Status</dt>
-              <dd>{data.meta?.status ? <Badge status={data.meta.status} /> : '—'}</dd>
-            </div>
-            <div>
-              <dt>Updated</dt>
-              <dd>{formatTime(data.meta?.updated_at)}</dd>
-            </div>
-            <div>
-              <dt>Published</dt>
-              <dd>{formatTime(data.meta?.published_at)}</dd>
-            </div>
-            <div>
-              <dt>Version</dt>
-              <dd class="mono">{data.meta?.current_version ?? '—'}</dd>
-            </div>
+            <Fact term="Model" mono>
+              {data.relationships?.item_type?.data?.id ?? '—'}
+            </Fact>
+            <Fact term="Status">
+              {data.meta?.status ? <Badge status={data.meta.status} /> : '—'}
+            </Fact>
+            <Fact term="Updated">{formatTime(data.meta?.updated_at)}</Fact>
+            <Fact term="Published">{formatTime(data.meta?.published_at)}</Fact>
+            <Fact term="Version" mono>
+              {data.meta?.current_version ?? '—'}
+            </Fact>
           </dl>
           <div class="card">
             <div class="page-head">

@@ -1,21 +1,28 @@
+import { ITEM_FILTER_OPERATORS } from '@herald/contract/tables';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
-import { Badge, Empty, ErrorNote, Loading, Pager, formatTime } from '../components/ui.js';
+import {
+  Badge,
+  Empty,
+  Field,
+  LoadState,
+  Options,
+  Pager,
+  Suggestions,
+  TableHead,
+  TextInput,
+  formatTime,
+} from '../components/ui.js';
 import { useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import {
-  FILTER_OPERATORS,
-  recordsParams,
-  type FieldFilterRow,
-  type RecordsQuery,
-} from '../lib/records-query.js';
+import { recordsParams, type FieldFilterRow, type RecordsQuery } from '../lib/records-query.js';
 import { formatRoute } from '../lib/route.js';
 import type { Item } from '../lib/types.js';
 import { rowKey } from '../lib/webhook-form.js';
 
 const PAGE_SIZES = [10, 30, 100];
+/** Orderings the Order field suggests (any other is typed). */
 const ORDERINGS = [
-  '',
   '_updated_at_DESC',
   '_updated_at_ASC',
   '_created_at_DESC',
@@ -141,43 +148,35 @@ export function Records({ params }: { params: URLSearchParams }) {
           apply();
         }}
       >
-        <label class="field">
-          <span class="label">Model</span>
-          <input
+        <Field label="Model">
+          <TextInput
             name="model"
             list="records-models"
             placeholder="api_key or id"
             value={draft.model}
-            onInput={(e) => setDraft({ ...draft, model: e.currentTarget.value })}
+            onValue={(model) => setDraft({ ...draft, model })}
           />
-          <datalist id="records-models">
-            {models.map((model) => (
-              <option key={model} value={model} />
-            ))}
-          </datalist>
-        </label>
-        <label class="field grow">
-          <span class="label">Search</span>
-          <input
+          <Suggestions id="records-models" values={models} />
+        </Field>
+        <Field label="Search" grow>
+          <TextInput
             name="q"
             type="search"
             placeholder="Full-text search"
             value={draft.text}
-            onInput={(e) => setDraft({ ...draft, text: e.currentTarget.value })}
+            onValue={(text) => setDraft({ ...draft, text })}
           />
-        </label>
-        <label class="field">
-          <span class="label">Locale</span>
-          <input
+        </Field>
+        <Field label="Locale">
+          <TextInput
             name="locale"
             size={6}
             placeholder="main"
             value={draft.locale}
-            onInput={(e) => setDraft({ ...draft, locale: e.currentTarget.value })}
+            onValue={(locale) => setDraft({ ...draft, locale })}
           />
-        </label>
-        <label class="field">
-          <span class="label">Version</span>
+        </Field>
+        <Field label="Version">
           <select
             name="version"
             value={draft.version}
@@ -186,36 +185,26 @@ export function Records({ params }: { params: URLSearchParams }) {
             <option value="published">Published</option>
             <option value="current">Current (latest)</option>
           </select>
-        </label>
-        <label class="field">
-          <span class="label">Order</span>
-          <input
+        </Field>
+        <Field label="Order">
+          <TextInput
             name="order_by"
             list="records-orderings"
             placeholder="default"
             value={draft.orderBy}
-            onInput={(e) => setDraft({ ...draft, orderBy: e.currentTarget.value })}
+            onValue={(orderBy) => setDraft({ ...draft, orderBy })}
           />
-          <datalist id="records-orderings">
-            {ORDERINGS.filter(Boolean).map((order) => (
-              <option key={order} value={order} />
-            ))}
-          </datalist>
-        </label>
-        <label class="field">
-          <span class="label">Per page</span>
+          <Suggestions id="records-orderings" values={ORDERINGS} />
+        </Field>
+        <Field label="Per page">
           <select
             name="limit"
             value={String(draft.limit)}
             onChange={(e) => apply({ limit: Number(e.currentTarget.value) })}
           >
-            {PAGE_SIZES.map((size) => (
-              <option key={size} value={String(size)}>
-                {size}
-              </option>
-            ))}
+            <Options values={PAGE_SIZES.map(String)} />
           </select>
-        </label>
+        </Field>
         <fieldset class="group field-filters">
           <legend>Field filters</legend>
           {draft.filters.length === 0 && (
@@ -223,32 +212,28 @@ export function Records({ params }: { params: URLSearchParams }) {
           )}
           {draft.filters.map((row, index) => (
             <div class="filter-row" key={row.key}>
-              <input
+              <TextInput
                 aria-label={`Filter ${index + 1} field`}
                 placeholder="field api_key"
                 class="mono"
                 value={row.field}
-                onInput={(e) => setRow(index, { field: e.currentTarget.value })}
+                onValue={(field) => setRow(index, { field })}
               />
               <select
                 aria-label={`Filter ${index + 1} operator`}
                 value={row.operator}
                 onChange={(e) => setRow(index, { operator: e.currentTarget.value })}
               >
-                {FILTER_OPERATORS.map((operator) => (
-                  <option key={operator} value={operator}>
-                    {operator}
-                  </option>
-                ))}
+                <Options values={ITEM_FILTER_OPERATORS} />
               </select>
-              <input
+              <TextInput
                 aria-label={`Filter ${index + 1} value`}
                 class="grow"
                 placeholder={
                   row.operator === 'near' ? 'latitude, longitude, radius' : 'value (lists: a, b)'
                 }
                 value={row.value}
-                onInput={(e) => setRow(index, { value: e.currentTarget.value })}
+                onValue={(value) => setRow(index, { value })}
               />
               <button
                 type="button"
@@ -287,8 +272,7 @@ export function Records({ params }: { params: URLSearchParams }) {
         </div>
       </form>
 
-      {items.error && <ErrorNote error={items.error} onRetry={() => items.reload()} />}
-      {items.loading && !items.data && <Loading label="Loading records…" />}
+      <LoadState resource={items} label="Loading records…" />
       {items.data && list.length === 0 && !items.error && (
         <Empty>
           <p>No records match.</p>
@@ -301,14 +285,7 @@ export function Records({ params }: { params: URLSearchParams }) {
       )}
       {list.length > 0 && !items.error && (
         <table class="table table-cards" aria-label="Records" aria-busy={items.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Record</th>
-              <th scope="col">Model</th>
-              <th scope="col">Status</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
+          <TableHead columns={['Record', 'Model', 'Status', 'Updated']} />
           <tbody>
             {list.map((item) => (
               <tr key={item.id} data-item-id={item.id}>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { ApiClient, ApiFailure } from '../lib/api.js';
+import { ApiClient, ApiFailure, asFailure } from '../lib/api.js';
 import type { Access, Session } from '../lib/session.js';
+import { Field, TextInput } from '../components/ui.js';
 
 /** Finds out what the token may do: admin (everything) or read_only (records). */
 async function checkAccess(client: ApiClient): Promise<Access> {
@@ -54,7 +55,7 @@ export function SignIn({
       const access = await checkAccess(new ApiClient(credentials));
       onSignedIn({ ...credentials, access });
     } catch (failure) {
-      setError(failure instanceof ApiFailure ? failure : new ApiFailure(0, [], null));
+      setError(asFailure(failure));
       setBusy(false);
     }
   };
@@ -79,30 +80,28 @@ export function SignIn({
             {notice}
           </div>
         )}
-        <label class="field">
-          <span class="label">API token</span>
-          <input
+        <Field label="API token">
+          <TextInput
             type="password"
             name="token"
             autoComplete="off"
             required
             autoFocus
             value={token}
-            onInput={(e) => setToken(e.currentTarget.value)}
+            onValue={setToken}
             aria-invalid={error && !envError ? true : undefined}
           />
-        </label>
-        <label class="field">
-          <span class="label">Environment</span>
-          <input
+        </Field>
+        <Field label="Environment">
+          <TextInput
             type="text"
             name="environment"
             value={environment}
-            onInput={(e) => setEnvironment(e.currentTarget.value)}
+            onValue={setEnvironment}
             aria-invalid={envError ? true : undefined}
           />
           <span class="hint">Sent as X-Environment; main is the primary one.</span>
-        </label>
+        </Field>
         {error && (
           <div class="note note-error" role="alert">
             {error.code === 'INSUFFICIENT_PERMISSIONS' && forbidden ? forbidden : error.message}

@@ -2,14 +2,17 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import {
   Badge,
+  Check,
   ConfirmDialog,
   CopyButton,
   ErrorNote,
   FieldErrors,
+  FormField,
   Loading,
+  TextField,
 } from '../components/ui.js';
 import { useResource } from '../hooks.js';
-import { ApiFailure } from '../lib/api.js';
+import { asFailure, type ApiFailure } from '../lib/api.js';
 import {
   fieldProblems,
   problemsUnder,
@@ -128,7 +131,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
         navigate(`#/webhooks/${created.data.id}`);
       }
     } catch (error) {
-      const failure = error instanceof ApiFailure ? error : new ApiFailure(0, [], null);
+      const failure = asFailure(error);
       const fields = fieldProblems(failure.entries).map((problem) => ({
         ...problem,
         field: normalizeFieldPath(problem.field),
@@ -155,7 +158,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
     try {
       await action();
     } catch (error) {
-      setActionError(error instanceof ApiFailure ? error : new ApiFailure(0, [], null));
+      setActionError(asFailure(error));
     } finally {
       setActionBusy(false);
       setDialog(null);
@@ -231,40 +234,30 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
       <div class="editor-grid">
         <form class="card form" onSubmit={save} noValidate aria-label="Webhook settings">
-          <div class="field">
-            <label class="label" for="wh-name">
-              Name
-            </label>
-            <input
-              id="wh-name"
-              name="name"
-              value={form.name}
-              aria-invalid={at('name').length > 0 ? true : undefined}
-              aria-describedby="wh-name-errors"
-              onInput={(e) => update('name', { name: e.currentTarget.value })}
-            />
-            <FieldErrors id="wh-name-errors" problems={at('name')} />
-          </div>
-          <div class="field">
-            <label class="label" for="wh-url">
-              URL
-            </label>
-            <input
-              id="wh-url"
-              name="url"
-              type="url"
-              class="mono"
-              value={form.url}
-              aria-invalid={at('url').length > 0 ? true : undefined}
-              aria-describedby="wh-url-hint wh-url-errors"
-              onInput={(e) => update('url', { url: e.currentTarget.value })}
-            />
-            <span class="hint" id="wh-url-hint">
-              Mustache tags are allowed in the path and query, e.g.{' '}
-              <code>/hooks/{'{{entity_type}}'}</code>.
-            </span>
-            <FieldErrors id="wh-url-errors" problems={at('url')} />
-          </div>
+          <TextField
+            id="wh-name"
+            label="Name"
+            problems={at('name')}
+            name="name"
+            value={form.name}
+            onValue={(name) => update('name', { name })}
+          />
+          <TextField
+            id="wh-url"
+            label="URL"
+            problems={at('url')}
+            hint={
+              <>
+                Mustache tags are allowed in the path and query, e.g.{' '}
+                <code>/hooks/{'{{entity_type}}'}</code>.
+              </>
+            }
+            name="url"
+            type="url"
+            class="mono"
+            value={form.url}
+            onValue={(url) => update('url', { url })}
+          />
 
           <EventsEditor
             rows={form.events}
@@ -281,94 +274,76 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
           <fieldset class="group">
             <legend>Payload</legend>
-            <label class="check">
-              <input
-                type="checkbox"
-                name="use_custom_payload"
-                checked={form.useCustomPayload}
-                onChange={(e) =>
-                  update('custom_payload', { useCustomPayload: e.currentTarget.checked })
-                }
-              />
+            <Check
+              name="use_custom_payload"
+              checked={form.useCustomPayload}
+              onChange={(useCustomPayload) => update('custom_payload', { useCustomPayload })}
+            >
               Send a custom payload (a Mustache template) instead of the default JSON
-            </label>
+            </Check>
             {form.useCustomPayload && (
-              <div class="field">
-                <label class="label" for="wh-custom-payload">
-                  Template
-                </label>
-                <textarea
-                  id="wh-custom-payload"
-                  name="custom_payload"
-                  class="mono"
-                  rows={10}
-                  spellcheck={false}
-                  value={form.customPayload}
-                  aria-invalid={at('custom_payload').length > 0 ? true : undefined}
-                  aria-describedby="wh-custom-payload-hint wh-custom-payload-errors"
-                  onInput={(e) =>
-                    update('custom_payload', { customPayload: e.currentTarget.value })
-                  }
-                />
-                <span class="hint" id="wh-custom-payload-hint">
-                  <code>{'{{x}}'}</code> escapes for a JSON string, <code>{'{{{x}}}'}</code> is raw.
-                  The view is the default payload: <code>entity</code>, <code>event_type</code>,{' '}
-                  <code>environment</code>, <code>webhook_call_id</code>…
-                </span>
-                <FieldErrors id="wh-custom-payload-errors" problems={at('custom_payload')} />
-              </div>
-            )}
-            <label class="check">
-              <input
-                type="checkbox"
-                name="nested_items_in_payload"
-                checked={form.nestedItemsInPayload}
-                onChange={(e) =>
-                  update('nested_items_in_payload', {
-                    nestedItemsInPayload: e.currentTarget.checked,
-                  })
+              <FormField
+                id="wh-custom-payload"
+                label="Template"
+                problems={at('custom_payload')}
+                hint={
+                  <>
+                    <code>{'{{x}}'}</code> escapes for a JSON string, <code>{'{{{x}}}'}</code> is
+                    raw. The view is the default payload: <code>entity</code>,{' '}
+                    <code>event_type</code>, <code>environment</code>, <code>webhook_call_id</code>…
+                  </>
                 }
-              />
+              >
+                {(control) => (
+                  <textarea
+                    {...control}
+                    name="custom_payload"
+                    class="mono"
+                    rows={10}
+                    spellcheck={false}
+                    value={form.customPayload}
+                    onInput={(e) =>
+                      update('custom_payload', { customPayload: e.currentTarget.value })
+                    }
+                  />
+                )}
+              </FormField>
+            )}
+            <Check
+              name="nested_items_in_payload"
+              checked={form.nestedItemsInPayload}
+              onChange={(nestedItemsInPayload) =>
+                update('nested_items_in_payload', { nestedItemsInPayload })
+              }
+            >
               Expand blocks in the payload's entity
-            </label>
+            </Check>
           </fieldset>
 
           <fieldset class="group">
             <legend>Authentication</legend>
             <div class="row-2">
-              <div class="field">
-                <label class="label" for="wh-basic-user">
-                  HTTP Basic user
-                </label>
-                <input
-                  id="wh-basic-user"
-                  name="http_basic_user"
-                  autoComplete="off"
-                  value={form.httpBasicUser}
-                  aria-invalid={at('http_basic_user').length > 0 ? true : undefined}
-                  onInput={(e) =>
-                    update('http_basic_user', { httpBasicUser: e.currentTarget.value })
-                  }
-                />
-                <FieldErrors problems={at('http_basic_user')} />
-              </div>
-              <div class="field">
-                <label class="label" for="wh-basic-password">
-                  HTTP Basic password
-                </label>
-                <input
-                  id="wh-basic-password"
-                  name="http_basic_password"
-                  type="password"
-                  autoComplete="new-password"
-                  value={form.httpBasicPassword}
-                  aria-invalid={at('http_basic_password').length > 0 ? true : undefined}
-                  onInput={(e) =>
-                    update('http_basic_password', { httpBasicPassword: e.currentTarget.value })
-                  }
-                />
-                <FieldErrors problems={at('http_basic_password')} />
-              </div>
+              <TextField
+                id="wh-basic-user"
+                label="HTTP Basic user"
+                problems={at('http_basic_user')}
+                name="http_basic_user"
+                autoComplete="off"
+                value={form.httpBasicUser}
+                onValue={(httpBasicUser) => update('http_basic_user', { httpBasicUser })}
+              />
+              <TextField
+                id="wh-basic-password"
+                label="HTTP Basic password"
+                problems={at('http_basic_password')}
+                name="http_basic_password"
+                type="password"
+                autoComplete="new-password"
+                value={form.httpBasicPassword}
+                onValue={(httpBasicPassword) =>
+                  update('http_basic_password', { httpBasicPassword })
+                }
+              />
             </div>
             {webhook?.attributes.signing_secret && (
               <p class="small muted">
@@ -380,24 +355,20 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
           <fieldset class="group">
             <legend>Delivery</legend>
-            <label class="check">
-              <input
-                type="checkbox"
-                name="enabled"
-                checked={form.enabled}
-                onChange={(e) => update('enabled', { enabled: e.currentTarget.checked })}
-              />
+            <Check
+              name="enabled"
+              checked={form.enabled}
+              onChange={(enabled) => update('enabled', { enabled })}
+            >
               Enabled
-            </label>
-            <label class="check">
-              <input
-                type="checkbox"
-                name="auto_retry"
-                checked={form.autoRetry}
-                onChange={(e) => update('auto_retry', { autoRetry: e.currentTarget.checked })}
-              />
+            </Check>
+            <Check
+              name="auto_retry"
+              checked={form.autoRetry}
+              onChange={(autoRetry) => update('auto_retry', { autoRetry })}
+            >
               Retry failed calls automatically (7 times, from 2 minutes to 2 days apart)
-            </label>
+            </Check>
             <FieldErrors problems={[...at('enabled'), ...at('auto_retry')]} />
           </fieldset>
 

@@ -1,11 +1,11 @@
-import { FieldErrors } from '../components/ui.js';
-import { problemsUnder, type FieldProblem } from '../lib/errors.js';
 import {
-  ENTITY_TYPES,
-  EVENT_TYPES,
-  FILTER_ENTITY_TYPES,
-  UNFILTERED_ENTITY_TYPES,
-} from '../lib/event-types.js';
+  ENVIRONMENT_TYPES,
+  WEBHOOK_ENTITY_TYPES,
+  WEBHOOK_FILTER_ENTITY_TYPES,
+} from '@herald/contract/tables';
+import { Check, FieldErrors, Options, TextField, TextInput } from '../components/ui.js';
+import { problemsUnder, type FieldProblem } from '../lib/errors.js';
+import { eventTypesOf, takesFilters } from '../lib/event-types.js';
 import { rowKey, type EventRow, type FilterRow, type HeaderRow } from '../lib/webhook-form.js';
 
 /** Errors about `path` itself and its children, except those under the given sub-paths. */
@@ -35,8 +35,8 @@ export function EventsEditor({
       <p class="hint">The webhook receives an event when any of these entries matches it.</p>
       {rows.map((row, index) => {
         const path = `events.${index}`;
-        const available = EVENT_TYPES[row.entity_type] ?? [];
-        const filterable = !UNFILTERED_ENTITY_TYPES.includes(row.entity_type);
+        const available = eventTypesOf(row.entity_type);
+        const filterable = takesFilters(row.entity_type);
         return (
           <div class="subcard" key={row.key} data-events-index={index}>
             <div class="row-2">
@@ -52,19 +52,15 @@ export function EventsEditor({
                   }
                   onChange={(e) => {
                     const entity = e.currentTarget.value;
-                    const allowed = EVENT_TYPES[entity] ?? [];
+                    const allowed = eventTypesOf(entity);
                     set(index, {
                       entity_type: entity,
                       event_types: row.event_types.filter((type) => allowed.includes(type)),
-                      filters: UNFILTERED_ENTITY_TYPES.includes(entity) ? [] : row.filters,
+                      filters: takesFilters(entity) ? row.filters : [],
                     });
                   }}
                 >
-                  {ENTITY_TYPES.map((type) => (
-                    <option key={type} value={type}>
-                      {type}
-                    </option>
-                  ))}
+                  <Options values={WEBHOOK_ENTITY_TYPES} />
                 </select>
               </div>
               <div class="field">
@@ -73,22 +69,21 @@ export function EventsEditor({
                 </span>
                 <div class="checks" role="group" aria-labelledby={`ev-${row.key}-types`}>
                   {available.map((type) => (
-                    <label class="check" key={type}>
-                      <input
-                        type="checkbox"
-                        name={`events.${index}.event_types`}
-                        value={type}
-                        checked={row.event_types.includes(type)}
-                        onChange={(e) =>
-                          set(index, {
-                            event_types: e.currentTarget.checked
-                              ? available.filter((t) => t === type || row.event_types.includes(t))
-                              : row.event_types.filter((t) => t !== type),
-                          })
-                        }
-                      />
+                    <Check
+                      key={type}
+                      name={`events.${index}.event_types`}
+                      value={type}
+                      checked={row.event_types.includes(type)}
+                      onChange={(checked) =>
+                        set(index, {
+                          event_types: checked
+                            ? available.filter((t) => t === type || row.event_types.includes(t))
+                            : row.event_types.filter((t) => t !== type),
+                        })
+                      }
+                    >
                       {type}
-                    </label>
+                    </Check>
                   ))}
                 </div>
               </div>
@@ -182,22 +177,20 @@ function FilterEditor({
           value={filter.entity_type}
           onChange={(e) => onChange({ ...filter, entity_type: e.currentTarget.value })}
         >
-          {FILTER_ENTITY_TYPES.map((type) => (
-            <option key={type} value={type}>
-              {type}
-            </option>
-          ))}
+          <Options values={WEBHOOK_FILTER_ENTITY_TYPES} />
         </select>
       </label>
       <label class="grow">
         <span class="label-inline">is one of</span>
-        <input
+        <TextInput
           value={filter.ids}
           placeholder={
-            filter.entity_type === 'environment_type' ? 'primary, sandbox' : 'ids, comma-separated'
+            filter.entity_type === 'environment_type'
+              ? ENVIRONMENT_TYPES.join(', ')
+              : 'ids, comma-separated'
           }
           aria-invalid={mine.length > 0 ? true : undefined}
-          onInput={(e) => onChange({ ...filter, ids: e.currentTarget.value })}
+          onValue={(ids) => onChange({ ...filter, ids })}
         />
       </label>
       <button type="button" class="button button-small button-quiet" onClick={onRemove}>
@@ -222,7 +215,6 @@ export function HeadersEditor({
   onChange: (rows: HeaderRow[]) => void;
   onRedactedChange: (redacted: string) => void;
 }) {
-  const redactProblems = problemsUnder(problems, 'redact_headers');
   const set = (index: number, patch: Partial<HeaderRow>) =>
     onChange(rows.map((row, i) => (i === index ? { ...row, ...patch } : row)));
   return (
@@ -233,20 +225,20 @@ export function HeadersEditor({
         const mine = row.name.trim() ? problemsUnder(problems, `headers.${row.name.trim()}`) : [];
         return (
           <div class="header-row" key={row.key}>
-            <input
+            <TextInput
               aria-label={`Header ${index + 1} name`}
               class="mono"
               placeholder="X-Header"
               value={row.name}
               aria-invalid={mine.length > 0 ? true : undefined}
-              onInput={(e) => set(index, { name: e.currentTarget.value })}
+              onValue={(name) => set(index, { name })}
             />
-            <input
+            <TextInput
               aria-label={`Header ${index + 1} value`}
               class="mono grow"
               placeholder="value"
               value={row.value}
-              onInput={(e) => set(index, { value: e.currentTarget.value })}
+              onValue={(value) => set(index, { value })}
             />
             <button
               type="button"
@@ -268,27 +260,23 @@ export function HeadersEditor({
       >
         Add header
       </button>
-      <div class="field">
-        <label class="label" for="wh-redact-headers">
-          Hide in the call log
-        </label>
-        <input
-          id="wh-redact-headers"
-          name="redact_headers"
-          class="mono"
-          placeholder="X-Tenant, X-Signing-Hint"
-          value={redacted}
-          aria-invalid={redactProblems.length > 0 ? true : undefined}
-          aria-describedby="wh-redact-headers-hint wh-redact-headers-errors"
-          onInput={(e) => onRedactedChange(e.currentTarget.value)}
-        />
-        <span class="hint" id="wh-redact-headers-hint">
-          Header names, comma-separated, whose values the call log and the preview show as{' '}
-          <code>***</code> (the receiver still gets them). Authorization, cookies and names with
-          token, secret, key, auth, session, password or signature are always hidden.
-        </span>
-        <FieldErrors id="wh-redact-headers-errors" problems={redactProblems} />
-      </div>
+      <TextField
+        id="wh-redact-headers"
+        label="Hide in the call log"
+        problems={problemsUnder(problems, 'redact_headers')}
+        hint={
+          <>
+            Header names, comma-separated, whose values the call log and the preview show as{' '}
+            <code>***</code> (the receiver still gets them). Authorization, cookies and names with
+            token, secret, key, auth, session, password or signature are always hidden.
+          </>
+        }
+        name="redact_headers"
+        class="mono"
+        placeholder="X-Tenant, X-Signing-Hint"
+        value={redacted}
+        onValue={onRedactedChange}
+      />
     </fieldset>
   );
 }

@@ -1,11 +1,12 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
-import { Badge, Empty, ErrorNote, Loading, formatTime } from '../components/ui.js';
-import { useResource } from '../hooks.js';
+import { Badge, Empty, ErrorNote, LoadState, TableHead, formatTime } from '../components/ui.js';
+import { useResource, useWebhooks } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
 import { formatRate, summarizeCalls, type CallSummary } from '../lib/call-stats.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook, WebhookCall } from '../lib/types.js';
+import type { Webhook } from '../lib/types.js';
 
 /** How many of the newest calls the list's "recent" columns look at (page[limit] maximum). */
 const RECENT_CALLS = 500;
@@ -18,13 +19,10 @@ function eventsSummary(webhook: Webhook): string {
 
 export function WebhookList() {
   const { client, notify } = useApp();
-  const webhooks = useResource(
-    (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),
-    [client],
-  );
+  const webhooks = useWebhooks(client);
   const calls = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: { page: { limit: String(RECENT_CALLS) }, order_by: 'created_at_desc' },
       }),
@@ -64,8 +62,7 @@ export function WebhookList() {
           New webhook
         </a>
       </div>
-      {webhooks.error && <ErrorNote error={webhooks.error} onRetry={() => webhooks.reload()} />}
-      {webhooks.loading && !webhooks.data && <Loading label="Loading webhooks…" />}
+      <LoadState resource={webhooks} label="Loading webhooks…" />
       {webhooks.data && list.length === 0 && (
         <Empty>
           <p>No webhooks yet.</p>
@@ -85,17 +82,15 @@ export function WebhookList() {
       )}
       {list.length > 0 && (
         <table class="table table-cards" aria-describedby="webhooks-caption">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Last call</th>
-              <th scope="col">Success</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead
+            columns={[
+              'Name',
+              'State',
+              'Last call',
+              'Success',
+              <span class="visually-hidden">Actions</span>,
+            ]}
+          />
           <tbody>
             {list.map((webhook) => {
               const summary = summaries.get(webhook.id);

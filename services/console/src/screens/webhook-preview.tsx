@@ -1,10 +1,18 @@
+import type { WebhookCallResource } from '@herald/contract/tables';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
-import { BodyView, ErrorNote, HeadersTable, Loading } from '../components/ui.js';
+import {
+  BodyView,
+  ErrorNote,
+  HeadersTable,
+  Loading,
+  Suggestions,
+  TextInput,
+} from '../components/ui.js';
 import { useDebounced, useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
 import { fieldProblems, type FieldProblem } from '../lib/errors.js';
-import type { WebhookCall, WebhookPreview } from '../lib/types.js';
+import type { WebhookPreview } from '../lib/types.js';
 import { normalizeFieldPath, previewAttributes, type WebhookForm } from '../lib/webhook-form.js';
 
 /** How long typing must pause before the preview asks Herald again. */
@@ -43,7 +51,7 @@ export function PreviewPanel({
   );
   const recentEvents = useResource(
     (signal) =>
-      client.get<Collection<WebhookCall>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
         signal,
         query: { page: { limit: '50' }, order_by: 'created_at_desc' },
       }),
@@ -78,20 +86,16 @@ export function PreviewPanel({
         <label class="label" for="preview-event">
           Event
         </label>
-        <input
+        <TextInput
           id="preview-event"
           list="preview-events"
           class="mono"
           placeholder="A sample item publish event"
           value={eventId}
           aria-invalid={eventProblem ? true : undefined}
-          onInput={(e) => setEventId(e.currentTarget.value)}
+          onValue={setEventId}
         />
-        <datalist id="preview-events">
-          {eventIds.map((id) => (
-            <option key={id} value={id} />
-          ))}
-        </datalist>
+        <Suggestions id="preview-events" values={eventIds} />
         <span class="hint">
           Leave empty for a sample, or give the id of an event Herald received.
         </span>

@@ -1,9 +1,10 @@
+import type { WebhookCallResource } from '@herald/contract';
 import type { WebhookCallRecord } from '@herald/store';
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
 /** The webhook_call resource of API.md §4.4 (`event_id` and `failure_reason` are extensions). */
-export function serializeWebhookCall(call: WebhookCallRecord) {
+export function serializeWebhookCall(call: WebhookCallRecord): WebhookCallResource {
   return {
     type: 'webhook_call' as const,
     id: call.id,

@@ -1,6 +1,8 @@
 import {
   ApiError,
+  ITEM_FILTER_OPERATORS,
   type ErrorCode,
+  type ItemFilterOperator,
   type ItemVersion,
   type ModelInfo,
   isObject,
@@ -57,23 +59,7 @@ export type Target =
   | { kind: 'meta'; column: MetaColumn }
   | { kind: 'field'; apiKey: string; fieldType: string; localized: boolean };
 
-export type Operator =
-  | 'eq'
-  | 'neq'
-  | 'gt'
-  | 'gte'
-  | 'lt'
-  | 'lte'
-  | 'in'
-  | 'not_in'
-  | 'any_in'
-  | 'all_in'
-  | 'matches'
-  | 'not_matches'
-  | 'is_blank'
-  | 'is_present'
-  | 'exists'
-  | 'near';
+export type Operator = ItemFilterOperator;
 
 /** How values of a target compare in SQL (drives operand coercion and the SQL expression). */
 export type ValueKind =
@@ -374,24 +360,7 @@ export function normalizeOperator(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-const ALL_OPERATORS: ReadonlySet<string> = new Set<Operator>([
-  'eq',
-  'neq',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'in',
-  'not_in',
-  'any_in',
-  'all_in',
-  'matches',
-  'not_matches',
-  'is_blank',
-  'is_present',
-  'exists',
-  'near',
-]);
+const ALL_OPERATORS: ReadonlySet<string> = new Set(ITEM_FILTER_OPERATORS);
 
 const STATUSES = new Set(['draft', 'updated', 'published']);
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;

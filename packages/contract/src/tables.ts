@@ -1,0 +1,23 @@
+/**
+ * The part of the contract a browser may import (`@herald/contract/tables`, bundled by the
+ * console): the wire vocabulary's tables and types, from modules that import nothing but each
+ * other. No zod, ipaddr.js or node: module may be reached from here (tables.test.ts checks it).
+ */
+export {
+  ENVIRONMENT_TYPES,
+  UNFILTERED_ENTITY_TYPES,
+  WEBHOOK_ENTITY_TYPES,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_FILTER_ENTITY_TYPES,
+  isWebhookEntityType,
+  type WebhookEntityType,
+  type WebhookEventEntry,
+  type WebhookFilter,
+  type WebhookFilterEntityType,
+} from './webhooks.js';
+export {
+  WEBHOOK_CALL_STATUSES,
+  type WebhookCallResource,
+  type WebhookCallStatus,
+} from './webhook-calls.js';
+export { ITEM_FILTER_OPERATORS, type ItemFilterOperator } from './item-filters.js';
