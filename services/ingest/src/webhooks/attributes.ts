@@ -1,6 +1,6 @@
 import Mustache from 'mustache';
+import { z } from 'zod';
 import {
-  ApiError,
   ENVIRONMENT_TYPES,
   PAYLOAD_API_VERSIONS,
   UNFILTERED_ENTITY_TYPES,
@@ -8,25 +8,24 @@ import {
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   checkAddress,
+  errorMessage,
   isIpAddress,
-  isWebhookEntityType,
+  isObject,
   isWebhookEventType,
   type CidrList,
   type ErrorEntry,
-  type ValidationCode,
+  type WebhookEntityType,
   type WebhookEventEntry,
-  type WebhookFilter,
-  type WebhookFilterEntityType,
-  isObject,
-  errorMessage,
 } from '@herald/contract';
 import type { WebhookInput } from '@herald/store';
+import { check, issueToEntry, parse, report, rule } from '../validation/zod-errors.js';
 
 /**
- * Validation of webhook attributes (API.md §4.2), shared by create and update. Hand-written rather
- * than a zod schema: every failure must name the exact element (`events.1.event_types.0`) with one
- * of the contract's validation codes and a message a person can act on, and all of them are
- * reported together.
+ * Webhook attributes (API.md §4.2) as a zod schema, shared by create, update and preview. Every
+ * failure names the exact element (`events.1.event_types.0`) with one of the contract's validation
+ * codes and a message a person can act on, and all of them are reported together. Where one
+ * field's rules depend on another (event types on the entity type) or on what came before (names
+ * given twice), a superRefine applies the field schemas in order.
  */
 
 /** Attributes a client may set, by wire name. */
@@ -49,16 +48,14 @@ type WireAttribute = keyof typeof WRITABLE;
 /** Attributes the response carries that no request sets. */
 const READ_ONLY = ['signing_secret', 'disabled_reason', 'created_at', 'updated_at'];
 
-/** Keys a create must send; the last three may be null (API.md §4.2). */
-const REQUIRED_ON_CREATE: WireAttribute[] = [
-  'name',
-  'url',
-  'headers',
-  'events',
-  'custom_payload',
-  'http_basic_user',
-  'http_basic_password',
-];
+/** Keys a create may leave out (the others it must send, null where allowed: API.md §4.2). */
+const OPTIONAL_ON_CREATE = {
+  enabled: true,
+  redact_headers: true,
+  payload_api_version: true,
+  nested_items_in_payload: true,
+  auto_retry: true,
+} as const;
 
 const DEFAULTS = {
   enabled: true,
@@ -100,221 +97,129 @@ export interface ValidationContext {
 
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; errors: ErrorEntry[] };
 
-class Problems {
-  readonly entries: ErrorEntry[] = [];
-  add(field: string, code: ValidationCode, message: string): void {
-    this.entries.push(ApiError.field(field, code, message));
-  }
-}
+// Building blocks: the messages name what was expected and what came.
 
 const typeName = (value: unknown): string =>
   value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
 
-/** Validates create attributes and fills the defaults. */
-export function validateCreate(
-  attributes: Record<string, unknown>,
-  context: ValidationContext,
-): ValidationResult<WebhookInput> {
-  const result = validate(attributes, context, 'create');
-  if (!result.ok) return result;
-  return { ok: true, value: { ...DEFAULTS, redactHeaders: [], ...result.value } as WebhookInput };
-}
+/** The error of a type check. */
+const expected = (what: string) => ({
+  error: (issue: { input?: unknown }) => `${what}, not ${typeName(issue.input)}`,
+});
 
-/** Validates an update: any subset, same rules. */
-export function validateUpdate(
-  attributes: Record<string, unknown>,
-  context: ValidationContext,
-): ValidationResult<Partial<WebhookInput>> {
-  return validate(attributes, context, 'update');
-}
+/** A JSON object, passed on as it is (z.object and z.record rebuild it, dropping a `__proto__`). */
+const jsonObject = (what: string) =>
+  z.custom<Record<string, unknown>>(isObject, {
+    ...expected(what),
+    params: { code: 'VALIDATION_TYPE' },
+    abort: true,
+  });
 
-function validate(
-  attributes: Record<string, unknown>,
-  context: ValidationContext,
-  mode: 'create' | 'update',
-): ValidationResult<Partial<WebhookInput>> {
-  const problems = new Problems();
-  for (const key of Object.keys(attributes)) {
-    if (Object.hasOwn(WRITABLE, key)) continue;
-    problems.entries.push({
-      code: 'INVALID_ATTRIBUTES',
-      details: {
-        field: key,
-        message: READ_ONLY.includes(key)
-          ? `"${key}" is read-only and cannot be set`
-          : `Unknown attribute "${key}"; a webhook has: ${Object.keys(WRITABLE).join(', ')}`,
-        extraneous_attributes: [key],
-      },
-    });
-  }
-  if (mode === 'create') {
-    for (const key of REQUIRED_ON_CREATE) {
-      if (!Object.hasOwn(attributes, key)) {
-        problems.add(key, 'VALIDATION_REQUIRED', `${key} is required (send null if you want none)`);
-      }
-    }
-  }
+/** `schema` for a value that must be there: absent or null (or `blank`) is VALIDATION_REQUIRED. */
+const present = <T extends z.ZodType>(
+  message: string,
+  schema: T,
+  blank: (value: unknown) => boolean = (value) => value === undefined || value === null,
+) =>
+  z
+    .unknown()
+    .refine((value) => !blank(value), rule('VALIDATION_REQUIRED', message))
+    .pipe(schema);
 
-  const value: Partial<WebhookInput> = {};
-  const has = (key: WireAttribute) => {
-    if (!Object.hasOwn(attributes, key)) return false;
-    // Lone surrogates would be silently replaced on the way into Postgres: refuse them instead.
-    const malformed = findIllFormed(attributes[key], key);
-    if (malformed === undefined) return true;
-    problems.add(
-      malformed,
-      'VALIDATION_FORMAT',
-      `${malformed} holds a lone surrogate; send valid Unicode`,
-    );
-    return false;
-  };
-  if (has('name')) setIf(value, 'name', checkName(attributes['name'], problems));
-  if (has('url')) setIf(value, 'url', checkUrl(attributes['url'], context, problems));
-  if (has('headers')) setIf(value, 'headers', checkHeaders(attributes['headers'], problems));
-  if (has('redact_headers')) {
-    setIf(value, 'redactHeaders', checkRedactHeaders(attributes['redact_headers'], problems));
-  }
-  if (has('events')) setIf(value, 'events', checkEvents(attributes['events'], problems));
-  if (has('custom_payload')) {
-    setIf(value, 'customPayload', checkCustomPayload(attributes['custom_payload'], problems));
-  }
-  for (const key of ['http_basic_user', 'http_basic_password'] as const) {
-    if (has(key)) setIf(value, WRITABLE[key], checkBasicAuth(key, attributes[key], problems));
-  }
-  for (const key of ['enabled', 'nested_items_in_payload', 'auto_retry'] as const) {
-    if (!has(key)) continue;
-    const given = attributes[key];
-    if (typeof given === 'boolean') value[WRITABLE[key]] = given;
-    else
-      problems.add(key, 'VALIDATION_TYPE', `${key} must be true or false, not ${typeName(given)}`);
-  }
-  if (has('payload_api_version')) {
-    const given = attributes['payload_api_version'];
-    if (typeof given !== 'string') {
-      problems.add(
-        'payload_api_version',
-        'VALIDATION_TYPE',
-        `payload_api_version must be a string ("3"), not ${typeName(given)}`,
-      );
-    } else if (!(PAYLOAD_API_VERSIONS as readonly string[]).includes(given)) {
-      problems.add(
-        'payload_api_version',
-        'VALIDATION_INCLUSION',
-        `payload_api_version must be one of: ${PAYLOAD_API_VERSIONS.join(', ')}`,
-      );
-    } else value.payloadApiVersion = given;
-  }
-  return problems.entries.length ? { ok: false, errors: problems.entries } : { ok: true, value };
-}
+/** A string that is one of `values`. */
+const member = (what: string, values: readonly string[], message: string) =>
+  z
+    .string(expected(what))
+    .refine((value) => values.includes(value), rule('VALIDATION_INCLUSION', message));
 
-// In a `u` regex a surrogate pair is one code point, so only lone surrogates match.
-const LONE_SURROGATE = /\p{Surrogate}/u;
+/** A required entity type, one of `values`. */
+const entityType = (values: readonly string[], message: string) =>
+  present('entity_type is required', member('entity_type must be a string', values, message));
 
-/** The path of the first string (value or key) that is not well-formed UTF-16, if any. */
-function findIllFormed(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? path : undefined;
-  if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) {
-      const found = findIllFormed(item, `${path}.${index}`);
-      if (found) return found;
-    }
-  } else if (isObject(value)) {
-    for (const [key, item] of Object.entries(value)) {
-      const found = LONE_SURROGATE.test(key)
-        ? `${path}.${key}`
-        : findIllFormed(item, `${path}.${key}`);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
+/** A required non-empty array of `element`. */
+const list = (name: string, element: z.ZodType) =>
+  present(
+    `${name} is required`,
+    z
+      .array(element, expected(`${name} must be an array of strings`))
+      .refine((items) => items.length > 0, rule('VALIDATION_LENGTH', `${name} must not be empty`)),
+  );
 
-/** Assigns only values that passed (a failed check returns undefined). */
-function setIf<K extends keyof WebhookInput>(
-  target: Partial<WebhookInput>,
-  key: K,
-  value: WebhookInput[K] | undefined,
+/** Keys of `value` outside `keys` are VALIDATION_FORMAT, each named. */
+function unknownKeys(
+  ctx: z.RefinementCtx,
+  value: Record<string, unknown>,
+  keys: ReadonlySet<string>,
+  has: string,
 ): void {
-  if (value !== undefined) target[key] = value;
+  for (const key of Object.keys(value)) {
+    if (!keys.has(key)) report(ctx, 'VALIDATION_FORMAT', `unknown key "${key}"; ${has}`, [key]);
+  }
 }
 
-function checkName(value: unknown, problems: Problems): string | undefined {
-  if (value === null || (typeof value === 'string' && value.trim() === '')) {
-    problems.add('name', 'VALIDATION_REQUIRED', 'name must not be blank');
-    return undefined;
-  }
-  if (typeof value !== 'string') {
-    problems.add('name', 'VALIDATION_TYPE', `name must be a string, not ${typeName(value)}`);
-    return undefined;
-  }
-  if ([...value].length > LIMITS.nameChars) {
-    problems.add(
-      'name',
-      'VALIDATION_LENGTH',
-      `name must be at most ${LIMITS.nameChars} characters`,
-    );
-    return undefined;
-  }
-  return value;
-}
+// The attributes.
+
+const Name = present(
+  'name must not be blank',
+  z
+    .string(expected('name must be a string'))
+    .refine(
+      (name) => [...name].length <= LIMITS.nameChars,
+      rule('VALIDATION_LENGTH', `name must be at most ${LIMITS.nameChars} characters`),
+    ),
+  (value) => value === null || (typeof value === 'string' && value.trim() === ''),
+);
+
+/** WHATWG URL parsing silently drops tabs/newlines and trims spaces: refuse them instead. */
+// eslint-disable-next-line no-control-regex
+const NO_SPACE_OR_CONTROL = /^[^\x00-\x20\x7f]*$/;
+
+const webhookUrl = (allowCidrs: CidrList) =>
+  present(
+    'url must not be blank',
+    z
+      .string(expected('url must be a string'))
+      .refine(
+        (value) => value.length <= LIMITS.urlChars,
+        rule('VALIDATION_LENGTH', `url must be at most ${LIMITS.urlChars} characters`),
+      )
+      .regex(
+        NO_SPACE_OR_CONTROL,
+        rule('VALIDATION_FORMAT', 'url must not contain spaces or control characters'),
+      )
+      .superRefine((value, ctx) => {
+        const problem = urlProblem(value, allowCidrs);
+        if (problem) report(ctx, 'VALIDATION_FORMAT', problem);
+      }),
+    (value) => value === null || value === '',
+  );
 
 const MUSTACHE_TAG = /\{\{|\}\}/;
 const URL_PARTS = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)(.*)$/s;
 
-function checkUrl(
-  value: unknown,
-  context: ValidationContext,
-  problems: Problems,
-): string | undefined {
-  const fail = (code: ValidationCode, message: string) => {
-    problems.add('url', code, message);
-    return undefined;
-  };
-  if (value === null || value === '') return fail('VALIDATION_REQUIRED', 'url must not be blank');
-  if (typeof value !== 'string') {
-    return fail('VALIDATION_TYPE', `url must be a string, not ${typeName(value)}`);
-  }
-  if (value.length > LIMITS.urlChars) {
-    return fail('VALIDATION_LENGTH', `url must be at most ${LIMITS.urlChars} characters`);
-  }
-  // WHATWG URL parsing silently drops tabs/newlines and trims spaces: refuse them instead.
-  // eslint-disable-next-line no-control-regex
-  if (/[\x00-\x20\x7f]/.test(value)) {
-    return fail('VALIDATION_FORMAT', 'url must not contain spaces or control characters');
-  }
+function urlProblem(value: string, allowCidrs: CidrList): string | undefined {
   const parts = URL_PARTS.exec(value);
-  if (!parts) {
-    return fail('VALIDATION_FORMAT', 'url must be an absolute http:// or https:// URL');
-  }
+  if (!parts) return 'url must be an absolute http:// or https:// URL';
   const [, scheme = '', authority = '', rest = ''] = parts;
   if (MUSTACHE_TAG.test(scheme) || MUSTACHE_TAG.test(authority)) {
-    return fail(
-      'VALIDATION_FORMAT',
-      'url may hold Mustache tags only in its path and query, not in its scheme or host',
-    );
+    return 'url may hold Mustache tags only in its path and query, not in its scheme or host';
   }
   const tagError = mustacheError(rest);
-  if (tagError)
-    return fail('VALIDATION_FORMAT', `url has a Mustache syntax error: ${tagError.message}`);
+  if (tagError) return `url has a Mustache syntax error: ${tagError.message}`;
   let parsed: URL;
   try {
     // Tags are rendered per call; check the URL's shape with each tag replaced by plain text.
     parsed = new URL(`${scheme}://${authority}${rest.replace(/\{\{\{?[^}]*\}?\}\}/g, 'x')}`);
   } catch {
-    return fail('VALIDATION_FORMAT', 'url must be an absolute http:// or https:// URL');
+    return 'url must be an absolute http:// or https:// URL';
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    return fail('VALIDATION_FORMAT', 'url must use http or https');
+    return 'url must use http or https';
   }
-  if (!parsed.hostname) return fail('VALIDATION_FORMAT', 'url must name a host');
+  if (!parsed.hostname) return 'url must name a host';
   const host = literalHost(parsed.hostname);
-  if (host) {
-    const check = checkAddress(host, context.allowCidrs);
-    if (check.blocked) {
-      return fail('VALIDATION_FORMAT', `url points to a refused address: ${check.reason}`);
-    }
-  }
-  return value;
+  const address = host === undefined ? undefined : checkAddress(host, allowCidrs);
+  return address?.blocked ? `url points to a refused address: ${address.reason}` : undefined;
 }
 
 /**
@@ -329,307 +234,181 @@ function literalHost(hostname: string): string | undefined {
   return undefined;
 }
 
-function checkHeaders(value: unknown, problems: Problems): Record<string, string> | undefined {
-  if (value === null) {
-    problems.add('headers', 'VALIDATION_REQUIRED', 'headers must be an object (send {} for none)');
-    return undefined;
-  }
-  if (!isObject(value)) {
-    problems.add('headers', 'VALIDATION_TYPE', `headers must be an object, not ${typeName(value)}`);
-    return undefined;
-  }
-  const names = Object.keys(value);
-  const before = problems.entries.length;
-  if (names.length > LIMITS.headers) {
-    problems.add(
-      'headers',
+const HeaderName = z.string(expected('header names are strings')).regex(HEADER_NAME, {
+  error: (issue) => `"${String(issue.input)}" is not a valid HTTP header name`,
+});
+
+const HeaderValue = z
+  .string(expected('header values must be strings'))
+  .regex(/^[^\r\n\0]*$/, rule('VALIDATION_FORMAT', 'header values must not contain CR, LF or NUL'))
+  .regex(
+    HEADER_VALUE,
+    rule(
+      'VALIDATION_FORMAT',
+      'header values may hold only tabs and printable ASCII or Latin-1 characters',
+    ),
+  )
+  .refine(
+    (value) => value.length <= LIMITS.headerValueChars,
+    rule(
       'VALIDATION_LENGTH',
-      `headers may hold at most ${LIMITS.headers} entries`,
-    );
-  }
-  const seen = new Set<string>();
-  for (const name of names) {
-    const field = `headers.${name}`;
-    const header = value[name];
-    const lower = name.toLowerCase();
-    if (!HEADER_NAME.test(name)) {
-      problems.add(field, 'VALIDATION_FORMAT', `"${name}" is not a valid HTTP header name`);
-    } else if (FORBIDDEN_HEADERS.has(lower)) {
-      problems.add(field, 'VALIDATION_FORMAT', `${name} is set by Herald and cannot be overridden`);
-    } else if (seen.has(lower)) {
-      problems.add(field, 'VALIDATION_UNIQUENESS', `${name} is given twice (names ignore case)`);
+      `header values must be at most ${LIMITS.headerValueChars} characters`,
+    ),
+  );
+
+const HttpHeaders = present(
+  'headers must be an object (send {} for none)',
+  jsonObject('headers must be an object').superRefine((headers, ctx) => {
+    const names = Object.keys(headers);
+    if (names.length > LIMITS.headers) {
+      report(ctx, 'VALIDATION_LENGTH', `headers may hold at most ${LIMITS.headers} entries`);
     }
-    seen.add(lower);
-    if (typeof header !== 'string') {
-      problems.add(
-        field,
-        'VALIDATION_TYPE',
-        `header values must be strings, not ${typeName(header)}`,
-      );
-    } else if (/[\r\n\0]/.test(header)) {
-      problems.add(field, 'VALIDATION_FORMAT', 'header values must not contain CR, LF or NUL');
-    } else if (!HEADER_VALUE.test(header)) {
-      problems.add(
-        field,
-        'VALIDATION_FORMAT',
-        'header values may hold only tabs and printable ASCII or Latin-1 characters',
-      );
-    } else if (header.length > LIMITS.headerValueChars) {
-      problems.add(
-        field,
-        'VALIDATION_LENGTH',
-        `header values must be at most ${LIMITS.headerValueChars} characters`,
-      );
+    const seen = new Set<string>();
+    for (const name of names) {
+      const lower = name.toLowerCase();
+      if (!check(ctx, HeaderName, name, [name])) {
+        // The name's problem is reported; its value is still checked.
+      } else if (FORBIDDEN_HEADERS.has(lower)) {
+        report(ctx, 'VALIDATION_FORMAT', `${name} is set by Herald and cannot be overridden`, [
+          name,
+        ]);
+      } else if (seen.has(lower)) {
+        report(ctx, 'VALIDATION_UNIQUENESS', `${name} is given twice (names ignore case)`, [name]);
+      }
+      seen.add(lower);
+      check(ctx, HeaderValue, headers[name], [name]);
     }
-  }
-  return problems.entries.length === before ? (value as Record<string, string>) : undefined;
-}
+  }),
+);
 
 /** Extension: header names (any case) whose values the call log keeps as `***`. */
-function checkRedactHeaders(value: unknown, problems: Problems): string[] | undefined {
-  if (!Array.isArray(value)) {
-    problems.add(
-      'redact_headers',
-      'VALIDATION_TYPE',
-      `redact_headers must be an array of header names (send [] for none), not ${typeName(value)}`,
-    );
-    return undefined;
-  }
-  const before = problems.entries.length;
-  if (value.length > LIMITS.headers) {
-    problems.add(
-      'redact_headers',
-      'VALIDATION_LENGTH',
-      `redact_headers may hold at most ${LIMITS.headers} names`,
-    );
-  }
-  const seen = new Set<string>();
-  value.forEach((name: unknown, index) => {
-    const field = `redact_headers.${index}`;
-    if (typeof name !== 'string') {
-      problems.add(field, 'VALIDATION_TYPE', `header names are strings, not ${typeName(name)}`);
-    } else if (!HEADER_NAME.test(name)) {
-      problems.add(field, 'VALIDATION_FORMAT', `"${name}" is not a valid HTTP header name`);
-    } else if (seen.has(name.toLowerCase())) {
-      problems.add(field, 'VALIDATION_UNIQUENESS', `${name} is listed twice (names ignore case)`);
+const RedactHeaders = z
+  .array(
+    z.unknown(),
+    expected('redact_headers must be an array of header names (send [] for none)'),
+  )
+  .superRefine((names, ctx) => {
+    if (names.length > LIMITS.headers) {
+      report(ctx, 'VALIDATION_LENGTH', `redact_headers may hold at most ${LIMITS.headers} names`);
     }
-    if (typeof name === 'string') seen.add(name.toLowerCase());
+    const seen = new Set<string>();
+    names.forEach((name, index) => {
+      if (check(ctx, HeaderName, name, [index]) && seen.has((name as string).toLowerCase())) {
+        report(
+          ctx,
+          'VALIDATION_UNIQUENESS',
+          `${name as string} is listed twice (names ignore case)`,
+          [index],
+        );
+      }
+      if (typeof name === 'string') seen.add(name.toLowerCase());
+    });
   });
-  return problems.entries.length === before ? (value as string[]) : undefined;
-}
 
-const ENTRY_KEYS = new Set(['entity_type', 'event_types', 'filter', 'filters']);
+const EntityId = z
+  .string(expected('entity ids are strings'))
+  .refine((id) => id !== '', rule('VALIDATION_REQUIRED', 'entity ids must not be blank'));
+const EntityIds = list('entity_ids', EntityId);
+const EnvironmentTypes = list(
+  'entity_ids',
+  EntityId.refine(
+    (id) => (ENVIRONMENT_TYPES as readonly string[]).includes(id),
+    rule('VALIDATION_INCLUSION', `environment_type filters list ${ENVIRONMENT_TYPES.join(' or ')}`),
+  ),
+);
+const FilterEntityType = entityType(
+  WEBHOOK_FILTER_ENTITY_TYPES,
+  `a filter's entity_type must be one of: ${WEBHOOK_FILTER_ENTITY_TYPES.join(', ')}`,
+);
 const FILTER_KEYS = new Set(['entity_type', 'entity_ids']);
 
-function checkEvents(value: unknown, problems: Problems): WebhookEventEntry[] | undefined {
-  if (value === null) {
-    problems.add('events', 'VALIDATION_REQUIRED', 'events must be an array (send [] for none)');
-    return undefined;
-  }
-  if (!Array.isArray(value)) {
-    problems.add('events', 'VALIDATION_TYPE', `events must be an array, not ${typeName(value)}`);
-    return undefined;
-  }
-  const before = problems.entries.length;
-  const entries: WebhookEventEntry[] = [];
-  value.forEach((entry: unknown, index) => {
-    const checked = checkEntry(entry, `events.${index}`, problems);
-    if (checked) entries.push(checked);
-  });
-  return problems.entries.length === before ? entries : undefined;
-}
+const Filter = jsonObject('a filter must be an object with entity_type and entity_ids').superRefine(
+  (filter, ctx) => {
+    unknownKeys(ctx, filter, FILTER_KEYS, 'a filter has entity_type and entity_ids');
+    const kind = check(ctx, FilterEntityType, filter['entity_type'], ['entity_type'])
+      ? filter['entity_type']
+      : undefined;
+    const ids = kind === 'environment_type' ? EnvironmentTypes : EntityIds;
+    check(ctx, ids, filter['entity_ids'], ['entity_ids']);
+  },
+);
 
-function checkEntry(
-  entry: unknown,
-  path: string,
-  problems: Problems,
-): WebhookEventEntry | undefined {
-  if (!isObject(entry)) {
-    problems.add(
-      path,
-      'VALIDATION_TYPE',
-      `each events entry must be an object with entity_type and event_types, not ${typeName(entry)}`,
+const EntityType = entityType(
+  WEBHOOK_ENTITY_TYPES,
+  `entity_type must be one of: ${WEBHOOK_ENTITY_TYPES.join(', ')}`,
+);
+const EventTypes = list('event_types', z.unknown());
+const EventType = z.string(expected('event types are strings'));
+const Filters = z.array(z.unknown(), expected('filters must be an array of filter objects'));
+const ENTRY_KEYS = new Set(['entity_type', 'event_types', 'filter', 'filters']);
+
+const Entry = jsonObject('each events entry must be an object with entity_type and event_types')
+  .superRefine((entry, ctx) => {
+    unknownKeys(
+      ctx,
+      entry,
+      ENTRY_KEYS,
+      'an events entry has entity_type, event_types and filter or filters',
     );
-    return undefined;
-  }
-  const before = problems.entries.length;
-  for (const key of Object.keys(entry)) {
-    if (!ENTRY_KEYS.has(key)) {
-      problems.add(
-        `${path}.${key}`,
+    const known = check(ctx, EntityType, entry['entity_type'], ['entity_type'])
+      ? (entry['entity_type'] as WebhookEntityType)
+      : undefined;
+    if (check(ctx, EventTypes, entry['event_types'], ['event_types'])) {
+      const seen = new Set<string>();
+      (entry['event_types'] as unknown[]).forEach((eventType, index) => {
+        const path = ['event_types', index];
+        if (!check(ctx, EventType, eventType, path)) return;
+        const name = eventType as string;
+        if (seen.has(name)) {
+          report(ctx, 'VALIDATION_UNIQUENESS', `"${name}" is listed twice`, path);
+        } else if (known && !isWebhookEventType(known, name)) {
+          report(
+            ctx,
+            'VALIDATION_INCLUSION',
+            `"${name}" is not an event type of ${known}; use one of: ${WEBHOOK_EVENT_TYPES[known].join(', ')}`,
+            path,
+          );
+        }
+        seen.add(name);
+      });
+    }
+
+    const { filter, filters } = entry;
+    if (filter !== undefined && filters !== undefined) {
+      report(
+        ctx,
         'VALIDATION_FORMAT',
-        `unknown key "${key}"; an events entry has entity_type, event_types and filter or filters`,
+        'send either filter (one object) or filters (an array), not both',
       );
     }
-  }
-
-  const entityType = entry['entity_type'];
-  let known: keyof typeof WEBHOOK_EVENT_TYPES | undefined;
-  if (entityType === undefined || entityType === null) {
-    problems.add(`${path}.entity_type`, 'VALIDATION_REQUIRED', 'entity_type is required');
-  } else if (typeof entityType !== 'string') {
-    problems.add(
-      `${path}.entity_type`,
-      'VALIDATION_TYPE',
-      `entity_type must be a string, not ${typeName(entityType)}`,
-    );
-  } else if (!isWebhookEntityType(entityType)) {
-    problems.add(
-      `${path}.entity_type`,
-      'VALIDATION_INCLUSION',
-      `entity_type must be one of: ${WEBHOOK_ENTITY_TYPES.join(', ')}`,
-    );
-  } else known = entityType;
-
-  const eventTypes = entry['event_types'];
-  if (eventTypes === undefined || eventTypes === null) {
-    problems.add(`${path}.event_types`, 'VALIDATION_REQUIRED', 'event_types is required');
-  } else if (!Array.isArray(eventTypes)) {
-    problems.add(
-      `${path}.event_types`,
-      'VALIDATION_TYPE',
-      `event_types must be an array of strings, not ${typeName(eventTypes)}`,
-    );
-  } else if (eventTypes.length === 0) {
-    problems.add(`${path}.event_types`, 'VALIDATION_LENGTH', 'event_types must not be empty');
-  } else {
-    const seen = new Set<string>();
-    eventTypes.forEach((eventType: unknown, index) => {
-      const field = `${path}.event_types.${index}`;
-      if (typeof eventType !== 'string') {
-        problems.add(
-          field,
-          'VALIDATION_TYPE',
-          `event types are strings, not ${typeName(eventType)}`,
-        );
-      } else if (seen.has(eventType)) {
-        problems.add(field, 'VALIDATION_UNIQUENESS', `"${eventType}" is listed twice`);
-      } else if (known && !isWebhookEventType(known, eventType)) {
-        problems.add(
-          field,
-          'VALIDATION_INCLUSION',
-          `"${eventType}" is not an event type of ${known}; use one of: ${WEBHOOK_EVENT_TYPES[known].join(', ')}`,
-        );
-      }
-      if (typeof eventType === 'string') seen.add(eventType);
-    });
-  }
-
-  const hasFilter = Object.hasOwn(entry, 'filter');
-  const hasFilters = Object.hasOwn(entry, 'filters');
-  if (hasFilter && hasFilters) {
-    problems.add(
-      path,
-      'VALIDATION_FORMAT',
-      'send either filter (one object) or filters (an array), not both',
-    );
-  }
-  const filterList: { filter: unknown; path: string }[] = [];
-  if (hasFilter && entry['filter'] !== null) {
-    filterList.push({ filter: entry['filter'], path: `${path}.filter` });
-  }
-  if (hasFilters && entry['filters'] !== null) {
-    const filters = entry['filters'];
-    if (!Array.isArray(filters)) {
-      problems.add(
-        `${path}.filters`,
-        'VALIDATION_TYPE',
-        `filters must be an array of filter objects, not ${typeName(filters)}`,
-      );
+    const given: [path: PropertyKey[], filter: unknown][] = [];
+    if (filter !== undefined && filter !== null) given.push([['filter'], filter]);
+    if (filters !== undefined && filters !== null && check(ctx, Filters, filters, ['filters'])) {
+      (filters as unknown[]).forEach((item, index) => given.push([['filters', index], item]));
+    }
+    if (known && UNFILTERED_ENTITY_TYPES.includes(known) && given.length > 0) {
+      report(ctx, 'VALIDATION_FORMAT', `${known} events take no filters`, [
+        filter !== undefined ? 'filter' : 'filters',
+      ]);
     } else {
-      filters.forEach((filter: unknown, index) =>
-        filterList.push({ filter, path: `${path}.filters.${index}` }),
-      );
+      for (const [path, item] of given) check(ctx, Filter, item, path);
     }
-  }
-  if (known && UNFILTERED_ENTITY_TYPES.includes(known) && filterList.length > 0) {
-    problems.add(
-      `${path}.${hasFilter ? 'filter' : 'filters'}`,
-      'VALIDATION_FORMAT',
-      `${known} events take no filters`,
-    );
-  } else {
-    for (const { filter, path: filterPath } of filterList)
-      checkFilter(filter, filterPath, problems);
-  }
-  if (problems.entries.length !== before) return undefined;
+  })
   // Rebuilt key by key in the order of the contract, keeping the shape the client sent.
-  const checked: WebhookEventEntry = {
-    entity_type: known!,
-    event_types: eventTypes as string[],
-  };
-  if (hasFilter) checked.filter = entry['filter'] as WebhookFilter | null;
-  if (hasFilters) checked.filters = entry['filters'] as WebhookFilter[] | null;
-  return checked;
-}
+  .transform((entry): WebhookEventEntry => {
+    const { entity_type, event_types, filter, filters } = entry as unknown as WebhookEventEntry;
+    return {
+      entity_type,
+      event_types,
+      ...(filter !== undefined && { filter }),
+      ...(filters !== undefined && { filters }),
+    };
+  });
 
-function checkFilter(filter: unknown, path: string, problems: Problems): void {
-  if (!isObject(filter)) {
-    problems.add(
-      path,
-      'VALIDATION_TYPE',
-      `a filter must be an object with entity_type and entity_ids, not ${typeName(filter)}`,
-    );
-    return;
-  }
-  for (const key of Object.keys(filter)) {
-    if (!FILTER_KEYS.has(key)) {
-      problems.add(
-        `${path}.${key}`,
-        'VALIDATION_FORMAT',
-        `unknown key "${key}"; a filter has entity_type and entity_ids`,
-      );
-    }
-  }
-  const entityType = filter['entity_type'];
-  let kind: WebhookFilterEntityType | undefined;
-  if (entityType === undefined || entityType === null) {
-    problems.add(`${path}.entity_type`, 'VALIDATION_REQUIRED', 'entity_type is required');
-  } else if (typeof entityType !== 'string') {
-    problems.add(
-      `${path}.entity_type`,
-      'VALIDATION_TYPE',
-      `entity_type must be a string, not ${typeName(entityType)}`,
-    );
-  } else if (!(WEBHOOK_FILTER_ENTITY_TYPES as readonly string[]).includes(entityType)) {
-    problems.add(
-      `${path}.entity_type`,
-      'VALIDATION_INCLUSION',
-      `a filter's entity_type must be one of: ${WEBHOOK_FILTER_ENTITY_TYPES.join(', ')}`,
-    );
-  } else kind = entityType as WebhookFilterEntityType;
-
-  const ids = filter['entity_ids'];
-  if (ids === undefined || ids === null) {
-    problems.add(`${path}.entity_ids`, 'VALIDATION_REQUIRED', 'entity_ids is required');
-  } else if (!Array.isArray(ids)) {
-    problems.add(
-      `${path}.entity_ids`,
-      'VALIDATION_TYPE',
-      `entity_ids must be an array of strings, not ${typeName(ids)}`,
-    );
-  } else if (ids.length === 0) {
-    problems.add(`${path}.entity_ids`, 'VALIDATION_LENGTH', 'entity_ids must not be empty');
-  } else {
-    ids.forEach((id: unknown, index) => {
-      const field = `${path}.entity_ids.${index}`;
-      if (typeof id !== 'string') {
-        problems.add(field, 'VALIDATION_TYPE', `entity ids are strings, not ${typeName(id)}`);
-      } else if (id === '') {
-        problems.add(field, 'VALIDATION_REQUIRED', 'entity ids must not be blank');
-      } else if (
-        kind === 'environment_type' &&
-        !(ENVIRONMENT_TYPES as readonly string[]).includes(id)
-      ) {
-        problems.add(
-          field,
-          'VALIDATION_INCLUSION',
-          `environment_type filters list ${ENVIRONMENT_TYPES.join(' or ')}`,
-        );
-      }
-    });
-  }
-}
+const Events = present(
+  'events must be an array (send [] for none)',
+  z.array(Entry, expected('events must be an array')),
+);
 
 /** The Mustache parser's complaint about a template, with where it is. */
 export function mustacheError(
@@ -651,51 +430,171 @@ export function mustacheError(
   }
 }
 
-function checkCustomPayload(value: unknown, problems: Problems): string | null | undefined {
-  if (value === null) return null;
-  if (typeof value !== 'string') {
-    problems.add(
-      'custom_payload',
-      'VALIDATION_TYPE',
-      `custom_payload must be a string or null, not ${typeName(value)}`,
+const CustomPayload = z
+  .string(expected('custom_payload must be a string or null'))
+  .refine(
+    (template) => Buffer.byteLength(template, 'utf8') <= LIMITS.customPayloadBytes,
+    rule('VALIDATION_LENGTH', 'custom_payload must be at most 64 KB'),
+  )
+  .superRefine((template, ctx) => {
+    const error = mustacheError(template);
+    if (!error) return;
+    const { message, position, line, column } = error;
+    report(
+      ctx,
+      'VALIDATION_FORMAT',
+      `custom_payload is not a valid Mustache template: ${message}`,
+      [],
+      position === undefined ? undefined : { position, line, column },
     );
-    return undefined;
+  })
+  .nullable();
+
+const HttpBasicUser = z
+  .string(expected('http_basic_user must be a string or null'))
+  .refine(
+    (user) => !user.includes(':'),
+    rule('VALIDATION_FORMAT', 'http_basic_user must not contain ":" (RFC 7617)'),
+  )
+  .nullable();
+const HttpBasicPassword = z
+  .string(expected('http_basic_password must be a string or null'))
+  .nullable();
+
+const flag = (key: string) => z.boolean(expected(`${key} must be true or false`));
+
+const PayloadApiVersion = member(
+  'payload_api_version must be a string ("3")',
+  PAYLOAD_API_VERSIONS,
+  `payload_api_version must be one of: ${PAYLOAD_API_VERSIONS.join(', ')}`,
+);
+
+// In a `u` regex a surrogate pair is one code point, so only lone surrogates match.
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/** The path to the first string (value or key) in `value` that is not well-formed UTF-16. */
+function illFormedPath(value: unknown): PropertyKey[] | undefined {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? [] : undefined;
+  const entries = Array.isArray(value)
+    ? value.entries()
+    : isObject(value)
+      ? Object.entries(value)
+      : [];
+  for (const [key, item] of entries) {
+    if (typeof key === 'string' && LONE_SURROGATE.test(key)) return [key];
+    const path = illFormedPath(item);
+    if (path) return [key, ...path];
   }
-  if (Buffer.byteLength(value, 'utf8') > LIMITS.customPayloadBytes) {
-    problems.add('custom_payload', 'VALIDATION_LENGTH', 'custom_payload must be at most 64 KB');
-    return undefined;
-  }
-  const error = mustacheError(value);
-  if (error) {
-    problems.entries.push({
-      code: 'INVALID_FIELD',
-      details: {
-        field: 'custom_payload',
-        code: 'VALIDATION_FORMAT',
-        message: `custom_payload is not a valid Mustache template: ${error.message}`,
-        ...(error.position !== undefined
-          ? { position: error.position, line: error.line, column: error.column }
-          : {}),
-      },
-    });
-    return undefined;
-  }
-  return value;
+  return undefined;
 }
 
-function checkBasicAuth(
-  key: 'http_basic_user' | 'http_basic_password',
-  value: unknown,
-  problems: Problems,
-): string | null | undefined {
-  if (value === null) return null;
-  if (typeof value !== 'string') {
-    problems.add(key, 'VALIDATION_TYPE', `${key} must be a string or null, not ${typeName(value)}`);
-    return undefined;
+/**
+ * One attribute: absent is VALIDATION_REQUIRED (where the object's schema does not make it
+ * optional), a lone surrogate anywhere in it VALIDATION_FORMAT (Postgres would silently replace
+ * it), then its own schema.
+ */
+function attribute(key: string, schema: z.ZodType) {
+  return z
+    .unknown()
+    .superRefine((value, ctx) => {
+      if (value === undefined) {
+        report(ctx, 'VALIDATION_REQUIRED', `${key} is required (send null if you want none)`);
+        return;
+      }
+      const path = illFormedPath(value);
+      if (!path) return;
+      const field = [key, ...path].join('.');
+      report(ctx, 'VALIDATION_FORMAT', `${field} holds a lone surrogate; send valid Unicode`, path);
+    })
+    .pipe(schema);
+}
+
+/** The schemas of create and update (any subset, same rules) for an SSRF allow list. */
+function webhookAttributes(allowCidrs: CidrList) {
+  // In the order problems are reported.
+  const fields = {
+    name: Name,
+    url: webhookUrl(allowCidrs),
+    headers: HttpHeaders,
+    redact_headers: RedactHeaders,
+    events: Events,
+    custom_payload: CustomPayload,
+    http_basic_user: HttpBasicUser,
+    http_basic_password: HttpBasicPassword,
+    enabled: flag('enabled'),
+    nested_items_in_payload: flag('nested_items_in_payload'),
+    auto_retry: flag('auto_retry'),
+    payload_api_version: PayloadApiVersion,
+  } satisfies Record<WireAttribute, z.ZodType>;
+  const shape = {} as Record<WireAttribute, z.ZodType>;
+  for (const key of Object.keys(fields) as WireAttribute[])
+    shape[key] = attribute(key, fields[key]);
+  const create = z.strictObject(shape).partial(OPTIONAL_ON_CREATE);
+  return { create, update: create.partial() };
+}
+type WebhookAttributeSchemas = ReturnType<typeof webhookAttributes>;
+
+/** Built once per allow list (one per app), not per request. */
+const schemas = new WeakMap<CidrList, WebhookAttributeSchemas>();
+function schemasFor({ allowCidrs }: ValidationContext): WebhookAttributeSchemas {
+  let built = schemas.get(allowCidrs);
+  if (!built) schemas.set(allowCidrs, (built = webhookAttributes(allowCidrs)));
+  return built;
+}
+
+/** Validates create attributes and fills the defaults. */
+export function validateCreate(
+  attributes: Record<string, unknown>,
+  context: ValidationContext,
+): ValidationResult<WebhookInput> {
+  const result = validate(schemasFor(context).create, attributes);
+  if (!result.ok) return result;
+  return { ok: true, value: { ...DEFAULTS, redactHeaders: [], ...result.value } as WebhookInput };
+}
+
+/** Validates an update: any subset, same rules. */
+export function validateUpdate(
+  attributes: Record<string, unknown>,
+  context: ValidationContext,
+): ValidationResult<Partial<WebhookInput>> {
+  return validate(schemasFor(context).update, attributes);
+}
+
+function validate(
+  schema: z.ZodType<Partial<Record<WireAttribute, unknown>>>,
+  attributes: Record<string, unknown>,
+): ValidationResult<Partial<WebhookInput>> {
+  const result = parse(schema, attributes);
+  if (!result.issues) {
+    const value = Object.entries(result.value).map(([key, given]) => [
+      WRITABLE[key as WireAttribute],
+      given,
+    ]);
+    return { ok: true, value: Object.fromEntries(value) as Partial<WebhookInput> };
   }
-  if (key === 'http_basic_user' && value.includes(':')) {
-    problems.add(key, 'VALIDATION_FORMAT', 'http_basic_user must not contain ":" (RFC 7617)');
-    return undefined;
-  }
-  return value;
+  // What is there before what it holds: unknown attributes, then missing ones, then the rest in
+  // the order of the schema.
+  const rank = (issue: z.core.$ZodIssue) =>
+    issue.code === 'unrecognized_keys' ? 0 : Object.hasOwn(attributes, issue.path[0]!) ? 2 : 1;
+  const issues = result.issues.toSorted((a, b) => rank(a) - rank(b));
+  const errors = issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map(unknownAttribute)
+      : [issueToEntry('', issue, attributes)],
+  );
+  return { ok: false, errors };
+}
+
+/** An attribute no request sets: INVALID_ATTRIBUTES, not a field problem (API.md §4.2). */
+function unknownAttribute(key: string): ErrorEntry {
+  return {
+    code: 'INVALID_ATTRIBUTES',
+    details: {
+      field: key,
+      message: READ_ONLY.includes(key)
+        ? `"${key}" is read-only and cannot be set`
+        : `Unknown attribute "${key}"; a webhook has: ${Object.keys(WRITABLE).join(', ')}`,
+      extraneous_attributes: [key],
+    },
+  };
 }
