@@ -13,9 +13,9 @@ import {
   isEventTypeOf,
   type EntityType,
   type ErrorEntry,
-  type ValidationCode,
   isObject,
 } from '@herald/contract';
+import { issueToEntry } from '../validation/zod-errors.js';
 
 /** One event of the batch after shape validation, with its entity narrowed by entity type. */
 export type ValidEvent = EventInput & {
@@ -32,54 +32,9 @@ export type ValidEvent = EventInput & {
 /** At most this many problems are reported for one batch. */
 const MAX_ERRORS = 100;
 
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let value = root;
-  for (const key of path) {
-    if (value === null || typeof value !== 'object') return undefined;
-    value = (value as Record<PropertyKey, unknown>)[key];
-  }
-  return value;
-}
-
-function validationCode(issue: z.core.$ZodIssue, input: unknown): ValidationCode {
-  if (
-    issue.code !== 'custom' &&
-    issue.code !== 'unrecognized_keys' &&
-    valueAt(input, issue.path) === undefined
-  ) {
-    return 'VALIDATION_REQUIRED';
-  }
-  switch (issue.code) {
-    case 'invalid_type':
-      return 'VALIDATION_TYPE';
-    case 'invalid_value':
-    case 'invalid_union':
-    case 'unrecognized_keys':
-      return 'VALIDATION_INCLUSION';
-    case 'too_big':
-    case 'too_small':
-      return 'VALIDATION_LENGTH';
-    case 'custom': {
-      const code = (issue.params as { code?: ValidationCode } | undefined)?.code;
-      return code ?? 'VALIDATION_FORMAT';
-    }
-    case 'invalid_element':
-    case 'invalid_format':
-    case 'invalid_key':
-    case 'not_multiple_of':
-      return 'VALIDATION_FORMAT';
-  }
-}
-
 /** zod issues as INVALID_FIELD entries under `prefix` (e.g. `data.3`). */
 export function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): ErrorEntry[] {
-  return error.issues.map((issue) =>
-    ApiError.field(
-      [prefix, ...issue.path.map(String)].filter(Boolean).join('.'),
-      validationCode(issue, input),
-      issue.message,
-    ),
-  );
+  return error.issues.map((issue) => issueToEntry(prefix, issue, input));
 }
 
 /**
