@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EventInput, ItemEntity } from '@herald/contract';
-import { parseItemEventFast, validateEventsBody } from '../events/validate-events.js';
+import { parseItemEventFast, validateEventsBody } from './validate-events.js';
 
 /** Values that are sometimes right for a slot and often wrong, to probe both sides. */
 const anyScalar = fc.oneof(
