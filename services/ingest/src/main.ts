@@ -6,6 +6,7 @@ import {
   claimRedisPrefix,
   closeServer,
   createLogger,
+  createDeliverQueue,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
@@ -33,8 +34,12 @@ async function main(): Promise<void> {
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  // Resends go on it.
+  const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
   const app = createApp({
     eventMatchQueue,
+    deliverQueue,
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     db,
     redis,

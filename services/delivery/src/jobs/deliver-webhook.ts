@@ -4,11 +4,10 @@ import {
   DELIVER_WEBHOOK_JOB,
   DeliverJobData,
   QUEUE_WEBHOOK_DELIVER,
-  deliverJobId,
   type WebhookChangedMessage,
   errorMessage,
 } from '@herald/contract';
-import type { Logger } from '@herald/runtime';
+import { enqueueDeliveries, enqueueRetry, type DeliverQueue, type Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
   disableWebhook,
@@ -32,7 +31,6 @@ import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/sch
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 import { signWebhook } from '../delivery/signing.js';
-import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
@@ -140,13 +138,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
       }
     },
     defer: async (calls) => {
-      await ctx.deliverQueue.addBulk(
-        calls.map(({ id: callId, webhookId }) => ({
-          name: DELIVER_WEBHOOK_JOB,
-          data: { callId, webhookId },
-          opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
-        })),
-      );
+      await enqueueDeliveries(ctx.deliverQueue, calls, () => inFlightWait(ctx));
       await ctx.lease.release(ids(calls), false);
     },
     queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
@@ -315,14 +307,12 @@ async function attempt(
   if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
 
   if (nextRetry !== undefined && nextRetryAt) {
-    await ctx.deliverQueue.add(
-      DELIVER_WEBHOOK_JOB,
-      { callId: call.id, webhookId: webhook.id, retry: nextRetry },
-      {
-        ...DELIVER_JOB_OPTIONS,
-        jobId: deliverJobId(call.id, nextRetry),
-        delay: Math.max(0, nextRetryAt.getTime() - Date.now()),
-      },
+    const delayMs = Math.max(0, nextRetryAt.getTime() - Date.now());
+    await enqueueRetry(
+      ctx.deliverQueue,
+      { id: call.id, webhookId: webhook.id },
+      nextRetry,
+      delayMs,
     );
   }
   if (!ok) {
