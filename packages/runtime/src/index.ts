@@ -27,13 +27,21 @@ export {
   type HttpConfig,
 } from './boot.js';
 export {
+  DELIVER_JOB_OPTIONS,
   EnqueueUnavailableError,
+  RESEND_JOB_OPTIONS,
+  createDeliverQueue,
   createEventMatchQueue,
+  enqueueDeliveries,
   enqueueEventMatches,
+  enqueueResend,
+  enqueueRetry,
   EventMatchEnqueuer,
   eventMatchJobId,
   queuePrefix,
   requeueEventMatches,
+  type DeliverCall,
+  type DeliverQueue,
   type EventMatchQueue,
   type MatchJobRetries,
 } from './queues.js';

@@ -2,15 +2,26 @@ import { createHash } from 'node:crypto';
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  DELIVER_WEBHOOK_JOB,
   MATCH_EVENT_JOB,
   MATCH_JOB_EVENTS_MAX,
   QUEUE_EVENT_MATCH,
+  QUEUE_WEBHOOK_DELIVER,
+  deliverJobId,
   eventJobId,
+  resendJobId,
+  type DeliverJobData,
   type EventMatchJobData,
 } from '@herald/contract';
 import type { Logger } from './logger.js';
 
-/** BullMQ key prefix: a `{hash tag}` so that each queue's keys share one Redis Cluster slot. */
+// The two queues' contract: names (persisted, in @herald/contract), the key prefix, producers,
+// job ids and job options. Workers (services/delivery) consume them under queuePrefix too.
+
+/**
+ * BullMQ key prefix of both queues, for producers and workers alike: a `{hash tag}` so that each
+ * queue's keys share one Redis Cluster slot. Persisted in every key: changing it strands jobs.
+ */
 export const queuePrefix = (redisPrefix: string): string => `{${redisPrefix}}`;
 
 export type EventMatchQueue = Queue<EventMatchJobData, unknown, typeof MATCH_EVENT_JOB>;
@@ -193,4 +204,110 @@ export class EventMatchEnqueuer {
       this.#sending = false;
     }
   }
+}
+
+export type DeliverQueue = Queue<DeliverJobData, unknown, typeof DELIVER_WEBHOOK_JOB>;
+
+/**
+ * The producer side of the `webhook-deliver` queue (the delivery workers' retries, deferrals and
+ * the sweeper's re-adds; ingest's resends), on the process's producer connection. Its jobs carry
+ * their options (deliverJob, enqueueResend): the queue has no defaults.
+ */
+export function createDeliverQueue(
+  redis: Redis,
+  redisPrefix: string,
+  logger: Logger,
+): DeliverQueue {
+  const queue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
+    connection: redis,
+    prefix: queuePrefix(redisPrefix),
+  });
+  queue.on('error', (error: Error) =>
+    logger.warn({ err: error.message, queue: QUEUE_WEBHOOK_DELIVER }, 'queue error'),
+  );
+  return queue;
+}
+
+/**
+ * Options of a call's attempt job (all but resends). It leaves Redis once done: Postgres keeps the
+ * log, and the sweeper may re-add the same id. Its attempts are for errors before anything was
+ * sent (an attempt's outcome, failure included, completes the job).
+ */
+export const DELIVER_JOB_OPTIONS = {
+  removeOnComplete: true,
+  removeOnFail: true,
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
+} as const;
+
+/** Options of a manual resend's job: leaves Redis once done, like the others; fewer attempts. */
+export const RESEND_JOB_OPTIONS = {
+  removeOnComplete: true,
+  removeOnFail: true,
+  attempts: 3,
+} as const;
+
+/** A call to attempt: its first attempt (no `retry`), or its auto retry number `retry`. */
+export interface DeliverCall {
+  id: string;
+  webhookId: string;
+  retry?: number | undefined;
+}
+
+/**
+ * The job of one attempt of a call: data the ids (and the retry it carries out), id one per
+ * (call, retry) (deliverJobId), so re-adding a call whose job still exists is a no-op.
+ */
+export function deliverJob(
+  { id: callId, webhookId, retry }: DeliverCall,
+  delayMs?: number,
+): { name: typeof DELIVER_WEBHOOK_JOB; data: DeliverJobData; opts: JobsOptions } {
+  return {
+    name: DELIVER_WEBHOOK_JOB,
+    data: retry === undefined ? { callId, webhookId } : { callId, webhookId, retry },
+    opts: {
+      ...DELIVER_JOB_OPTIONS,
+      jobId: deliverJobId(callId, retry),
+      ...(delayMs === undefined ? {} : { delay: delayMs }),
+    },
+  };
+}
+
+/**
+ * Enqueues one attempt job per call, in one round trip: the sweeper's re-adds, and the first
+ * attempts whose webhook was at its in-flight limit (each put off by its own `delayMs()`).
+ */
+export async function enqueueDeliveries(
+  queue: DeliverQueue,
+  calls: readonly DeliverCall[],
+  delayMs?: () => number,
+): Promise<void> {
+  if (calls.length === 0) return;
+  await queue.addBulk(calls.map((call) => deliverJob(call, delayMs?.())));
+}
+
+/** Enqueues auto retry number `retry` of a call, due in `delayMs`. */
+export async function enqueueRetry(
+  queue: DeliverQueue,
+  call: { id: string; webhookId: string },
+  retry: number,
+  delayMs: number,
+): Promise<void> {
+  const { name, data, opts } = deliverJob({ ...call, retry }, delayMs);
+  await queue.add(name, data, opts);
+}
+
+/**
+ * Enqueues a manual resend of a call: a job id of its own each time (resendJobId), so a resend is
+ * never mistaken for a repeat of an attempt, nor of another resend.
+ */
+export async function enqueueResend(
+  queue: DeliverQueue,
+  call: { id: string; webhookId: string },
+): Promise<void> {
+  await queue.add(
+    DELIVER_WEBHOOK_JOB,
+    { callId: call.id, webhookId: call.webhookId, resend: true },
+    { jobId: resendJobId(call.id), ...RESEND_JOB_OPTIONS },
+  );
 }

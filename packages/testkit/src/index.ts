@@ -8,8 +8,10 @@ import {
   answerClientErrors,
   createLogger,
   createMetrics,
+  createDeliverQueue,
   createEventMatchQueue,
   createRedis,
+  type DeliverQueue,
   type EventMatchQueue,
   type HttpSettings,
   type Logger,
@@ -175,6 +177,8 @@ export interface TestDeps {
   redisPrefix: string;
   /** The ingest service's producer side of `event-match`, on the test's prefix. */
   eventMatchQueue: EventMatchQueue;
+  /** The ingest service's producer side of `webhook-deliver` (resends), on the test's prefix. */
+  deliverQueue: DeliverQueue;
   enqueueTimeoutMs: number;
 }
 
@@ -191,6 +195,7 @@ export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {})
     http: testHttpSettings(http),
     redisPrefix,
     eventMatchQueue: createEventMatchQueue(redis, redisPrefix, logger),
+    deliverQueue: createDeliverQueue(redis, redisPrefix, logger),
     enqueueTimeoutMs: 5000,
   };
 }

@@ -5,6 +5,7 @@ import {
   createEventMatchQueue,
   createMetrics,
   eventMatchJobId,
+  type DeliverQueue,
   type EventMatchQueue,
   type Redis,
 } from '@herald/runtime';
@@ -25,7 +26,6 @@ import {
   testWebhookInput,
   type TestDb,
 } from '@herald/testkit';
-import type { DeliverQueue } from './jobs/match-event.js';
 import { Sweeper, sweepUnmatchedEvents, type SweeperOptions } from './sweeper.js';
 
 let t: TestDb;

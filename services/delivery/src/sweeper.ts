@@ -1,5 +1,11 @@
 import { Counter, type Registry } from 'prom-client';
-import { requeueEventMatches, type EventMatchQueue, type Logger } from '@herald/runtime';
+import {
+  enqueueDeliveries,
+  requeueEventMatches,
+  type DeliverQueue,
+  type EventMatchQueue,
+  type Logger,
+} from '@herald/runtime';
 import {
   deleteExpiredLeases,
   deleteFinishedWebhookCalls,
@@ -10,7 +16,6 @@ import {
   type Db,
   type Queryable,
 } from '@herald/store';
-import { deliverJobs, type DeliverQueue } from './jobs/match-event.js';
 import { errorMessage } from '@herald/contract';
 
 // One counter per (registry, name): several sweepers of one process (tests) share it.
@@ -257,7 +262,7 @@ export class Sweeper {
         limit,
         ...(this.options.leaseId ? { self: this.options.leaseId } : {}),
       });
-      if (orphans.length > 0) await deliverQueue.addBulk(deliverJobs(orphans));
+      await enqueueDeliveries(deliverQueue, orphans);
       await markWebhookCallsEnqueued(
         db,
         orphans.map((c) => c.id),
@@ -280,20 +285,20 @@ export class Sweeper {
     for (;;) {
       const stranded = await listStrandedWebhookCalls(db, { before, limit });
       // A rescheduled call's job is its next retry, under that retry's job id.
-      const jobs = deliverJobs(
+      await enqueueDeliveries(
+        deliverQueue,
         stranded.map((c) => ({
           id: c.id,
           webhookId: c.webhookId,
           retry: c.status === 'rescheduled' ? c.attemptedAutoRetriesCount + 1 : undefined,
         })),
       );
-      if (jobs.length > 0) await deliverQueue.addBulk(jobs);
       // Restarts their clocks: they leave the list, and come back only if still not done later.
       await markWebhookCallsEnqueued(
         db,
         stranded.map((c) => c.id),
       );
-      total += jobs.length;
+      total += stranded.length;
       if (stranded.length < limit || this.#stopped) return total;
     }
   }

@@ -1,4 +1,4 @@
-import { Queue, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import {
   QUEUE_EVENT_MATCH,
   QUEUE_WEBHOOK_DELIVER,
@@ -11,8 +11,11 @@ import {
 } from '@herald/contract';
 import {
   claimDeployment,
+  createDeliverQueue,
   createEventMatchQueue,
   createRedis,
+  queuePrefix,
+  type DeliverQueue,
   type EventMatchQueue,
   type Logger,
   type MatchJobRetries,
@@ -32,7 +35,7 @@ import {
   deliverWebhook,
   type DeliverContext,
 } from './jobs/deliver-webhook.js';
-import { matchEvent, type DeliverQueue, type MatchContext } from './jobs/match-event.js';
+import { matchEvent, type MatchContext } from './jobs/match-event.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
 
@@ -95,7 +98,6 @@ export async function startDelivery(
   settings: DeliverySettings,
 ): Promise<DeliveryRuntime> {
   const { db, redis, logger } = deps;
-  const prefix = `{${settings.redisPrefix}}`;
   const metrics = deliveryMetrics(deps.registry);
 
   // The producer side of event-match, with ingest's job options (the sweeper enqueues on it).
@@ -105,15 +107,8 @@ export async function startDelivery(
     logger,
     settings.matchRetries,
   );
-  const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
-    connection: redis,
-    prefix,
-  });
-  for (const queue of [deliverQueue]) {
-    queue.on('error', (error) =>
-      logger.warn({ err: errorMessage(error), queue: queue.name }, 'queue error'),
-    );
-  }
+  // Its producer side: retries, first attempts put off, the sweeper's re-adds.
+  const deliverQueue = createDeliverQueue(redis, settings.redisPrefix, logger);
 
   // The index: loaded before the match worker starts, refreshed on announcements and periodically.
   const index = new WebhookIndex();
@@ -209,7 +204,7 @@ export async function startDelivery(
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
   const workerOptions = {
     connection: workerConnection,
-    prefix,
+    prefix: queuePrefix(settings.redisPrefix),
     // The lock is renewed every half of it while the worker lives; checking for stalled jobs
     // every half too brings a dead worker's jobs back within ~1.5 locks, not 2.
     lockDuration: settings.jobLockMs,

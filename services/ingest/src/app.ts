@@ -5,6 +5,7 @@ import {
   EnvironmentResolver,
   createApiApp,
   type ApiAppDeps,
+  type DeliverQueue,
   type EventMatchQueue,
 } from '@herald/runtime';
 import { consoleRouter } from './routes/console.static.js';
@@ -17,6 +18,8 @@ import { webhooksRouter } from './routes/webhooks.router.js';
 export type IngestDeps = ApiAppDeps & {
   /** Producer side of the `event-match` queue (createEventMatchQueue). */
   eventMatchQueue: EventMatchQueue;
+  /** Producer side of the `webhook-deliver` queue, for resends (createDeliverQueue). */
+  deliverQueue: DeliverQueue;
   /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
   enqueueTimeoutMs: number;
   /** CIDRs exempt from the SSRF blocked ranges (SSRF_ALLOW_CIDRS); none when absent. */

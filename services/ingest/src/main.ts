@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import {
   claimRedisPrefix,
+  createDeliverQueue,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
@@ -26,8 +27,12 @@ async function main(): Promise<void> {
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  // Resends go on it.
+  const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
   const app = createApp({
     eventMatchQueue,
+    deliverQueue,
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     db,
     redis,

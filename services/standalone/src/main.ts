@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   claimRedisPrefix,
+  createDeliverQueue,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
@@ -50,11 +51,15 @@ async function main(): Promise<void> {
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  // Resends go on it.
+  const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+  lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
   // GET /items runs on a pool of its own with a time budget (Postgres only; see @herald/read).
   const readDb = openReadDb(config, db, 'herald-standalone-items');
   lifecycle.onShutdown('read-database', () => readDb.close());
   const app = createApp({
     eventMatchQueue,
+    deliverQueue,
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     db,
     redis,

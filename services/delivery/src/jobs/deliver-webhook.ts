@@ -4,11 +4,10 @@ import {
   DELIVER_WEBHOOK_JOB,
   DeliverJobData,
   QUEUE_WEBHOOK_DELIVER,
-  deliverJobId,
   type WebhookChangedMessage,
   errorMessage,
 } from '@herald/contract';
-import type { Logger } from '@herald/runtime';
+import { enqueueDeliveries, enqueueRetry, type DeliverQueue, type Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
   disableWebhook,
@@ -16,23 +15,21 @@ import {
   isDbUnavailableError,
   type Db,
   type StoredEvent,
-  type WebhookCallAttempt,
   type WebhookCallRecord,
-  type WebhookCallStatus,
   type WebhookRecord,
 } from '@herald/store';
+import { decideOutcome, statusClass, type Outcome } from '../delivery/decide-outcome.js';
 import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
-import { renderDeliveryRequest } from '../delivery/request.js';
-import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
+import { renderDeliveryRequest, type DeliveryRequest } from '../delivery/request.js';
+import type { RetryPolicy } from '../delivery/schedule.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 import { signWebhook } from '../delivery/signing.js';
-import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
@@ -58,11 +55,6 @@ export interface DeliverContext {
   announce: (message: WebhookChangedMessage) => Promise<void>;
   /** True once the process is shutting down: writes stop waiting for a database that is away. */
   closing: () => boolean;
-}
-
-/** The status class label of an attempt (bounded). */
-export function statusClass(result: SendResult): string {
-  return result.kind === 'response' ? `${Math.floor(result.status / 100)}xx` : result.error;
 }
 
 /** Whether this job still has work to do, given the call's stored state. */
@@ -140,13 +132,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
       }
     },
     defer: async (calls) => {
-      await ctx.deliverQueue.addBulk(
-        calls.map(({ id: callId, webhookId }) => ({
-          name: DELIVER_WEBHOOK_JOB,
-          data: { callId, webhookId },
-          opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId), delay: inFlightWait(ctx) },
-        })),
-      );
+      await enqueueDeliveries(ctx.deliverQueue, calls, () => inFlightWait(ctx));
       await ctx.lease.release(ids(calls), false);
     },
     queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
@@ -218,6 +204,7 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
   await attempt(ctx, data, call, webhook, event);
 }
 
+/** Sends one attempt of a call, then records what it led to (decideOutcome, applyOutcome). */
 async function attempt(
   ctx: DeliverContext,
   data: DeliverJobData,
@@ -227,7 +214,7 @@ async function attempt(
 ): Promise<void> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
   const sentAt = new Date();
-  const { url, body, headers, redacted } = await renderDeliveryRequest(ctx.db, {
+  const request = await renderDeliveryRequest(ctx.db, {
     webhook,
     event,
     callId: call.id,
@@ -241,64 +228,67 @@ async function attempt(
   });
 
   const started = performance.now();
-  const result = await ctx.client.send(url, headers, body);
+  const result = await ctx.client.send(request.url, request.headers, request.body);
   const seconds = (performance.now() - started) / 1000;
-  const klass = statusClass(result);
-  ctx.metrics.deliveryDuration.observe({ status_class: klass }, seconds);
+  ctx.metrics.deliveryDuration.observe({ status_class: statusClass(result) }, seconds);
 
-  const ok = result.kind === 'response' && result.status >= 200 && result.status < 300;
-  const gone = result.kind === 'response' && result.status === 410;
-  // The SSRF guard refused the address: a configuration error, not a transient one, so no retry
-  // (a resend once SSRF_ALLOW_CIDRS or the URL changed still goes out).
-  const refused = result.kind === 'error' && result.error === 'blocked';
-  let status: Exclude<WebhookCallStatus, 'pending'>;
-  let nextRetryAt: Date | null = null;
-  let nextRetry: number | undefined;
-  if (ok) status = 'success';
-  else if (gone || refused) status = 'failed';
-  else if (data.resend) {
-    // A failed manual resend leaves the automatic plan as it was.
-    status = call.status === 'rescheduled' ? 'rescheduled' : 'failed';
-    nextRetryAt = call.nextRetryAt;
-  } else if (webhook.autoRetry) {
-    const retryAfter =
-      result.kind === 'response' && (result.status === 429 || result.status === 503)
-        ? parseRetryAfter(result.headers['retry-after'])
-        : null;
-    const delay = retryDelayMs(ctx.retry, retriesCount + 1, retryAfter);
-    if (delay === null) status = 'failed';
-    else {
-      status = 'rescheduled';
-      nextRetry = retriesCount + 1;
-      nextRetryAt = new Date(Date.now() + delay);
-    }
-  } else status = 'failed';
+  const outcome = decideOutcome(
+    result,
+    {
+      status: call.status,
+      nextRetryAt: call.nextRetryAt,
+      retriesCount,
+      resend: data.resend === true,
+      autoRetry: webhook.autoRetry,
+    },
+    { retry: ctx.retry, now: Date.now(), random: Math.random },
+  );
+  const sent = { callId: call.id, webhook, event, retriesCount, sentAt, request, result };
+  await applyOutcome(ctx, outcome, sent);
+}
 
-  const failureReason =
-    result.kind === 'error'
-      ? refused
-        ? `${result.reason} (refused by the SSRF guard; not retried)`
-        : result.reason
-      : ok
-        ? null
-        : result.status >= 300 && result.status < 400
-          ? `HTTP ${result.status} (redirects are not followed)`
-          : `HTTP ${result.status}`;
-  const outcome: WebhookCallAttempt = {
-    status,
-    requestUrl: url,
-    requestHeaders: redacted,
-    requestPayload: body,
-    responseStatus: result.kind === 'response' ? result.status : null,
-    responseHeaders: result.kind === 'response' ? result.headers : null,
-    responsePayload: result.kind === 'response' ? result.body : null,
-    failureReason,
-    attemptedAutoRetriesCount: retriesCount,
-    lastSentAt: sentAt,
-    nextRetryAt,
-  };
-  await writeUntilStored(() => ctx.loaders.attempts.write(call.id, outcome), ctx.closing);
-  if (gone) {
+/** An attempt made: what was sent, and what came back. */
+interface SentAttempt {
+  callId: string;
+  webhook: WebhookRecord;
+  event: StoredEvent;
+  /** Auto retries made before this attempt. */
+  retriesCount: number;
+  sentAt: Date;
+  request: DeliveryRequest;
+  result: SendResult;
+}
+
+/**
+ * Carries an attempt's outcome out: stores it (waiting for a database that is away: the request
+ * was sent, so sending it again would deliver it twice), disables a webhook that answered 410,
+ * counts it, schedules the retry and logs a failure.
+ */
+async function applyOutcome(
+  ctx: DeliverContext,
+  outcome: Outcome,
+  sent: SentAttempt,
+): Promise<void> {
+  const { callId, webhook, event, sentAt, request, result } = sent;
+  const response = result.kind === 'response' ? result : null;
+  await writeUntilStored(
+    () =>
+      ctx.loaders.attempts.write(callId, {
+        status: outcome.status,
+        requestUrl: request.url,
+        requestHeaders: request.redacted,
+        requestPayload: request.body,
+        responseStatus: response?.status ?? null,
+        responseHeaders: response?.headers ?? null,
+        responsePayload: response?.body ?? null,
+        failureReason: outcome.failureReason,
+        attemptedAutoRetriesCount: sent.retriesCount,
+        lastSentAt: sentAt,
+        nextRetryAt: outcome.nextRetryAt,
+      }),
+    ctx.closing,
+  );
+  if (outcome.kind === 'gone') {
     // Once this call's outcome is in (the disable ends the calls still waiting, and this one is
     // not), one statement disables the webhook and ends its waiting calls: from its commit no new
     // call is made (createWebhookCalls reads the webhook's row). Announced so every process's
@@ -309,28 +299,34 @@ async function attempt(
       ctx.closing,
     );
     await ctx.announce({ id: webhook.id, change: 'updated' });
-    ctx.logger.warn({ webhookId: webhook.id, callId: call.id }, 'webhook disabled: 410 Gone');
+    ctx.logger.warn({ webhookId: webhook.id, callId }, 'webhook disabled: 410 Gone');
   }
-  ctx.metrics.deliveries.inc({ outcome: status, status_class: klass });
-  if (ok) ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
-
-  if (nextRetry !== undefined && nextRetryAt) {
-    await ctx.deliverQueue.add(
-      DELIVER_WEBHOOK_JOB,
-      { callId: call.id, webhookId: webhook.id, retry: nextRetry },
-      {
-        ...DELIVER_JOB_OPTIONS,
-        jobId: deliverJobId(call.id, nextRetry),
-        delay: Math.max(0, nextRetryAt.getTime() - Date.now()),
-      },
+  const klass = statusClass(result);
+  ctx.metrics.deliveries.inc({ outcome: outcome.status, status_class: klass });
+  if (outcome.kind === 'succeeded') {
+    ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
+    return;
+  }
+  if (outcome.kind === 'retry') {
+    // Due at nextRetryAt, however long the write took.
+    const delayMs = Math.max(0, outcome.nextRetryAt.getTime() - Date.now());
+    await enqueueRetry(
+      ctx.deliverQueue,
+      { id: callId, webhookId: webhook.id },
+      outcome.retry,
+      delayMs,
     );
   }
-  if (!ok) {
-    ctx.logger.info(
-      { callId: call.id, webhookId: webhook.id, status, statusClass: klass, reason: failureReason },
-      'delivery attempt failed',
-    );
-  }
+  ctx.logger.info(
+    {
+      callId,
+      webhookId: webhook.id,
+      status: outcome.status,
+      statusClass: klass,
+      reason: outcome.failureReason,
+    },
+    'delivery attempt failed',
+  );
 }
 
 export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };

@@ -1,12 +1,5 @@
-import type { Job, Queue } from 'bullmq';
-import {
-  DELIVER_WEBHOOK_JOB,
-  EventMatchJobData,
-  MATCH_EVENT_JOB,
-  QUEUE_EVENT_MATCH,
-  deliverJobId,
-  type DeliverJobData,
-} from '@herald/contract';
+import type { Job } from 'bullmq';
+import { EventMatchJobData, MATCH_EVENT_JOB, QUEUE_EVENT_MATCH } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
   createWebhookCalls,
@@ -20,8 +13,6 @@ import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns } from '../delivery/outage.js';
 import type { WebhookIndex } from '../webhook-index.js';
 import type { NewCall } from './deliver-webhook.js';
-
-export type DeliverQueue = Queue<DeliverJobData>;
 
 export interface MatchContext {
   db: Db;
@@ -50,25 +41,6 @@ export class EventsNotFoundError extends Error {
     );
     this.name = 'EventsNotFoundError';
   }
-}
-
-/** Deliver jobs leave Redis once done: Postgres keeps the log, and the sweeper may re-add ids. */
-export const DELIVER_JOB_OPTIONS = {
-  removeOnComplete: true,
-  removeOnFail: true,
-  attempts: 5,
-  backoff: { type: 'exponential', delay: 1000 },
-} as const;
-
-/** One deliver job per call (the sweeper's re-adds): its first attempt, or its retry `retry`. */
-export function deliverJobs(
-  calls: readonly { id: string; webhookId: string; retry?: number | undefined }[],
-) {
-  return calls.map(({ id: callId, webhookId, retry }) => ({
-    name: DELIVER_WEBHOOK_JOB,
-    data: retry === undefined ? { callId, webhookId } : { callId, webhookId, retry },
-    opts: { ...DELIVER_JOB_OPTIONS, jobId: deliverJobId(callId, retry) },
-  }));
 }
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { createApp } from '../app.js';
 import { resendJobId } from '@herald/contract';
-import { createEventMatchQueue } from '@herald/runtime';
+import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
 import type { Db } from '@herald/store';
 import {
   createTestDb,
@@ -46,6 +46,11 @@ beforeAll(async () => {
       ...testDeps(db, pipeline.redis),
       redisPrefix: pipeline.settings.redisPrefix,
       eventMatchQueue: createEventMatchQueue(
+        pipeline.redis,
+        pipeline.settings.redisPrefix,
+        silentLogger(),
+      ),
+      deliverQueue: createDeliverQueue(
         pipeline.redis,
         pipeline.settings.redisPrefix,
         silentLogger(),

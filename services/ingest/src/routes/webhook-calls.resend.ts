@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
-import type { Queue } from 'bullmq';
-import { ApiError, DELIVER_WEBHOOK_JOB, resendJobId, type DeliverJobData } from '@herald/contract';
+import { ApiError } from '@herald/contract';
+import { enqueueResend, type DeliverQueue } from '@herald/runtime';
 import { findWebhook, findWebhookCall, type Db } from '@herald/store';
 import { webhookCallNotFound } from './webhook-calls.retrieve.js';
 
@@ -15,7 +15,7 @@ import { webhookCallNotFound } from './webhook-calls.retrieve.js';
  */
 export function resendWebhookCall(deps: {
   db: Db;
-  deliverQueue: () => Queue<DeliverJobData>;
+  deliverQueue: DeliverQueue;
 }): RequestHandler<{ id: string }> {
   return async (req, res) => {
     const call = await findWebhookCall(deps.db, req.params.id);
@@ -27,13 +27,7 @@ export function resendWebhookCall(deps: {
         webhook_id: call.webhookId,
       });
     }
-    await deps
-      .deliverQueue()
-      .add(
-        DELIVER_WEBHOOK_JOB,
-        { callId: call.id, webhookId: call.webhookId, resend: true },
-        { jobId: resendJobId(call.id), removeOnComplete: true, removeOnFail: true, attempts: 3 },
-      );
+    await enqueueResend(deps.deliverQueue, { id: call.id, webhookId: call.webhookId });
     res.status(204).end();
   };
 }
