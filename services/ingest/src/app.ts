@@ -1,6 +1,6 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
-import { HERALD_VERSION } from '@herald/delivery';
+import { HERALD_USER_AGENT } from '@herald/payload';
 import {
   EnvironmentResolver,
   createApiApp,
@@ -37,7 +37,7 @@ export function ingestRouter(deps: IngestDeps): Router {
       db: deps.db,
       ssrfAllowCidrs,
       siteId: deps.siteId ?? 'herald',
-      userAgent: `Herald/${HERALD_VERSION}`,
+      userAgent: HERALD_USER_AGENT,
     }),
   );
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));

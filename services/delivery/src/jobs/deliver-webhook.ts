@@ -8,6 +8,7 @@ import {
   type WebhookChangedMessage,
   errorMessage,
 } from '@herald/contract';
+import { renderDeliveryRequest, signWebhook } from '@herald/payload';
 import type { Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
@@ -27,11 +28,9 @@ import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
-import { renderDeliveryRequest } from '../delivery/request.js';
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
-import { signWebhook } from '../delivery/signing.js';
 import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
 
 export interface DeliverContext {

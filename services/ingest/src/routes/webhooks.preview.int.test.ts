@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
-import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { HERALD_VERSION } from '@herald/payload';
 import type { Redis } from '@herald/runtime';
 import {
   createTestDb,

@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { ApiError, type CidrList, type ErrorEntry, isObject } from '@herald/contract';
-import { renderDeliveryRequest } from '@herald/delivery';
+import { renderDeliveryRequest } from '@herald/payload';
 import { context, requireRole } from '@herald/runtime';
 import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
 import { validateUpdate } from '../webhooks/attributes.js';
