@@ -35,7 +35,7 @@ import { testSettings } from '../../../delivery/src/harness.test-support.js';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const CONSOLE_DIR = fileURLToPath(new URL('../../dist', import.meta.url));
+const CONSOLE_DIR = fileURLToPath(new URL('../../../console/dist', import.meta.url));
 const UPDATE_SCREENSHOTS = process.env['UPDATE_SCREENSHOTS'] === '1';
 const SCREENSHOTS = UPDATE_SCREENSHOTS
   ? fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url))
