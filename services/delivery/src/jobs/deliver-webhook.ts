@@ -31,7 +31,7 @@ import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage
 import { parseRetryAfter, retryDelayMs, type RetryPolicy } from '../delivery/schedule.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
-import { DELIVER_JOB_OPTIONS, type DeliverQueue } from './match-event.js';
+import { DELIVER_JOB_OPTIONS, type DeliverQueue, type NewCall } from './match-event.js';
 
 export interface DeliverContext {
   db: Db;
@@ -69,15 +69,6 @@ function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
   if (data.resend) return true;
   if (data.retry === undefined) return call.status === 'pending';
   return call.status === 'rescheduled' && call.attemptedAutoRetriesCount < data.retry;
-}
-
-/** A call the match worker just created, with its event and its webhook as read then. */
-export interface NewCall {
-  id: string;
-  webhookId: string;
-  event: StoredEvent;
-  /** null: deleted meanwhile. */
-  webhook: WebhookRecord | null;
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */

@@ -14,14 +14,23 @@ import {
   isDbUnavailableError,
   type Db,
   type StoredEvent,
+  type WebhookRecord,
 } from '@herald/store';
 import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns } from '../delivery/outage.js';
 import type { WebhookIndex } from '../webhook-index.js';
-import type { NewCall } from './deliver-webhook.js';
 
 export type DeliverQueue = Queue<DeliverJobData>;
+
+/** A call the match worker just created, with its event and its webhook as read then. */
+export interface NewCall {
+  id: string;
+  webhookId: string;
+  event: StoredEvent;
+  /** null: deleted meanwhile. */
+  webhook: WebhookRecord | null;
+}
 
 export interface MatchContext {
   db: Db;
