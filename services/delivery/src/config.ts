@@ -16,7 +16,10 @@ export const deliveryEnv = {
   DELIVERY_CONNECT_TIMEOUT_MS: int(100, 60_000).default(2000),
   /** Time allowed for a whole delivery attempt (connect, send, answer). */
   DELIVERY_TIMEOUT_MS: int(100, 120_000).default(8000),
-  /** Delays between auto retries, comma-separated ms (API.md §6.2; tests shrink it). */
+  /**
+   * Delays between auto retries, comma-separated ms (API.md §6.2: 2 min, 6 min, 30 min, 1 h, 5 h,
+   * 1 day, 2 days after the previous failure; tests shrink it).
+   */
   DELIVERY_RETRY_SCHEDULE_MS: z
     .string()
     .default('120000,360000,1800000,3600000,18000000,86400000,172800000')

@@ -43,7 +43,7 @@ function countRejected(deps: EventsDeps, body: unknown): void {
  * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
  * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
  */
-export function eventsCreate(deps: EventsDeps): RequestHandler {
+function eventsCreate(deps: EventsDeps): RequestHandler {
   const metrics = ingestMetrics(deps.metrics.registry);
   const log = deps.logger.child({ module: 'events' });
   // Environments and models of recent batches: item batches skip the pre-read (the write

@@ -72,7 +72,7 @@ function validationCode(issue: z.core.$ZodIssue, input: unknown): ValidationCode
 }
 
 /** zod issues as INVALID_FIELD entries under `prefix` (e.g. `data.3`). */
-export function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): ErrorEntry[] {
+function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): ErrorEntry[] {
   return error.issues.map((issue) =>
     ApiError.field(
       [prefix, ...issue.path.map(String)].filter(Boolean).join('.'),
