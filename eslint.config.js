@@ -1,5 +1,54 @@
+import { readdirSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+const root = import.meta.dirname;
+const services = readdirSync(join(root, 'services'));
+
+/** The workspace folder a file lies in ('services/ingest', 'packages/store'), else undefined. */
+function workspaceOf(path) {
+  const [kind, name] = relative(root, path).split(sep);
+  return (kind === 'services' || kind === 'packages') && name ? `${kind}/${name}` : undefined;
+}
+
+/**
+ * Only services/standalone composes services: no other service imports one (`@herald/<service>`
+ * or a relative path into its folder), tests included, and packages import none.
+ */
+const serviceBoundaries = {
+  meta: {
+    type: 'problem',
+    schema: [],
+    messages: {
+      service: '{{from}} must not import {{to}}: only services/standalone composes services.',
+      package: '{{from}} must not import {{to}}: packages never depend on services.',
+    },
+  },
+  create(context) {
+    const from = workspaceOf(context.filename);
+    if (!from || from === 'services/standalone') return {};
+    const check = ({ source }) => {
+      if (source?.type !== 'Literal' || typeof source.value !== 'string') return;
+      const specifier = source.value;
+      const name = /^@herald\/([^/]+)/.exec(specifier)?.[1];
+      const to = specifier.startsWith('.')
+        ? workspaceOf(resolve(dirname(context.filename), specifier))
+        : name && services.includes(name)
+          ? `services/${name}`
+          : undefined;
+      if (!to?.startsWith('services/') || to === from) return;
+      const messageId = from.startsWith('packages/') ? 'package' : 'service';
+      context.report({ node: source, messageId, data: { from, to } });
+    };
+    return {
+      ImportDeclaration: check,
+      ImportExpression: check,
+      ExportAllDeclaration: check,
+      ExportNamedDeclaration: check,
+    };
+  },
+};
 
 export default tseslint.config(
   {
@@ -39,6 +88,10 @@ export default tseslint.config(
       ],
       '@typescript-eslint/only-throw-error': 'error',
     },
+  },
+  {
+    plugins: { herald: { rules: { 'service-boundaries': serviceBoundaries } } },
+    rules: { 'herald/service-boundaries': 'error' },
   },
   {
     // Tests and benchmarks are outside the packages' tsconfig.json (which exclude them):

@@ -58,11 +58,11 @@ function progress(label: string, done: number, total: number, started: number): 
   if (done >= total) process.stderr.write('\n');
 }
 
-export const ARTICLE = 'm_article';
-export const NOTE = 'm_note';
-export const BLOCK = 'b_para';
-export const FULLTEXT_WORD = 'zephyr';
-export const CATEGORIES = 1000;
+const ARTICLE = 'm_article';
+const NOTE = 'm_note';
+const BLOCK = 'b_para';
+const FULLTEXT_WORD = 'zephyr';
+const CATEGORIES = 1000;
 
 const RECORD_COLUMNS =
   'environment, id, item_type_id, is_block, root_id, block_parent_id, status, current_attributes, published_attributes, created_at, updated_at, published_at, first_published_at, current_version';

@@ -258,7 +258,7 @@ export interface DeliverCall {
  * The job of one attempt of a call: data the ids (and the retry it carries out), id one per
  * (call, retry) (deliverJobId), so re-adding a call whose job still exists is a no-op.
  */
-export function deliverJob(
+function deliverJob(
   { id: callId, webhookId, retry }: DeliverCall,
   delayMs?: number,
 ): { name: typeof DELIVER_WEBHOOK_JOB; data: DeliverJobData; opts: JobsOptions } {

@@ -32,7 +32,7 @@ export interface StoredEvent extends Omit<NewEvent, 'entityJson'> {
 }
 
 /** The rows of insertEvents' recordset; `n` keeps the request order (seq follows it). */
-export function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
+function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
   return events.map((e, n) => ({
     n,
     id: e.id,
@@ -51,7 +51,7 @@ export function eventRows(events: readonly NewEvent[]): Record<string, unknown>[
 }
 
 /** Inserts the events of the recordset in `param`, skipping stored ids; returns the new ids. */
-export function insertEventsSql(param: string): string {
+function insertEventsSql(param: string): string {
   return `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
        entity_id, item_type_id, item_type_api_key, occurred_at, entity, previous_entity,
        related_entities)

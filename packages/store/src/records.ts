@@ -48,7 +48,7 @@ export function versionKey(currentVersion: string | null): string {
 export const recordKey = (environment: string, id: string): string => `${environment}\u0000${id}`;
 
 /** The rows of upsertRecords' recordset. */
-export function recordRows(writes: readonly RecordWrite[]): Record<string, unknown>[] {
+function recordRows(writes: readonly RecordWrite[]): Record<string, unknown>[] {
   return writes.map((w) => ({
     environment: w.environment,
     id: w.id,
@@ -82,7 +82,7 @@ export function recordRows(writes: readonly RecordWrite[]): Record<string, unkno
  * published_attributes; on conflict EXCLUDED.status ('published' ⇔ publish) and
  * EXCLUDED.last_event_type ('unpublish') tell the mode apart.
  */
-export function upsertRecordsSql(param: string, filter = ''): string {
+function upsertRecordsSql(param: string, filter = ''): string {
   return `INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
        status, current_attributes, published_attributes, creator_type, creator_id, created_at,
        updated_at, published_at, first_published_at, publication_scheduled_at,
@@ -343,7 +343,7 @@ export async function replaceRecordTexts(
   await db.query(`${insertRecordTextsSql('$1')}`, [JSON.stringify(textRows(texts))]);
 }
 
-export function textRows(texts: readonly RecordText[]): Record<string, unknown>[] {
+function textRows(texts: readonly RecordText[]): Record<string, unknown>[] {
   return texts.map((t) => ({
     environment: t.environment,
     record_id: t.recordId,
@@ -356,7 +356,7 @@ export function textRows(texts: readonly RecordText[]): Record<string, unknown>[
 }
 
 /** Inserts (or replaces) the documents of the recordset in `param`. */
-export function insertRecordTextsSql(param: string, source = ''): string {
+function insertRecordTextsSql(param: string, source = ''): string {
   return `INSERT INTO record_texts (environment, record_id, version, locale, item_type_id, document)
      SELECT x.environment, x.record_id, x.version, x.locale, x.item_type_id,
        to_tsvector(x.config::regconfig, x.text)

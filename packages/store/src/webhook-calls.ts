@@ -344,7 +344,7 @@ const LIST_COLUMNS = {
   last_sent_at: 'last_sent_at',
   next_retry_at: 'next_retry_at',
 } as const;
-export type WebhookCallListColumn = keyof typeof LIST_COLUMNS;
+type WebhookCallListColumn = keyof typeof LIST_COLUMNS;
 
 export interface WebhookCallListQuery {
   ids?: string[];

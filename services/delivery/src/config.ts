@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { HERALD_USER_AGENT, payloadEnv } from '@herald/payload';
 import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 import { createPostgresDb, type Db } from '@herald/store';
 import type { DeliverySettings } from './workers.js';
@@ -9,11 +10,16 @@ const int = (min: number, max: number) => z.coerce.number().int().min(min).max(m
 export const deliveryEnv = {
   /** SSRF_ALLOW_CIDRS: the blocked ranges are checked on every resolved address at connect time. */
   ...ssrfEnv,
+  /** SITE_ID: the payload's `site_id`. */
+  ...payloadEnv,
   /** Time allowed to open a connection to a webhook endpoint. */
   DELIVERY_CONNECT_TIMEOUT_MS: int(100, 60_000).default(2000),
   /** Time allowed for a whole delivery attempt (connect, send, answer). */
   DELIVERY_TIMEOUT_MS: int(100, 120_000).default(8000),
-  /** Delays between auto retries, comma-separated ms (API.md §6.2; tests shrink it). */
+  /**
+   * Delays between auto retries, comma-separated ms (API.md §6.2: 2 min, 6 min, 30 min, 1 h, 5 h,
+   * 1 day, 2 days after the previous failure; tests shrink it).
+   */
   DELIVERY_RETRY_SCHEDULE_MS: z
     .string()
     .default('120000,360000,1800000,3600000,18000000,86400000,172800000')
@@ -78,8 +84,6 @@ export const deliveryEnv = {
     .enum(['true', 'false', '1', '0'])
     .default('false')
     .transform((value) => value === 'true' || value === '1'),
-  /** `site_id` of the default payload. */
-  SITE_ID: z.string().min(1).default('herald'),
   /** Events younger than this are left to the ingest request still enqueuing them. */
   EVENT_SWEEP_GRACE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5000),
   /** Event ids (and stranded calls) read and enqueued per round trip by the sweeper. */
@@ -103,9 +107,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): D
   return parseEnv(DeliveryConfig, env);
 }
 
-/** Herald's version, sent as `User-Agent: Herald/<version>`. */
-export const HERALD_VERSION = '0.1.0';
-
 /** The workers' settings from the parsed variables (shared by delivery and the single process). */
 export function deliverySettings(
   config: Pick<
@@ -118,7 +119,7 @@ export function deliverySettings(
     redisUrl,
     redisPrefix: config.REDIS_PREFIX,
     siteId: config.SITE_ID,
-    userAgent: `Herald/${HERALD_VERSION}`,
+    userAgent: HERALD_USER_AGENT,
     allowCidrs: config.SSRF_ALLOW_CIDRS,
     connectTimeoutMs: config.DELIVERY_CONNECT_TIMEOUT_MS,
     timeoutMs: config.DELIVERY_TIMEOUT_MS,

@@ -1,7 +1,6 @@
 export { createApp, type DeliveryDeps as DeliveryAppDeps } from './app.js';
 export {
   DeliveryConfig,
-  HERALD_VERSION,
   deliveryEnv,
   deliverySettings,
   loadConfig,
@@ -20,9 +19,3 @@ export {
   type SweeperOptions,
 } from './sweeper.js';
 export { WebhookIndex, type MatchableEvent } from './webhook-index.js';
-export {
-  renderDeliveryRequest,
-  type DeliveryRequest,
-  type DeliveryRequestInput,
-  type RenderedWebhook,
-} from './delivery/request.js';

@@ -1,27 +1,17 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
-import { HERALD_VERSION } from '@herald/delivery';
-import {
-  EnvironmentResolver,
-  createApiApp,
-  type ApiAppDeps,
-  type DeliverQueue,
-  type EventMatchQueue,
-} from '@herald/runtime';
+import { HERALD_USER_AGENT } from '@herald/payload';
+import { EnvironmentResolver, createApiApp, type DeliverQueue } from '@herald/runtime';
 import { consoleRouter } from './routes/console.static.js';
-import { eventsRouter } from './routes/events.create.js';
+import { eventsRouter, type EventsDeps } from './routes/events.create.js';
 import { webhookCallsRouter } from './routes/webhook-calls.router.js';
 import { webhookPreviewRouter } from './routes/webhooks.preview.js';
 import { webhooksRouter } from './routes/webhooks.router.js';
 
 /** What the ingest routes need; grows as resources are added. */
-export type IngestDeps = ApiAppDeps & {
-  /** Producer side of the `event-match` queue (createEventMatchQueue). */
-  eventMatchQueue: EventMatchQueue;
+export type IngestDeps = EventsDeps & {
   /** Producer side of the `webhook-deliver` queue, for resends (createDeliverQueue). */
   deliverQueue: DeliverQueue;
-  /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
-  enqueueTimeoutMs: number;
   /** CIDRs exempt from the SSRF blocked ranges (SSRF_ALLOW_CIDRS); none when absent. */
   ssrfAllowCidrs?: CidrList;
   /** `site_id` of delivered payloads (SITE_ID), for previews; default 'herald'. */
@@ -40,7 +30,7 @@ export function ingestRouter(deps: IngestDeps): Router {
       db: deps.db,
       ssrfAllowCidrs,
       siteId: deps.siteId ?? 'herald',
-      userAgent: `Herald/${HERALD_VERSION}`,
+      userAgent: HERALD_USER_AGENT,
     }),
   );
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { deliveryEnv } from '@herald/delivery';
+import { payloadEnv } from '@herald/payload';
 import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
@@ -11,8 +11,8 @@ export const ingestEnv = {
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
    */
   ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
-  /** `site_id` of delivered payloads; ingest renders previews with it (same variable as delivery). */
-  SITE_ID: deliveryEnv.SITE_ID,
+  /** SITE_ID: `site_id` of delivered payloads; ingest renders previews with it, as delivery sends. */
+  ...payloadEnv,
   /**
    * Folder of the built web console (services/console/dist), served at /console. Unset: the
    * build beside this service in the repository. A folder without index.html: /console is a 404.

@@ -1,6 +1,5 @@
 import { Histogram } from 'prom-client';
 import type { Metrics } from '@herald/runtime';
-import type { QueryShape } from './query/compile.js';
 
 export type QueryDuration = Histogram<'shape'>;
 
@@ -18,5 +17,3 @@ export function itemsQueryDuration(metrics: Metrics): QueryDuration {
     registers: [metrics.registry],
   });
 }
-
-export type { QueryShape };

@@ -2,7 +2,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** The pid of a live process holding the lock file, if any. */
-export async function lockHolder(file: string): Promise<number | undefined> {
+async function lockHolder(file: string): Promise<number | undefined> {
   let pid: number;
   try {
     pid = Number.parseInt(await readFile(file, 'utf8'), 10);

@@ -38,7 +38,7 @@ export interface ApiAppDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export const requestContext =
+const requestContext =
   (metrics: Metrics): RequestHandler =>
   (req, res, next) => {
     const started = process.hrtime.bigint();

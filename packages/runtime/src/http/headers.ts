@@ -43,7 +43,7 @@ export const checkApiVersion: RequestHandler = (req, _res, next) => {
 };
 
 /** A body is present when the request says it has bytes to send. */
-export function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   const length = headers['content-length'];
   if (length !== undefined) return length !== '0';
   return headers['transfer-encoding'] !== undefined;

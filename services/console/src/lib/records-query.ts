@@ -23,7 +23,7 @@ const LIST_OPERATORS = new Set(['in', 'not_in', 'any_in', 'all_in']);
 const PATTERN_OPERATORS = new Set(['matches', 'not_matches']);
 
 /** The operand of one filter row as the query string carries it. */
-export function operand(operator: string, value: string): QueryValue {
+function operand(operator: string, value: string): QueryValue {
   if (LIST_OPERATORS.has(operator)) {
     return value
       .split(',')

@@ -3,7 +3,7 @@
  * are the contract's WebhookCallResource.
  */
 
-export interface WebhookFilter {
+interface WebhookFilter {
   entity_type: string;
   entity_ids: string[];
 }

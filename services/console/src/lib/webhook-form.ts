@@ -46,7 +46,7 @@ let nextKey = 1;
 /** A key for list rows, so that Preact keeps inputs attached to the right row. */
 export const rowKey = (): number => nextKey++;
 
-export const SAMPLE_TEMPLATE = `{
+const SAMPLE_TEMPLATE = `{
   "id": "{{webhook_call_id}}",
   "event": "{{entity_type}}.{{event_type}}",
   "environment": "{{environment}}",
@@ -113,7 +113,7 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
   };
 }
 
-export function splitIds(ids: string): string[] {
+function splitIds(ids: string): string[] {
   return ids
     .split(/[,\n]/)
     .map((id) => id.trim())

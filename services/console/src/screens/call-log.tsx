@@ -56,7 +56,7 @@ function toInstant(local: string): string | undefined {
   return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
 }
 
-export function callsQuery(filters: Filters): Record<string, QueryValue> {
+function callsQuery(filters: Filters): Record<string, QueryValue> {
   const fields: Record<string, Record<string, QueryValue>> = {};
   if (filters.webhook) fields['webhook_id'] = { eq: filters.webhook };
   if (filters.status) fields['status'] = { eq: filters.status };

@@ -3,7 +3,7 @@ import { Agent, request } from 'undici';
 import { checkAddress, isIpAddress, type CidrList, errorMessage } from '@herald/contract';
 
 /** A resolved or literal address in a blocked range (API.md §6.3). */
-export class BlockedAddressError extends Error {
+class BlockedAddressError extends Error {
   readonly code = 'HERALD_BLOCKED_ADDRESS';
   constructor(reason: string) {
     super(`refused to connect: ${reason}`);
@@ -21,7 +21,7 @@ type LookupCallback = (
  * A `lookup` for net.connect that resolves as usual and then refuses blocked addresses: the check
  * applies to the address actually connected to, so DNS rebinding cannot slip past it.
  */
-export function guardedLookup(allow: CidrList) {
+function guardedLookup(allow: CidrList) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '');

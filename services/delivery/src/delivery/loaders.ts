@@ -1,4 +1,5 @@
 import type { ModelInfo } from '@herald/contract';
+import type { ModelSource } from '@herald/payload';
 import {
   findEvents,
   findWebhookCalls,
@@ -13,7 +14,6 @@ import {
   type WebhookRecord,
 } from '@herald/store';
 import { BatchLoader, BatchWriter } from './batch-loader.js';
-import type { ModelSource } from './payload.js';
 
 /** The workers' reads by id and attempt writes, batched (see BatchLoader, BatchWriter). */
 export interface DeliveryLoaders {

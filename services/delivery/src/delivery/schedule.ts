@@ -1,14 +1,3 @@
-/** API.md §6.2: 2 min, 6 min, 30 min, 1 h, 5 h, 1 day, 2 days after the previous failure. */
-export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
-  2 * 60_000,
-  6 * 60_000,
-  30 * 60_000,
-  60 * 60_000,
-  5 * 60 * 60_000,
-  24 * 60 * 60_000,
-  48 * 60 * 60_000,
-];
-
 export interface RetryPolicy {
   scheduleMs: readonly number[];
   /** Jitter as a fraction of each delay (0.1 = ±10 %). */

@@ -7,6 +7,7 @@ import {
   type WebhookChangedMessage,
   errorMessage,
 } from '@herald/contract';
+import { renderDeliveryRequest, signWebhook, type DeliveryRequest } from '@herald/payload';
 import { enqueueDeliveries, enqueueRetry, type DeliverQueue, type Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
@@ -25,11 +26,9 @@ import type { InFlightLimiter } from '../delivery/in-flight.js';
 import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
-import { renderDeliveryRequest, type DeliveryRequest } from '../delivery/request.js';
 import type { RetryPolicy } from '../delivery/schedule.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
-import { signWebhook } from '../delivery/signing.js';
 
 export interface DeliverContext {
   db: Db;

@@ -33,7 +33,7 @@ export interface MatchContext {
  * this Redis prefix. Either way the job must not complete as if it had matched them: it is
  * retried, then kept in the failed set with this message.
  */
-export class EventsNotFoundError extends Error {
+class EventsNotFoundError extends Error {
   constructor(missing: number, total: number) {
     super(
       `${missing} of the job's ${total} events are not in this database (not visible yet, or ` +

@@ -12,7 +12,7 @@ import {
 } from './plan.js';
 import type { ValidEvent } from './validate-events.js';
 
-export interface AcceptedEvent {
+interface AcceptedEvent {
   id: string;
   status: 'accepted' | 'duplicate';
   entityType: EntityType;

@@ -10,7 +10,7 @@ import {
 } from '@herald/contract';
 
 /** A block found expanded in a record's attributes, with block ids in its own block fields. */
-export interface ExtractedBlock {
+interface ExtractedBlock {
   id: string;
   itemTypeId: string;
   parentId: string;
@@ -241,7 +241,7 @@ const isColorPart = (v: unknown): boolean =>
   Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255;
 
 /** Value shapes by field type (API.md §3.1); unknown types are accepted as they come. */
-export function valueShapeOk(fieldType: string, value: unknown): boolean {
+function valueShapeOk(fieldType: string, value: unknown): boolean {
   if (value === null) return true;
   switch (fieldType) {
     case 'string':

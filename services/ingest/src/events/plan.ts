@@ -13,7 +13,7 @@ import { extractItem, type ExtractedItem } from './item-values.js';
 import type { ValidEvent } from './validate-events.js';
 
 /** An environment as the batch leaves it. */
-export interface EnvironmentState {
+interface EnvironmentState {
   locales: string[];
   isPrimary: boolean;
 }
@@ -29,7 +29,7 @@ export type Effect =
   | { kind: 'environment-delete'; id: string }
   | { kind: 'none' };
 
-export interface PlannedEvent {
+interface PlannedEvent {
   /** The event as stored. */
   row: NewEvent;
   effect: Effect;

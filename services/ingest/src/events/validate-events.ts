@@ -33,7 +33,7 @@ export type ValidEvent = EventInput & {
 const MAX_ERRORS = 100;
 
 /** zod issues as INVALID_FIELD entries under `prefix` (e.g. `data.3`). */
-export function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): ErrorEntry[] {
+function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): ErrorEntry[] {
   return error.issues.map((issue) => issueToEntry(prefix, issue, input));
 }
 

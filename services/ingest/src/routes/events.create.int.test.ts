@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventJobId, serializeItem, type ModelInfo } from '@herald/contract';
 import {
   createEventMatchQueue,
-  createRedis,
   eventMatchJobId,
   type EventMatchQueue,
   type Redis,
@@ -19,23 +18,12 @@ import {
   createTestToken,
   randomId,
   serve,
-  silentLogger,
   testDeps,
   testRedis,
   type TestDb,
   type TestServer,
 } from '@herald/testkit';
-import { sweepUnmatchedEvents } from '@herald/delivery';
 import { createApp } from '../app.js';
-import {
-  addWebhook,
-  startPipeline,
-  startReceiver,
-  waitForCall,
-  webhookInput,
-  type Pipeline,
-  type Receiver,
-} from '../../../delivery/src/harness.test-support.js';
 
 let t: TestDb;
 let redis: Redis;
@@ -1061,110 +1049,6 @@ describe('item deletes that name only their record', () => {
     );
     for (const id of [a!, b!, c!, e!]) expect(await findRecord(t.db, 'main', id)).toBeNull();
     expect(await findRecord(t.db, env, d!)).toBeNull();
-  });
-
-  describe('delivered end to end', () => {
-    let pipeline: Pipeline;
-    let receiver: Receiver;
-    let api: TestServer;
-
-    beforeAll(async () => {
-      pipeline = await startPipeline(t.db);
-      receiver = await startReceiver();
-      // This file's app, enqueuing where the pipeline's match worker takes jobs.
-      const { redisPrefix } = pipeline.settings;
-      api = await serve(
-        createApp({ ...deps, redisPrefix, eventMatchQueue: pipeline.runtime.matchQueue }),
-      );
-    });
-
-    afterAll(async () => {
-      await api.close();
-      await pipeline.close();
-      await receiver.close();
-    });
-
-    it('reach the webhooks filtered by the model id and by its api_key', async () => {
-      const id = randomId('r');
-      const model = await modelWithRecords(id);
-      const onDeleteOf = (entityIds: string[]) =>
-        webhookInput(receiver.url, {
-          events: [
-            {
-              entity_type: 'item',
-              event_types: ['delete'],
-              filters: [{ entity_type: 'item_type', entity_ids: entityIds }],
-            },
-          ],
-        });
-      const byId = await addWebhook(t.db, pipeline, onDeleteOf([model.id]));
-      const byApiKey = await addWebhook(t.db, pipeline, onDeleteOf([model.apiKey]));
-      const otherModel = await addWebhook(t.db, pipeline, onDeleteOf(['post']));
-
-      const event = itemEvent('delete', id, {}, { model: null });
-      expect((await post([event], { url: api.url })).status).toBe(202);
-      await waitForCall(t.db, event.id, byId.id, ['success']);
-      await waitForCall(t.db, event.id, byApiKey.id, ['success']);
-      const sent = receiver.requests
-        .map((request) => JSON.parse(request.body) as Record<string, unknown>)
-        .filter((body) => (body['entity'] as { id: string }).id === id);
-      expect(sent.map((body) => [body['event_type'], body['webhook_id']]).sort()).toEqual(
-        [
-          ['delete', byId.id],
-          ['delete', byApiKey.id],
-        ].sort(),
-      );
-      const { rows } = await t.db.query<{ webhook_id: string }>(
-        'SELECT webhook_id FROM webhook_calls WHERE event_id = $1',
-        [event.id],
-      );
-      expect(rows.map((row) => row.webhook_id).sort()).toEqual([byId.id, byApiKey.id].sort());
-      expect(rows.map((row) => row.webhook_id)).not.toContain(otherModel.id);
-    });
-  });
-});
-
-describe('while Redis is down', () => {
-  it('accepts and stores events, and the sweeper enqueues them once Redis is reachable', async () => {
-    const logger = silentLogger();
-    const deadRedis = createRedis('redis://127.0.0.1:1', 'producer', logger);
-    const downDeps = { ...testDeps(t.db, deadRedis), redisPrefix: deps.redisPrefix };
-    const deadQueue = createEventMatchQueue(deadRedis, downDeps.redisPrefix, logger);
-    const down = await serve(
-      createApp({ ...downDeps, eventMatchQueue: deadQueue, enqueueTimeoutMs: 200 }),
-    );
-    try {
-      const events = [
-        itemEvent('create', randomId('r'), { title: 'a' }),
-        itemEvent('create', randomId('r'), { title: 'b' }),
-      ];
-      const answer = await post(events, { url: down.url });
-      expect(answer.status).toBe(202);
-      expect(answer.body.data.map((d) => d.attributes.status)).toEqual(['accepted', 'accepted']);
-      expect(await findRecord(t.db, 'main', events[0]!.attributes.entity.id)).not.toBeNull();
-      for (const event of events) expect(await queue.getJob(eventJobId(event.id))).toBeUndefined();
-      const metrics = await downDeps.metrics.registry.getSingleMetricAsString(
-        'herald_ingest_enqueue_failures_total',
-      );
-      expect(metrics).toMatch(/herald_ingest_enqueue_failures_total 1/);
-
-      // Redis is back (the real one): the sweeper enqueues every stored, unmatched event.
-      await sweepUnmatchedEvents({
-        db: t.db,
-        queue,
-        registry: deps.metrics.registry,
-        graceMs: 0,
-        batchSize: 1,
-        enqueueTimeoutMs: 5000,
-      });
-      for (const event of events) {
-        expect((await queue.getJob(eventJobId(event.id)))?.data).toEqual({ eventIds: [event.id] });
-      }
-    } finally {
-      await down.close();
-      await deadQueue.close();
-      deadRedis.disconnect();
-    }
   });
 });
 

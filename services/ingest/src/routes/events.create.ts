@@ -1,14 +1,27 @@
 import { Router, type RequestHandler } from 'express';
 import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@herald/contract';
-import { EventMatchEnqueuer, context, requireRole } from '@herald/runtime';
-import type { IngestDeps } from '../app.js';
+import {
+  EventMatchEnqueuer,
+  context,
+  requireRole,
+  type ApiAppDeps,
+  type EventMatchQueue,
+} from '@herald/runtime';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
 import { ingestMetrics } from '../events/metrics.js';
 import { validateEventsBody } from '../events/validate-events.js';
 
+/** What POST /events needs. */
+export type EventsDeps = ApiAppDeps & {
+  /** Producer side of the `event-match` queue (createEventMatchQueue). */
+  eventMatchQueue: EventMatchQueue;
+  /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
+  enqueueTimeoutMs: number;
+};
+
 /** Counts a rejected batch, labelling each event by its types when they are valid values. */
-function countRejected(deps: IngestDeps, body: unknown): void {
+function countRejected(deps: EventsDeps, body: unknown): void {
   const metrics = ingestMetrics(deps.metrics.registry);
   const data = (body as { data?: unknown } | null)?.data;
   const list = Array.isArray(data) ? data.slice(0, 1000) : [data];
@@ -30,7 +43,7 @@ function countRejected(deps: IngestDeps, body: unknown): void {
  * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
  * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
  */
-export function eventsCreate(deps: IngestDeps): RequestHandler {
+function eventsCreate(deps: EventsDeps): RequestHandler {
   const metrics = ingestMetrics(deps.metrics.registry);
   const log = deps.logger.child({ module: 'events' });
   // Environments and models of recent batches: item batches skip the pre-read (the write
@@ -96,7 +109,7 @@ export function eventsCreate(deps: IngestDeps): RequestHandler {
   };
 }
 
-export function eventsRouter(deps: IngestDeps): Router {
+export function eventsRouter(deps: EventsDeps): Router {
   const router = Router();
   router.post('/events', requireRole('producer'), eventsCreate(deps));
   return router;

@@ -70,7 +70,7 @@ const range = z.object({ gt: dateBound.optional(), lt: dateBound.optional() }).s
 const eq = z.object({ eq: z.string().min(1) }).strict();
 
 /** GET /webhook_calls query (API.md §4.4). */
-export const WebhookCallListQuery = z
+const WebhookCallListQuery = z
   .object({
     page: z
       .object({
@@ -106,7 +106,7 @@ export const WebhookCallListQuery = z
     order_by: z.enum(ORDERS).default('created_at_asc'),
   })
   .strict();
-export type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
+type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
 
 /** GET /webhook_calls → 200, paginated, with meta.total_count. */
 export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {

@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { ApiError, type CidrList, type ErrorEntry, isObject } from '@herald/contract';
-import { renderDeliveryRequest } from '@herald/delivery';
+import { renderDeliveryRequest } from '@herald/payload';
 import { context, requireRole } from '@herald/runtime';
 import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
 import { validateUpdate } from '../webhooks/attributes.js';
@@ -24,9 +24,9 @@ const CHOICES = ['event_id', 'webhook_id'] as const;
 const ALLOWED = new Set<string>([...RENDERED, ...OPTIONAL, ...CHOICES]);
 
 /** `webhook_call_id` and `webhook-id` of a preview: no call exists. */
-export const PREVIEW_CALL_ID = 'preview';
+const PREVIEW_CALL_ID = 'preview';
 /** `webhook_id` when the preview names no existing webhook. */
-export const PREVIEW_WEBHOOK_ID = 'preview';
+const PREVIEW_WEBHOOK_ID = 'preview';
 /** The signature is computed with the webhook's secret at send time; a preview shows no secret. */
 const MASKED_SIGNATURE = 'v1,***';
 const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -42,7 +42,7 @@ export function webhookPreviewRouter(deps: WebhookPreviewDeps): Router {
   return router;
 }
 
-export function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
+function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
   return async (req, res) => {
     const attributes = readPreviewDocument(req.body);
     const problems: ErrorEntry[] = [];
@@ -192,7 +192,7 @@ async function chooseWebhookId(db: Db, given: unknown, problems: ErrorEntry[]): 
 }
 
 /** A representative event when none is chosen: a record published in the request's environment. */
-export function sampleEvent(environment: Environment, now = new Date()): StoredEvent {
+function sampleEvent(environment: Environment, now = new Date()): StoredEvent {
   const at = now.toISOString();
   const locale = environment.locales[0] ?? 'en';
   return {

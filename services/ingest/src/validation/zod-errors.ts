@@ -22,7 +22,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 }
 
 /** The validation code of an issue found in `input` (absent values are VALIDATION_REQUIRED). */
-export function validationCode(issue: z.core.$ZodIssue, input: unknown): ValidationCode {
+function validationCode(issue: z.core.$ZodIssue, input: unknown): ValidationCode {
   if (
     issue.code !== 'custom' &&
     issue.code !== 'unrecognized_keys' &&

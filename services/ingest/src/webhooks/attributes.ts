@@ -64,7 +64,7 @@ const DEFAULTS = {
   autoRetry: true,
 } as const;
 
-export const LIMITS = {
+const LIMITS = {
   nameChars: 255,
   urlChars: 2048,
   headers: 50,
@@ -411,7 +411,7 @@ const Events = present(
 );
 
 /** The Mustache parser's complaint about a template, with where it is. */
-export function mustacheError(
+function mustacheError(
   template: string,
 ): { message: string; position?: number; line?: number; column?: number } | undefined {
   try {

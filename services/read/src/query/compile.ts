@@ -18,13 +18,13 @@ import type {
  * literals lets Postgres match the expression indexes of index-manager.ts.
  */
 
-export interface CompiledQuery {
+interface CompiledQuery {
   text: string;
   values: unknown[];
 }
 
 /** Bounded metric label: what kind of listing this is. */
-export type QueryShape = 'list' | 'list_filtered' | 'search' | 'by_ids';
+type QueryShape = 'list' | 'list_filtered' | 'search' | 'by_ids';
 
 /** An expression index that would serve a query on one model (created lazily). */
 export interface IndexSpec {
@@ -63,7 +63,7 @@ const META_SQL: Readonly<Record<MetaColumn, string>> = {
 };
 
 /** A SQL string literal (standard_conforming_strings is on in every supported Postgres). */
-export function quoteLiteral(value: string): string {
+function quoteLiteral(value: string): string {
   return `'${value.replace(/'/g, "''")}'`;
 }
 

@@ -17,14 +17,14 @@ import { regexCostProblem } from './regex-cost.js';
  * and the reason in `details`.
  */
 
-export const PAGE_LIMIT_DEFAULT = 30;
-export const PAGE_LIMIT_MAX = 500;
+const PAGE_LIMIT_DEFAULT = 30;
+const PAGE_LIMIT_MAX = 500;
 /** Beyond any real listing; keeps OFFSET a safe integer (a larger one answers 422). */
-export const PAGE_OFFSET_MAX = Number.MAX_SAFE_INTEGER;
+const PAGE_OFFSET_MAX = Number.MAX_SAFE_INTEGER;
 /** Ids in filter[ids]: more would make a 10,000-element ANY() for no real use. */
-export const FILTER_IDS_MAX = 1000;
+const FILTER_IDS_MAX = 1000;
 
-export type SortDirection = 'ASC' | 'DESC';
+type SortDirection = 'ASC' | 'DESC';
 
 /** The raw parameters, shape-checked. */
 export interface ListParams {
@@ -59,7 +59,7 @@ export type Target =
   | { kind: 'meta'; column: MetaColumn }
   | { kind: 'field'; apiKey: string; fieldType: string; localized: boolean };
 
-export type Operator = ItemFilterOperator;
+type Operator = ItemFilterOperator;
 
 /** How values of a target compare in SQL (drives operand coercion and the SQL expression). */
 export type ValueKind =
@@ -82,7 +82,7 @@ export interface MatchOperand {
   regexp: boolean;
 }
 
-export type Operand =
+type Operand =
   | { type: 'scalar'; value: string | number | boolean }
   | { type: 'list'; values: string[] }
   | { type: 'flag'; value: boolean }
@@ -356,7 +356,7 @@ const META_COLUMNS: Readonly<
 const isMetaColumn = (key: string): key is MetaColumn => Object.hasOwn(META_COLUMNS, key);
 
 /** The official client types mix spellings: accept camelCase for every snake_case name. */
-export function normalizeOperator(name: string): string {
+function normalizeOperator(name: string): string {
   return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 

@@ -6,11 +6,11 @@ import { retrieveItem } from '../items.js';
 import type { ItemsRouteDeps } from './items.list.js';
 
 /** GET /items/:id query parameters (API.md §3.2: `nested`, `version`). */
-export const ItemsRetrieveQuery = z.looseObject({
+const ItemsRetrieveQuery = z.looseObject({
   nested: z.enum(['true', 'false']).optional(),
   version: z.enum(['published', 'current']).optional(),
 });
-export type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
+type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
 
 export function itemsRetrieveRoute(deps: Pick<ItemsRouteDeps, 'gate'>): Router {
   const router = Router();

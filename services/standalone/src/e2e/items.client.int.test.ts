@@ -7,6 +7,7 @@ import {
   type EventMatchQueue,
 } from '@herald/runtime';
 import { ingestRouter } from '@herald/ingest';
+import { readRouter } from '@herald/read';
 import {
   createTestDb,
   createTestToken,
@@ -18,7 +19,6 @@ import {
   type TestServer,
 } from '@herald/testkit';
 import type { Redis } from '@herald/runtime';
-import { readRouter } from '../app.js';
 
 /**
  * Compatibility with the official client (@datocms/cma-client-node) against ingest + read on

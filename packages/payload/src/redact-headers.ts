@@ -31,7 +31,7 @@ export function isCredentialHeader(name: string): boolean {
  * a known scheme. A value with an unknown first word keeps nothing of it: that word may be the
  * secret itself (a bare API key).
  */
-export function redactedValue(name: string, value: string): string {
+function redactedValue(name: string, value: string): string {
   if (/^(proxy-)?authorization$/i.test(name)) {
     const scheme = AUTH_SCHEME.exec(value);
     if (scheme) return `${scheme[1]} ***`;

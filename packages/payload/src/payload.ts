@@ -97,7 +97,7 @@ const resourceIdentifier = (value: unknown): unknown =>
  * An item object in the key order GET /items writes (type, id, attributes, relationships, meta):
  * the event's entity comes back from jsonb, which reorders keys.
  */
-export function canonicalItem(value: unknown): unknown {
+function canonicalItem(value: unknown): unknown {
   if (!isPlainObject(value)) return value;
   const item = ordered(value, ['type', 'id', 'attributes', 'relationships', 'meta']);
   if (isPlainObject(item['relationships'])) {

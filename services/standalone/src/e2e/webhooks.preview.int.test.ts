@@ -2,7 +2,9 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
-import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { createApp } from '@herald/ingest';
+import { HERALD_VERSION } from '@herald/payload';
 import type { Redis } from '@herald/runtime';
 import {
   createTestDb,
@@ -16,7 +18,6 @@ import {
   type TestServer,
 } from '@herald/testkit';
 import { Registry } from 'prom-client';
-import { createApp } from '../app.js';
 import { testSettings } from '../../../delivery/src/harness.test-support.js';
 
 /** A real endpoint that records what delivery sends it. */

@@ -6,7 +6,7 @@ import Mustache from 'mustache';
  */
 
 /** Escapes for the inside of a JSON string: quotes, backslashes, control characters. */
-export function escapeJsonString(value: unknown): string {
+function escapeJsonString(value: unknown): string {
   const text =
     typeof value === 'string'
       ? value

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
-import { HERALD_VERSION, startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
+import { HERALD_VERSION } from '@herald/payload';
 import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
 import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
@@ -34,7 +35,7 @@ import { testSettings } from '../../../delivery/src/harness.test-support.js';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-const CONSOLE_DIR = fileURLToPath(new URL('../../dist', import.meta.url));
+const CONSOLE_DIR = fileURLToPath(new URL('../../../console/dist', import.meta.url));
 const UPDATE_SCREENSHOTS = process.env['UPDATE_SCREENSHOTS'] === '1';
 const SCREENSHOTS = UPDATE_SCREENSHOTS
   ? fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url))

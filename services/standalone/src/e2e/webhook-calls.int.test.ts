@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
-import { createApp } from '../app.js';
 import { resendJobId } from '@herald/contract';
+import { createApp } from '@herald/ingest';
 import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
 import type { Db } from '@herald/store';
 import {
