@@ -234,3 +234,15 @@ export function testItemEvent(id: string, overrides: Partial<NewEvent> = {}): Ne
     ...overrides,
   };
 }
+
+// Shared by the integration tests: real receivers, and records written as the events path does.
+export { startReceiver, type Received, type Receiver } from './receiver.js';
+export {
+  defineModel,
+  putRecord,
+  testRecordWrite,
+  type SeedBlock,
+  type SeedField,
+  type SeedModel,
+  type SeedRecord,
+} from './seed.js';

@@ -7,6 +7,7 @@ import {
   TEST_DATABASE_URL,
   createTestDb,
   createTestToken,
+  defineModel,
   randomId,
   serve,
   testDeps,
@@ -17,7 +18,6 @@ import {
 import { createApp } from '../app.js';
 import { IndexManager } from '../index-manager.js';
 import type { ReadLimits } from '../read-gate.js';
-import { defineModel } from '../../test/seed.js';
 
 /**
  * The time budget and each token's share of the read pool, against real Postgres: slow listings

@@ -3,6 +3,8 @@ import fc from 'fast-check';
 import {
   createTestDb,
   createTestToken,
+  defineModel,
+  putRecord,
   serve,
   testDeps,
   testRedis,
@@ -13,7 +15,6 @@ import { deleteRecords, upsertEnvironment } from '@herald/store';
 import type { Redis } from '@herald/runtime';
 import { createApp } from '../app.js';
 import { IndexManager } from '../index-manager.js';
-import { defineModel, putRecord } from '../../test/seed.js';
 
 /** Raw bytes for a path segment; "." and ".." are dot segments that URLs resolve away. */
 const idBytes = (maxLength: number) =>

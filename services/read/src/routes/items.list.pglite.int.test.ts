@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTestDb,
   createTestToken,
+  defineModel,
+  putRecord,
   serve,
   testDeps,
   testRedis,
@@ -12,7 +14,6 @@ import { upsertEnvironment } from '@herald/store';
 import type { Redis } from '@herald/runtime';
 import { createApp } from '../app.js';
 import { IndexManager } from '../index-manager.js';
-import { defineModel, putRecord } from '../../test/seed.js';
 
 /** The same SQL on the embedded PGlite: migration 004, counts, filters, search, lazy indexes. */
 
