@@ -15,9 +15,10 @@ import {
   type TestServer,
 } from './index.js';
 
-// vitest fixtures for the integration tests: made once per file, in a beforeAll hook that the
-// factory registers on the suite that calls it (so under the hook timeout, not the first test's),
-// and closed after the file's last test. Seed with `it.beforeAll(async ({ db }) => …)`.
+// vitest fixtures for the integration tests: made once per file and closed after its last test.
+// The slow ones (a migrated database, a served app) are made in a beforeAll hook that the factory
+// registers on the suite that calls it, so under the hook timeout rather than the first test's.
+// Seed with `it.beforeAll(async ({ db }) => …)`.
 
 export interface IntegrationTestOptions {
   /** The database: a fresh schema in the test Postgres (default), or an in-memory PGlite. */
@@ -62,7 +63,7 @@ export function integrationTest(
       { scope: 'file' },
     ],
   });
-  it.beforeAll(({ db: _db, redis: _redis }) => {});
+  it.beforeAll(({ db: _db }) => {});
   return it;
 }
 
