@@ -1,9 +1,10 @@
-import { vi } from 'vitest';
+import { vi, type TestAPI } from 'vitest';
 import {
   MATCH_EVENT_JOB,
   eventJobId,
   parseCidrList,
   webhooksChangedChannel,
+  type WebhookEventEntry,
 } from '@herald/contract';
 import type { Redis } from '@herald/runtime';
 import {
@@ -16,7 +17,15 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import { randomId, silentLogger, testRedis, testWebhookInput } from '@herald/testkit';
+import {
+  randomId,
+  silentLogger,
+  startReceiver,
+  testRedis,
+  testWebhookInput,
+  type Receiver,
+} from '@herald/testkit';
+import { integrationTest, type IntegrationFixtures } from '@herald/testkit/fixtures';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
@@ -80,8 +89,61 @@ export async function startPipeline(
   };
 }
 
+export interface PipelineFixtures {
+  /** startPipeline on the file's database, made before its first test. */
+  pipeline: Pipeline;
+  /** A receiver of the file's, answering 200 "ok" (its respond can be replaced). */
+  receiver: Receiver;
+}
+
+/** integrationTest with the delivery pipeline (settings: testSettings(overrides)) and a receiver. */
+export function pipelineTest(
+  overrides: Partial<DeliverySettings> = {},
+): TestAPI<IntegrationFixtures & PipelineFixtures> {
+  const it = integrationTest().extend<{ $file: PipelineFixtures }>({
+    pipeline: [
+      async ({ db }, use) => {
+        const pipeline = await startPipeline(db, overrides);
+        await use(pipeline);
+        await pipeline.close();
+      },
+      { scope: 'file' },
+    ],
+    receiver: [
+      // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+      // eslint-disable-next-line no-empty-pattern
+      async ({}, use) => {
+        const receiver = await startReceiver();
+        await use(receiver);
+        await receiver.close();
+      },
+      { scope: 'file' },
+    ],
+  });
+  it.beforeAll(({ pipeline: _pipeline }) => {});
+  return it;
+}
+
 export function webhookInput(url: string, overrides: Partial<WebhookInput> = {}): WebhookInput {
   return testWebhookInput({ url, ...overrides });
+}
+
+/**
+ * A webhook's `events`: item events of these types in one environment only. Tests that share a
+ * pipeline give each test an environment of its own, so that webhooks of other tests (which
+ * match every item event otherwise) never see its events.
+ */
+export function itemEventsIn(
+  environment: string,
+  eventTypes: string[] = ['create', 'update', 'delete', 'publish', 'unpublish'],
+): WebhookEventEntry[] {
+  return [
+    {
+      entity_type: 'item',
+      event_types: eventTypes,
+      filters: [{ entity_type: 'environment', entity_ids: [environment] }],
+    },
+  ];
 }
 
 /** Stores a webhook, announces it as ingest does, and waits until the match index has it. */
@@ -173,4 +235,4 @@ export async function waitForCall(
 
 export { testRedis };
 // The receiver moved to testkit; the tests that import it from here keep working.
-export { startReceiver, type Received, type Receiver } from '@herald/testkit';
+export { startReceiver, type Receiver };
