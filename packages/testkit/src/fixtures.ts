@@ -20,6 +20,17 @@ import {
 // registers on the suite that calls it, so under the hook timeout rather than the first test's.
 // Seed with `it.beforeAll(async ({ db }) => …)`.
 
+/**
+ * The context of a test whose fixtures F are all file-scoped, in the shape vitest's `extend`
+ * builder tracks scopes with: so that hooks (`it.beforeAll`) see F, also once a file extends the
+ * test further with fixtures of its own.
+ */
+export type FileFixtures<F> = F & {
+  readonly $__worker?: object;
+  readonly $__file?: F;
+  readonly $__test?: object;
+};
+
 export interface IntegrationTestOptions {
   /** The database: a fresh schema in the test Postgres (default), or an in-memory PGlite. */
   db?: 'postgres' | 'pglite';
@@ -37,7 +48,7 @@ export interface IntegrationFixtures {
 /** vitest's `test` with the database and Redis connection of the file. */
 export function integrationTest(
   options: IntegrationTestOptions = {},
-): TestAPI<IntegrationFixtures> {
+): TestAPI<FileFixtures<IntegrationFixtures>> {
   const it = test.extend<{ $file: IntegrationFixtures }>({
     testDb: [
       // vitest reads what a fixture needs from its destructuring: this one needs nothing.
@@ -64,7 +75,7 @@ export function integrationTest(
     ],
   });
   it.beforeAll(({ db: _db }) => {});
-  return it;
+  return it as TestAPI<FileFixtures<IntegrationFixtures>>;
 }
 
 export interface AppTestOptions<E extends object> extends IntegrationTestOptions {
@@ -89,7 +100,8 @@ export interface AppFixtures<E extends object> {
 export function appTest<E extends object = object>(
   createApp: (deps: TestDeps & NoInfer<E>) => Express,
   options: AppTestOptions<E> = {},
-): TestAPI<IntegrationFixtures & AppFixtures<E>> {
+): TestAPI<FileFixtures<IntegrationFixtures & AppFixtures<E>>> {
+  type Fixtures = FileFixtures<IntegrationFixtures & AppFixtures<E>>;
   const it = integrationTest(options).extend<{ $file: AppFixtures<E> }>({
     deps: [
       async ({ db, redis }, use) => {
@@ -115,7 +127,7 @@ export function appTest<E extends object = object>(
         use(testApi(server.url, await createTestToken(db, options.role ?? 'admin'))),
       { scope: 'file' },
     ],
-  });
+  }) as TestAPI<Fixtures>;
   it.beforeAll(({ api: _api }) => {});
   return it;
 }

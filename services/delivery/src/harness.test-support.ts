@@ -1,4 +1,4 @@
-import { vi, type TestAPI } from 'vitest';
+import { vi } from 'vitest';
 import {
   MATCH_EVENT_JOB,
   eventJobId,
@@ -25,7 +25,7 @@ import {
   testWebhookInput,
   type Receiver,
 } from '@herald/testkit';
-import { integrationTest, type IntegrationFixtures } from '@herald/testkit/fixtures';
+import { integrationTest } from '@herald/testkit/fixtures';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
@@ -89,37 +89,25 @@ export async function startPipeline(
   };
 }
 
-export interface PipelineFixtures {
-  /** startPipeline on the file's database, made before its first test. */
-  pipeline: Pipeline;
-  /** A receiver of the file's, answering 200 "ok" (its respond can be replaced). */
-  receiver: Receiver;
-}
-
-/** integrationTest with the delivery pipeline (settings: testSettings(overrides)) and a receiver. */
-export function pipelineTest(
-  overrides: Partial<DeliverySettings> = {},
-): TestAPI<IntegrationFixtures & PipelineFixtures> {
-  const it = integrationTest().extend<{ $file: PipelineFixtures }>({
-    pipeline: [
-      async ({ db }, use) => {
-        const pipeline = await startPipeline(db, overrides);
-        await use(pipeline);
-        await pipeline.close();
-      },
-      { scope: 'file' },
-    ],
-    receiver: [
-      // vitest reads what a fixture needs from its destructuring: this one needs nothing.
-      // eslint-disable-next-line no-empty-pattern
-      async ({}, use) => {
-        const receiver = await startReceiver();
-        await use(receiver);
-        await receiver.close();
-      },
-      { scope: 'file' },
-    ],
-  });
+/**
+ * integrationTest with `pipeline` (startPipeline, settings testSettings(overrides)) on the file's
+ * database, made before its first test, and `receiver`, a receiver of the file's answering 200
+ * "ok" (its respond can be replaced).
+ */
+export function pipelineTest(overrides: Partial<DeliverySettings> = {}) {
+  const it = integrationTest()
+    .extend('pipeline', { scope: 'file' }, async ({ db }, { onCleanup }) => {
+      const pipeline = await startPipeline(db, overrides);
+      onCleanup(() => pipeline.close());
+      return pipeline;
+    })
+    // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+    // eslint-disable-next-line no-empty-pattern
+    .extend('receiver', { scope: 'file' }, async ({}, { onCleanup }) => {
+      const receiver = await startReceiver();
+      onCleanup(() => receiver.close());
+      return receiver;
+    });
   it.beforeAll(({ pipeline: _pipeline }) => {});
   return it;
 }

@@ -11,7 +11,6 @@ import {
   startReceiver,
   testApi,
   testDeps,
-  type TestApi,
 } from '@herald/testkit';
 import {
   addWebhook,
@@ -27,25 +26,22 @@ import {
 // the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes jobs.
 const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
-}).extend<{ $file: { api: TestApi } }>({
-  api: [
-    async ({ db, pipeline }, use) => {
-      const { redisPrefix } = pipeline.settings;
-      const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
-      const server = await serve(
-        createApp({
-          ...testDeps(db, pipeline.redis),
-          redisPrefix,
-          eventMatchQueue,
-          enqueueTimeoutMs: 1000,
-        }),
-      );
-      await use(testApi(server.url, await createTestToken(db, 'admin')));
-      await server.close();
-      await eventMatchQueue.close();
-    },
-    { scope: 'file' },
-  ],
+}).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
+  const { redisPrefix } = pipeline.settings;
+  const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
+  const server = await serve(
+    createApp({
+      ...testDeps(db, pipeline.redis),
+      redisPrefix,
+      eventMatchQueue,
+      enqueueTimeoutMs: 1000,
+    }),
+  );
+  onCleanup(async () => {
+    await server.close();
+    await eventMatchQueue.close();
+  });
+  return testApi(server.url, await createTestToken(db, 'admin'));
 });
 
 let failing = true;
