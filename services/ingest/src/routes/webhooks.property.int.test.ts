@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import type { TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
 
 /** Any body sent to the webhook endpoints gets a 2xx or a documented 4xx, never a 500. */
 const it = appTest(createApp);
@@ -153,17 +154,7 @@ const wellShaped = fc.record({
         http_basic_password: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         enabled: fc.boolean(),
       },
-      {
-        requiredKeys: [
-          'name',
-          'url',
-          'headers',
-          'events',
-          'custom_payload',
-          'http_basic_user',
-          'http_basic_password',
-        ],
-      },
+      { requiredKeys: [...REQUIRED_ATTRIBUTES] },
     ),
   }),
 });

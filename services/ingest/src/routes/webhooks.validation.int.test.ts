@@ -2,6 +2,7 @@ import { describe, expect } from 'vitest';
 import type { TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
 
 /** Every rule of API.md §4.2: status, code, details.field and details.code. */
 const it = appTest(createApp);
@@ -24,6 +25,12 @@ const send = (api: TestApi, method: string, path: string, body: string) =>
   api.call<ErrorBody>(method, path, body);
 const createWith = (api: TestApi, attributes: Record<string, unknown>) =>
   send(api, 'POST', '/webhooks', JSON.stringify({ data: { type: 'webhook', attributes } }));
+/** PUT `data` on a webhook created for it. */
+const putOnNew = async (api: TestApi, data: Record<string, unknown>) => {
+  const created = await createWith(api, valid());
+  const id = (created.body as unknown as { data: { id: string } }).data.id;
+  return send(api, 'PUT', `/webhooks/${id}`, JSON.stringify({ data }));
+};
 
 type Rule = [
   description: string,
@@ -40,15 +47,7 @@ const withFilter = (filter: unknown) =>
 
 const RULES: Rule[] = [
   // Required keys (the nullable three must still be present).
-  ...[
-    'name',
-    'url',
-    'headers',
-    'events',
-    'custom_payload',
-    'http_basic_user',
-    'http_basic_password',
-  ].map((key): Rule => {
+  ...REQUIRED_ATTRIBUTES.map((key): Rule => {
     const attributes: Record<string, unknown> = valid();
     delete attributes[key];
     return [`${key} missing`, attributes, key, 'VALIDATION_REQUIRED', true];
@@ -421,14 +420,7 @@ describe('POST /webhooks validation', () => {
   it.for(RULES.filter(([, , , , complete]) => !complete))(
     'PUT applies the same rule: %s',
     async ([_description, overrides, field, code], { api }) => {
-      const created = await createWith(api, valid());
-      const id = (created.body as unknown as { data: { id: string } }).data.id;
-      const response = await send(
-        api,
-        'PUT',
-        `/webhooks/${id}`,
-        JSON.stringify({ data: { type: 'webhook', attributes: overrides } }),
-      );
+      const response = await putOnNew(api, { type: 'webhook', attributes: overrides });
       expect(response.status).toBe(422);
       expect(response.body.data[0]!.attributes).toMatchObject({
         code: 'INVALID_FIELD',
@@ -526,14 +518,11 @@ describe('POST /webhooks validation', () => {
   });
 
   it('PUT with a data.id other than the URL id → INVALID_FORMAT', async ({ api }) => {
-    const created = await createWith(api, valid());
-    const id = (created.body as unknown as { data: { id: string } }).data.id;
-    const response = await send(
-      api,
-      'PUT',
-      `/webhooks/${id}`,
-      JSON.stringify({ data: { type: 'webhook', id: '999', attributes: { enabled: false } } }),
-    );
+    const response = await putOnNew(api, {
+      type: 'webhook',
+      id: '999',
+      attributes: { enabled: false },
+    });
     expect(response.status).toBe(422);
     expect(response.body.data[0]!.attributes.code).toBe('INVALID_FORMAT');
   });
