@@ -14,7 +14,12 @@ import {
   webhookInput,
 } from './harness.test-support.js';
 
-const it = pipelineTest();
+const it = pipelineTest().extend('updates', async ({ db, pipeline, receiver }) => {
+  // A webhook on item updates in an environment of the test's own.
+  const env = randomId('env');
+  const input = webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) });
+  return { env, webhook: await addWebhook(db, pipeline, input) };
+});
 
 /** The webhooks (by name) whose calls the events produced, once every event is matched. */
 async function matchedNames(
@@ -179,14 +184,9 @@ describe('matching (API.md §4.3)', () => {
   it('follows webhook changes announced on pub/sub and creates each call once', async ({
     db,
     pipeline,
-    receiver,
+    updates,
   }) => {
-    const env = randomId('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) }),
-    );
+    const { env, webhook } = updates;
     const event = itemEvent({ environment: env });
     await emitEvents(db, pipeline, [event]);
     const call = await waitForCall(db, event.id, webhook.id, ['success']);
@@ -204,14 +204,9 @@ describe('matching (API.md §4.3)', () => {
   it('matches a batch in one job, and still takes a job of one event in the old shape', async ({
     db,
     pipeline,
-    receiver,
+    updates,
   }) => {
-    const env = randomId('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) }),
-    );
+    const { env, webhook } = updates;
     const batch = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
     await emitEvents(db, pipeline, batch);
     // 60 calls of one event batch, created by one statement and started together.

@@ -10,11 +10,9 @@ import {
   createTestDb,
   randomId,
   silentLogger,
-  startReceiver,
-  type Receiver,
   type TestDb,
 } from '@herald/testkit';
-import { itemEvent, webhookInput } from './harness.test-support.js';
+import { itemEvent, startReceiver, webhookInput, type Receiver } from './harness.test-support.js';
 
 // "Nothing lost" (ARCHITECTURE.md decision 1): the built delivery service runs as a child process
 // against this file's schema and its own Redis database (so FLUSHDB touches nothing shared).
