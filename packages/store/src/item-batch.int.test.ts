@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
+import { createTestDb, defineModel, testRecordWrite, type TestDb } from '@herald/testkit';
 import {
-  createPgliteDb,
-  createPostgresDb,
   deleteRecords,
   findRecord,
   loadBatchContext,
-  migrate,
-  upsertModel,
   upsertRecords,
   writeItemBatch,
   StaleBatchContextError,
@@ -18,32 +14,7 @@ import {
 } from '@herald/store';
 
 // The write path of migration 006: herald_write_item_batch, herald_batch_context and the
-// sharded record_counts. @herald/testkit depends on the store, so the database is opened here.
-const DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-async function createTestDb(kind: 'postgres' | 'pglite'): Promise<{
-  db: Db;
-  cleanup(): Promise<void>;
-}> {
-  if (kind === 'pglite') {
-    const db = await createPgliteDb();
-    await migrate(db);
-    return { db, cleanup: () => db.close() };
-  }
-  const schema = `herald_store_${randomBytes(6).toString('hex')}`;
-  const admin = createPostgresDb({ connectionString: DATABASE_URL, maxConnections: 1 });
-  await admin.exec(`CREATE SCHEMA ${schema}`);
-  const db = createPostgresDb({ connectionString: DATABASE_URL, searchPath: schema });
-  await migrate(db);
-  return {
-    db,
-    async cleanup() {
-      await db.close();
-      await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.close();
-    },
-  };
-}
+// sharded record_counts.
 
 const at = new Date('2026-03-01T00:00:00Z');
 
@@ -79,29 +50,17 @@ function item(
       relatedEntities: [],
     },
     // The very object of the entity: writeItemBatch writes the record from the entity.
-    record: {
-      environment: 'main',
+    record: testRecordWrite({
       id: recordId,
       itemTypeId: model,
       mode,
       eventId,
       eventType: mode === 'publish' ? 'publish' : 'create',
       attributes,
-      parentId: null,
-      position: null,
-      creator: null,
       createdAt: at,
       updatedAt: at,
       publishedAt: at,
-      firstPublishedAt: null,
-      publicationScheduledAt: null,
-      unpublishingScheduledAt: null,
-      isValid: true,
-      isCurrentVersionValid: true,
-      isPublishedVersionValid: true,
-      currentVersion: null,
-      stage: null,
-    },
+    }),
     texts: (mode === 'publish' ? (['current', 'published'] as const) : (['current'] as const)).map(
       (version) => ({
         environment: 'main',
@@ -140,35 +99,15 @@ async function counts(db: Db): Promise<{ actual: unknown[]; kept: unknown[] }> {
 }
 
 describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
-  let t: Awaited<ReturnType<typeof createTestDb>>;
+  let t: TestDb;
   beforeAll(async () => {
     t = await createTestDb(kind);
     for (const id of ['post', 'page']) {
-      await upsertModel(
-        t.db,
-        'main',
-        {
-          id,
-          apiKey: id,
-          name: id,
-          modularBlock: false,
-          sortable: false,
-          tree: false,
-          draftModeActive: true,
-          attributes: {},
-        },
-        [
-          {
-            apiKey: 'title',
-            fieldType: 'string',
-            localized: false,
-            id: null,
-            label: null,
-            position: 0,
-            attributes: {},
-          },
-        ],
-      );
+      await defineModel(t.db, 'main', {
+        id,
+        apiKey: id,
+        fields: [{ apiKey: 'title', fieldType: 'string' }],
+      });
     }
   });
   afterAll(() => t.cleanup());
@@ -304,31 +243,11 @@ describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
       await writeItemBatch(t.db, { ...batchOf([item('ib-s1', 'ib-sr1')]), expected: expected({}) }),
     ).toEqual({ inserted: new Set(['ib-s1']), written: 1 });
     // Any rewrite of the model (here the same fields again) moves its version.
-    await upsertModel(
-      t.db,
-      'main',
-      {
-        id: 'post',
-        apiKey: 'post',
-        name: 'post',
-        modularBlock: false,
-        sortable: false,
-        tree: false,
-        draftModeActive: true,
-        attributes: {},
-      },
-      [
-        {
-          apiKey: 'title',
-          fieldType: 'string',
-          localized: false,
-          id: null,
-          label: null,
-          position: 0,
-          attributes: {},
-        },
-      ],
-    );
+    await defineModel(t.db, 'main', {
+      id: 'post',
+      apiKey: 'post',
+      fields: [{ apiKey: 'title', fieldType: 'string' }],
+    });
     await expect(
       writeItemBatch(t.db, { ...batchOf([item('ib-s2', 'ib-sr2')]), expected: expected({}) }),
     ).rejects.toBeInstanceOf(StaleBatchContextError);
@@ -373,7 +292,7 @@ describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
 });
 
 describe('item batches and other writers (postgres)', () => {
-  let t: Awaited<ReturnType<typeof createTestDb>>;
+  let t: TestDb;
   beforeAll(async () => {
     t = await createTestDb('postgres');
   });

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testItemEvent } from '@herald/testkit';
-import { randomBytes } from 'node:crypto';
 import {
-  createPgliteDb,
-  createPostgresDb,
-  migrate,
-  type Db,
+  createTestDb,
+  defineModel,
+  testItemEvent,
+  testRecordWrite as write,
+  type TestDb,
+} from '@herald/testkit';
+import {
   deleteRecords,
   findRecord,
   insertEvents,
@@ -17,94 +18,21 @@ import {
   syncBlocks,
   textSearchConfig,
   upsertBlocks,
-  upsertModel,
   upsertRecords,
   writeItemBatch,
-  type RecordWrite,
 } from '@herald/store';
-
-// @herald/testkit depends on the store, so the store's own tests open their database here.
-const DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-interface TestDb {
-  db: Db;
-  cleanup(): Promise<void>;
-}
-async function createTestDb(kind: 'postgres' | 'pglite'): Promise<TestDb> {
-  if (kind === 'pglite') {
-    const db = await createPgliteDb();
-    await migrate(db);
-    return { db, cleanup: () => db.close() };
-  }
-  const schema = `herald_store_${randomBytes(6).toString('hex')}`;
-  const admin = createPostgresDb({ connectionString: DATABASE_URL, maxConnections: 1 });
-  await admin.exec(`CREATE SCHEMA ${schema}`);
-  const db = createPostgresDb({ connectionString: DATABASE_URL, searchPath: schema });
-  await migrate(db);
-  return {
-    db,
-    async cleanup() {
-      await db.close();
-      await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.close();
-    },
-  };
-}
-
-const write = (over: Partial<RecordWrite>): RecordWrite => ({
-  environment: 'main',
-  id: 'r1',
-  itemTypeId: 'post',
-  mode: 'save',
-  eventId: 'e1',
-  eventType: 'create',
-  attributes: { title: 'a' },
-  parentId: null,
-  position: null,
-  creator: null,
-  createdAt: new Date('2026-01-01T00:00:00Z'),
-  updatedAt: new Date('2026-01-01T00:00:00Z'),
-  publishedAt: new Date('2026-01-02T00:00:00Z'),
-  firstPublishedAt: null,
-  publicationScheduledAt: null,
-  unpublishingScheduledAt: null,
-  isValid: true,
-  isCurrentVersionValid: true,
-  isPublishedVersionValid: true,
-  currentVersion: null,
-  stage: null,
-  ...over,
-});
 
 for (const kind of ['postgres', 'pglite'] as const) {
   describe(`record store SQL on ${kind}`, () => {
     let t: TestDb;
     beforeAll(async () => {
       t = await createTestDb(kind);
-      await upsertModel(
-        t.db,
-        'main',
-        {
-          id: 'post',
-          apiKey: 'post',
-          name: 'Post',
-          modularBlock: false,
-          sortable: false,
-          tree: false,
-          draftModeActive: true,
-          attributes: {},
-        },
-        [
-          {
-            apiKey: 'title',
-            fieldType: 'string',
-            localized: false,
-            id: null,
-            label: null,
-            position: 0,
-            attributes: {},
-          },
-        ],
-      );
+      await defineModel(t.db, 'main', {
+        id: 'post',
+        apiKey: 'post',
+        name: 'Post',
+        fields: [{ apiKey: 'title', fieldType: 'string' }],
+      });
     });
     afterAll(() => t.cleanup());
 

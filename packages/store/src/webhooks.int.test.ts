@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
-import { createPgliteDb, createPostgresDb, sqlState, type Db } from './db.js';
-import { migrate } from './migrate.js';
+import { createTestDb, type TestDb } from '@herald/testkit';
+import { sqlState } from './db.js';
 import {
   activeSigningSecrets,
   deleteWebhook,
@@ -38,35 +37,6 @@ const input = (name: string): WebhookInput => ({
   autoRetry: true,
   redactHeaders: [],
 });
-
-// @herald/testkit depends on this package, so the fresh-schema setup is repeated here.
-const DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-interface TestDb {
-  db: Db;
-  cleanup(): Promise<void>;
-}
-
-async function createTestDb(kind: 'postgres' | 'pglite'): Promise<TestDb> {
-  if (kind === 'pglite') {
-    const db = await createPgliteDb();
-    await migrate(db);
-    return { db, cleanup: () => db.close() };
-  }
-  const schema = `herald_test_${randomBytes(6).toString('hex')}`;
-  const admin = createPostgresDb({ connectionString: DATABASE_URL, maxConnections: 1 });
-  await admin.exec(`CREATE SCHEMA ${schema}`);
-  const db = createPostgresDb({ connectionString: DATABASE_URL, searchPath: schema });
-  await migrate(db);
-  return {
-    db,
-    async cleanup() {
-      await db.close();
-      await admin.exec(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.close();
-    },
-  };
-}
 
 describe.each(['postgres', 'pglite'] as const)('webhooks repository on %s', (kind) => {
   let testDb: TestDb;

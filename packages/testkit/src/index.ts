@@ -239,3 +239,18 @@ export function testItemEvent(id: string, overrides: Partial<NewEvent> = {}): Ne
     ...overrides,
   };
 }
+
+// Shared by the integration tests: real receivers, records written as the events path does, a
+// client of a served app. The vitest fixtures built on them are @herald/testkit/fixtures (this
+// entry stays free of vitest, for the benchmarks).
+export { startReceiver, type Received, type Receiver } from './receiver.js';
+export {
+  defineModel,
+  putRecord,
+  testRecordWrite,
+  type SeedBlock,
+  type SeedField,
+  type SeedModel,
+  type SeedRecord,
+} from './seed.js';
+export { testApi, type TestAnswer, type TestApi } from './api.js';

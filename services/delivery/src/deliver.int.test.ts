@@ -1,55 +1,26 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { beforeEach, describe, expect, onTestFinished, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { findWebhook, rotateWebhookSecret, type Db } from '@herald/store';
-import { createTestDb, randomId, testRedis, type TestDb } from '@herald/testkit';
+import { findWebhook, rotateWebhookSecret } from '@herald/store';
+import { randomId, startReceiver, testRedis, type Receiver } from '@herald/testkit';
 import { webhooksChangedChannel } from '@herald/contract';
 import {
   addWebhook,
   callOf,
   emitEvents,
   itemEvent,
+  itemEventsIn,
+  pipelineTest,
   startPipeline,
-  startReceiver,
   waitForCall,
   webhookInput,
-  type Pipeline,
-  type Receiver,
 } from './harness.test-support.js';
 
-let testDb: TestDb;
-let db: Db;
-let pipeline: Pipeline;
-let receiver: Receiver;
+const it = pipelineTest();
 
-beforeAll(async () => {
-  testDb = await createTestDb();
-  db = testDb.db;
-  pipeline = await startPipeline(db);
-  receiver = await startReceiver();
-});
-
-afterAll(async () => {
-  await pipeline.close();
-  await receiver.close();
-  await testDb.cleanup();
-});
-
-/**
- * Each test's webhooks listen to one environment of its own, so webhooks of earlier tests (which
- * match every item event otherwise) never see this test's events.
- */
+/** Each test's webhooks listen to an environment of its own (itemEventsIn). */
 let env = 'main';
 const scoped = (url: string, overrides: Parameters<typeof webhookInput>[1] = {}) =>
-  webhookInput(url, {
-    events: [
-      {
-        entity_type: 'item',
-        event_types: ['create', 'update', 'delete', 'publish', 'unpublish'],
-        filters: [{ entity_type: 'environment', entity_ids: [env] }],
-      },
-    ],
-    ...overrides,
-  });
+  webhookInput(url, { events: itemEventsIn(env), ...overrides });
 const scopedEvent = (overrides: Parameters<typeof itemEvent>[0] = {}) =>
   itemEvent({ environment: env, ...overrides });
 
@@ -65,7 +36,10 @@ async function withReceiver(respond?: Receiver['respond']): Promise<Receiver> {
 }
 
 describe('the request Herald sends (API.md §6.1)', () => {
-  it('sends the default payload byte for byte, with custom headers, Basic auth and signatures', async () => {
+  it('sends the default payload byte for byte, with custom headers, Basic auth and signatures', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver();
     const webhook = await addWebhook(
       db,
@@ -130,7 +104,10 @@ describe('the request Herald sends (API.md §6.1)', () => {
     expect(call.nextRetryAt).toBeNull();
   });
 
-  it('omits previous_entity unless the event carries one, and signs with both secrets during a rotation', async () => {
+  it('omits previous_entity unless the event carries one, and signs with both secrets during a rotation', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver();
     const webhook = await addWebhook(db, pipeline, scoped(r.url));
     const oldSecret = webhook.signingSecret;
@@ -170,7 +147,10 @@ describe('the request Herald sends (API.md §6.1)', () => {
     ).toThrow();
   });
 
-  it('renders custom_payload with JSON-string escaping for {{x}}, raw {{{x}}}, and the url', async () => {
+  it('renders custom_payload with JSON-string escaping for {{x}}, raw {{{x}}}, and the url', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver();
     const webhook = await addWebhook(
       db,
@@ -210,7 +190,10 @@ describe('the request Herald sends (API.md §6.1)', () => {
 });
 
 describe('outcomes (API.md §6.2)', () => {
-  it('does not follow a 3xx: one request, a failure with the 3xx status', async () => {
+  it('does not follow a 3xx: one request, a failure with the 3xx status', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver((req, res) => {
       if (req.url === '/moved') {
         res.writeHead(302, { Location: '/elsewhere' }).end();
@@ -225,7 +208,10 @@ describe('outcomes (API.md §6.2)', () => {
     expect(r.requests.map((q) => q.url)).toEqual(['/moved']);
   });
 
-  it('410 Gone fails the call, disables the webhook, ends its waiting calls and tells every process', async () => {
+  it('410 Gone fails the call, disables the webhook, ends its waiting calls and tells every process', async ({
+    db,
+    pipeline,
+  }) => {
     // The first event gets a 429 with a retry an hour away; the second a 410.
     let answered = 0;
     const r = await withReceiver((_req, res) =>
@@ -283,7 +269,10 @@ describe('outcomes (API.md §6.2)', () => {
     expect(rows).toHaveLength(0);
   });
 
-  it('429 with Retry-After pushes the next attempt later than the schedule', async () => {
+  it('429 with Retry-After pushes the next attempt later than the schedule', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver((_req, res) => res.writeHead(429, { 'Retry-After': '2' }).end());
     const webhook = await addWebhook(db, pipeline, scoped(r.url));
     const event = scopedEvent();
@@ -295,7 +284,7 @@ describe('outcomes (API.md §6.2)', () => {
     expect(r.requests).toHaveLength(1);
   });
 
-  it('a hang past the timeout is a failure with a timeout reason', async () => {
+  it('a hang past the timeout is a failure with a timeout reason', async ({ db, pipeline }) => {
     const r = await withReceiver(() => undefined); // never answers
     const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
     const event = scopedEvent();
@@ -307,7 +296,7 @@ describe('outcomes (API.md §6.2)', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(pipeline.settings.timeoutMs - 50);
   });
 
-  it('a connection reset is a failure with a reset reason', async () => {
+  it('a connection reset is a failure with a reset reason', async ({ db, pipeline }) => {
     const r = await withReceiver((req, res) => res.socket?.destroy());
     const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
     const event = scopedEvent();
@@ -317,7 +306,10 @@ describe('outcomes (API.md §6.2)', () => {
     expect(r.requests).toHaveLength(1);
   });
 
-  it('retries on the (shrunk) schedule with jitter, counting attempts, then fails', async () => {
+  it('retries on the (shrunk) schedule with jitter, counting attempts, then fails', async ({
+    db,
+    pipeline,
+  }) => {
     const r = await withReceiver((_req, res) => res.writeHead(500).end('boom'));
     const webhook = await addWebhook(db, pipeline, scoped(r.url));
     const event = scopedEvent();
@@ -353,7 +345,7 @@ describe('outcomes (API.md §6.2)', () => {
 });
 
 describe('fairness (API.md §6.2)', () => {
-  it('a slow endpoint does not delay a fast one', async () => {
+  it('a slow endpoint does not delay a fast one', async ({ db }) => {
     // A pipeline of its own with a long timeout: the slow endpoint's calls hang until the test
     // releases them, so what is asserted is an order of events, not a duration.
     const own = await startPipeline(db, { timeoutMs: 60_000 });

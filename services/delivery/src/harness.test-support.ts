@@ -1,11 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { vi } from 'vitest';
 import {
   MATCH_EVENT_JOB,
   eventJobId,
   parseCidrList,
   webhooksChangedChannel,
+  type WebhookEventEntry,
 } from '@herald/contract';
 import type { Redis } from '@herald/runtime';
 import {
@@ -18,66 +17,19 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import { randomId, silentLogger, testRedis, testWebhookInput } from '@herald/testkit';
+import {
+  randomId,
+  silentLogger,
+  startReceiver,
+  testRedis,
+  testWebhookInput,
+  type Receiver,
+} from '@herald/testkit';
+import { integrationTest } from '@herald/testkit/fixtures';
 import { Registry } from 'prom-client';
 import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './workers.js';
 
 /** Test helpers shared by the delivery integration tests (real Redis, Postgres, HTTP). */
-
-export interface Received {
-  method: string;
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-  at: number;
-}
-
-export interface Receiver {
-  url: string;
-  requests: Received[];
-  /** Decides the answer; default 200 "ok". */
-  respond: (req: Received, res: ServerResponse) => void;
-  close(): Promise<void>;
-}
-
-/** A real node:http endpoint that records what it receives. */
-export async function startReceiver(
-  respond: Receiver['respond'] = (_req, res) => res.end('ok'),
-): Promise<Receiver> {
-  const sockets = new Set<Socket>();
-  const receiver: Receiver = {
-    url: '',
-    requests: [],
-    respond,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const received: Received = {
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-        at: Date.now(),
-      };
-      receiver.requests.push(received);
-      receiver.respond(received, res);
-    });
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return receiver;
-}
 
 export function testSettings(overrides: Partial<DeliverySettings> = {}): DeliverySettings {
   return {
@@ -137,8 +89,49 @@ export async function startPipeline(
   };
 }
 
+/**
+ * integrationTest with `pipeline` (startPipeline, settings testSettings(overrides)) on the file's
+ * database, made before its first test, and `receiver`, a receiver of the file's answering 200
+ * "ok" (its respond can be replaced).
+ */
+export function pipelineTest(overrides: Partial<DeliverySettings> = {}) {
+  const it = integrationTest()
+    .extend('pipeline', { scope: 'file' }, async ({ db }, { onCleanup }) => {
+      const pipeline = await startPipeline(db, overrides);
+      onCleanup(() => pipeline.close());
+      return pipeline;
+    })
+    // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+    // eslint-disable-next-line no-empty-pattern
+    .extend('receiver', { scope: 'file' }, async ({}, { onCleanup }) => {
+      const receiver = await startReceiver();
+      onCleanup(() => receiver.close());
+      return receiver;
+    });
+  it.beforeAll(({ pipeline: _pipeline }) => {});
+  return it;
+}
+
 export function webhookInput(url: string, overrides: Partial<WebhookInput> = {}): WebhookInput {
   return testWebhookInput({ url, ...overrides });
+}
+
+/**
+ * A webhook's `events`: item events of these types in one environment only. Tests that share a
+ * pipeline give each test an environment of its own, so that webhooks of other tests (which
+ * match every item event otherwise) never see its events.
+ */
+export function itemEventsIn(
+  environment: string,
+  eventTypes: string[] = ['create', 'update', 'delete', 'publish', 'unpublish'],
+): WebhookEventEntry[] {
+  return [
+    {
+      entity_type: 'item',
+      event_types: eventTypes,
+      filters: [{ entity_type: 'environment', entity_ids: [environment] }],
+    },
+  ];
 }
 
 /** Stores a webhook, announces it as ingest does, and waits until the match index has it. */
@@ -229,3 +222,5 @@ export async function waitForCall(
 }
 
 export { testRedis };
+// The receiver moved to testkit; the tests that import it from here keep working.
+export { startReceiver, type Receiver };

@@ -1,40 +1,32 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
 import type { Queue } from 'bullmq';
 import { findEvent, insertEvents, type Db, type NewEvent } from '@herald/store';
-import { createTestDb, randomId, type TestDb } from '@herald/testkit';
+import { createTestDb, randomId, startReceiver } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
   itemEvent,
+  itemEventsIn,
+  pipelineTest,
   startPipeline,
-  startReceiver,
   waitForCall,
   webhookInput,
-  type Pipeline,
-  type Receiver,
 } from './harness.test-support.js';
 
-let testDb: TestDb;
-let db: Db;
-let pipeline: Pipeline;
-let receiver: Receiver;
-
-beforeAll(async () => {
-  testDb = await createTestDb();
-  db = testDb.db;
-  pipeline = await startPipeline(db);
-  receiver = await startReceiver();
-});
-
-afterAll(async () => {
-  await pipeline.close();
-  await receiver.close();
-  await testDb.cleanup();
+const it = pipelineTest().extend('updates', async ({ db, pipeline, receiver }) => {
+  // A webhook on item updates in an environment of the test's own.
+  const env = randomId('env');
+  const input = webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) });
+  return { env, webhook: await addWebhook(db, pipeline, input) };
 });
 
 /** The webhooks (by name) whose calls the events produced, once every event is matched. */
-async function matchedNames(events: NewEvent[], names: Map<string, string>): Promise<string[][]> {
+async function matchedNames(
+  db: Db,
+  events: NewEvent[],
+  names: Map<string, string>,
+): Promise<string[][]> {
   await vi.waitFor(async () => {
     for (const event of events) {
       if (!(await findEvent(db, event.id))?.matchedAt) throw new Error('not matched yet');
@@ -52,7 +44,11 @@ async function matchedNames(events: NewEvent[], names: Map<string, string>): Pro
 }
 
 describe('matching (API.md §4.3)', () => {
-  it('applies every filter kind, ANDs filters, ORs ids, and honours entity and event types', async () => {
+  it('applies every filter kind, ANDs filters, ORs ids, and honours entity and event types', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
     const env = randomId('env');
     const sandbox = randomId('sandbox');
     const rec = randomId('rec');
@@ -172,7 +168,7 @@ describe('matching (API.md §4.3)', () => {
       publish({ environment: randomId('elsewhere') }),
     ];
     await emitEvents(db, pipeline, events);
-    expect(await matchedNames(events, names)).toEqual([
+    expect(await matchedNames(db, events, names)).toEqual([
       ['all_item_publish', 'by_item', 'by_model_id', 'by_model_key', 'primary_only'],
       ['all_item_publish', 'primary_only'],
       ['all_item_publish', 'by_model_id', 'by_model_key', 'sandbox_only'],
@@ -185,21 +181,12 @@ describe('matching (API.md §4.3)', () => {
     ]);
   });
 
-  it('follows webhook changes announced on pub/sub and creates each call once', async () => {
-    const env = randomId('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, {
-        events: [
-          {
-            entity_type: 'item',
-            event_types: ['update'],
-            filters: [{ entity_type: 'environment', entity_ids: [env] }],
-          },
-        ],
-      }),
-    );
+  it('follows webhook changes announced on pub/sub and creates each call once', async ({
+    db,
+    pipeline,
+    updates,
+  }) => {
+    const { env, webhook } = updates;
     const event = itemEvent({ environment: env });
     await emitEvents(db, pipeline, [event]);
     const call = await waitForCall(db, event.id, webhook.id, ['success']);
@@ -214,21 +201,12 @@ describe('matching (API.md §4.3)', () => {
     expect(rows).toEqual([{ id: call.id }]);
   });
 
-  it('matches a batch in one job, and still takes a job of one event in the old shape', async () => {
-    const env = randomId('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, {
-        events: [
-          {
-            entity_type: 'item',
-            event_types: ['update'],
-            filters: [{ entity_type: 'environment', entity_ids: [env] }],
-          },
-        ],
-      }),
-    );
+  it('matches a batch in one job, and still takes a job of one event in the old shape', async ({
+    db,
+    pipeline,
+    updates,
+  }) => {
+    const { env, webhook } = updates;
     const batch = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
     await emitEvents(db, pipeline, batch);
     // 60 calls of one event batch, created by one statement and started together.

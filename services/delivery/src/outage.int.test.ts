@@ -5,7 +5,9 @@ import { createPostgresDb, insertEvents, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   createTestDb,
+  startReceiver,
   startTcpProxy,
+  type Receiver,
   type TcpProxy,
   type TestDb,
 } from '@herald/testkit';
@@ -14,10 +16,8 @@ import {
   callOf,
   itemEvent,
   startPipeline,
-  startReceiver,
   webhookInput,
   type Pipeline,
-  type Receiver,
 } from './harness.test-support.js';
 
 // Postgres goes away under a running delivery pipeline: its connections go through a TCP proxy

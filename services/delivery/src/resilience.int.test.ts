@@ -102,18 +102,32 @@ afterAll(async () => {
   await testDb.cleanup();
 });
 
+/** A webhook on the receiver, a delivery process, and `count` events emitted for it. */
+async function deliverEvents(receiver: Receiver, name: string, count: number) {
+  const webhook = await insertWebhook(db, webhookInput(receiver.url, { name: randomId(name) }));
+  const child = startDelivery();
+  const events = Array.from({ length: count }, () => itemEvent());
+  await emit(events);
+  return { webhook, child, events };
+}
+
+/** Waits until `total` calls of the webhook have succeeded. */
+async function waitForSuccesses(webhookId: string, total: number): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const counts = await statusCounts(webhookId);
+      if (counts['success'] !== total) throw new Error(JSON.stringify(counts));
+    },
+    { timeout: 45_000, interval: 200 },
+  );
+}
+
 describe('nothing lost', () => {
   it('every call completes after kill -9 of the delivery process mid-batch', async () => {
     // Answers after 30 ms, so that the batch is still in flight when the process dies.
     const receiver = await startReceiver((_req, res) => setTimeout(() => res.end('ok'), 30));
     try {
-      const webhook = await insertWebhook(
-        db,
-        webhookInput(receiver.url, { name: randomId('kill') }),
-      );
-      const first = startDelivery();
-      const events = Array.from({ length: 300 }, () => itemEvent());
-      await emit(events);
+      const { webhook, child: first, events } = await deliverEvents(receiver, 'kill', 300);
       await vi.waitFor(
         () => {
           if (receiver.requests.length < 30) throw new Error('not started');
@@ -125,13 +139,7 @@ describe('nothing lost', () => {
       expect(receivedAtKill).toBeLessThan(events.length);
 
       startDelivery();
-      await vi.waitFor(
-        async () => {
-          const counts = await statusCounts(webhook.id);
-          if (counts['success'] !== events.length) throw new Error(JSON.stringify(counts));
-        },
-        { timeout: 45_000, interval: 200 },
-      );
+      await waitForSuccesses(webhook.id, events.length);
       expect(distinctCalls(receiver)).toBe(events.length);
       const { rows } = await db.query<{ n: string }>(
         'SELECT count(*) AS n FROM events WHERE matched_at IS NULL',
@@ -157,13 +165,7 @@ describe('nothing lost', () => {
     });
     try {
       await db.query('DELETE FROM webhooks');
-      const webhook = await insertWebhook(
-        db,
-        webhookInput(receiver.url, { name: randomId('flush') }),
-      );
-      const child = startDelivery();
-      const events = Array.from({ length: 100 }, () => itemEvent());
-      await emit(events);
+      const { webhook, child, events } = await deliverEvents(receiver, 'flush', 100);
       await vi.waitFor(
         () => {
           if (failedOnce.size < 20) throw new Error('not started');
@@ -176,13 +178,7 @@ describe('nothing lost', () => {
       await emit(orphans, false);
 
       const total = events.length + orphans.length;
-      await vi.waitFor(
-        async () => {
-          const counts = await statusCounts(webhook.id);
-          if (counts['success'] !== total) throw new Error(JSON.stringify(counts));
-        },
-        { timeout: 45_000, interval: 200 },
-      );
+      await waitForSuccesses(webhook.id, total);
       const { rows } = await db.query<{ n: string }>(
         'SELECT count(*) AS n FROM webhook_calls WHERE webhook_id = $1 AND attempted_auto_retries_count >= 1',
         [webhook.id],

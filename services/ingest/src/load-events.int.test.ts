@@ -1,27 +1,19 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventMatchQueue, type EventMatchQueue, type Redis } from '@herald/runtime';
+import { describe, expect } from 'vitest';
 import { findRecord } from '@herald/store';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from './app.js';
 import { BatchRejectedError, countEvents, loadEvents } from './load-events.js';
 
-let t: TestDb;
-let redis: Redis;
-let queue: EventMatchQueue;
-let server: TestServer;
-let token: string;
+const it = appTest(createApp, { role: 'producer' });
+
 let dir: string;
+it.beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'herald-load-'));
+  return () => rm(dir, { recursive: true, force: true });
+});
 
 const model = {
   type: 'event',
@@ -50,46 +42,33 @@ const note = (n: number, attributes: Record<string, unknown> = { text: `note ${n
   },
 });
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  const deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
-  server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
-  token = await createTestToken(t.db, 'producer');
-  dir = await mkdtemp(join(tmpdir(), 'herald-load-'));
-});
-
-afterAll(async () => {
-  await server.close();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await redis.quit();
-  await t.cleanup();
-  await rm(dir, { recursive: true, force: true });
-});
-
 describe('loadEvents', () => {
-  it('loads an NDJSON file in batches, and reports duplicates on a second run', async () => {
+  it('loads an NDJSON file in batches, and reports duplicates on a second run', async ({
+    api,
+    db,
+  }) => {
     const file = join(dir, 'events.ndjson');
     const events = [model, ...Array.from({ length: 250 }, (_, n) => note(n))];
     await writeFile(file, `${events.map((e) => JSON.stringify(e)).join('\n')}\n\n`);
     expect(await countEvents(file)).toBe(251);
     const progress: number[] = [];
-    const options = { file, url: server.url, token, batchSize: 40, concurrency: 1 };
+    const options = { file, url: api.url, token: api.token, batchSize: 40, concurrency: 1 };
     const first = await loadEvents({ ...options, onProgress: (sent) => progress.push(sent) });
     expect(first).toMatchObject({ accepted: 251, duplicate: 0, batches: 7 });
     expect(progress.at(-1)).toBe(251);
-    expect(await findRecord(t.db, 'main', 'note-249')).not.toBeNull();
+    expect(await findRecord(db, 'main', 'note-249')).not.toBeNull();
     const second = await loadEvents({ ...options, concurrency: 3 });
     expect(second).toMatchObject({ accepted: 0, duplicate: 251 });
   });
 
-  it('loads a JSON file ({"data": [...]}) and stops at a batch refused for good', async () => {
+  it('loads a JSON file ({"data": [...]}) and stops at a batch refused for good', async ({
+    api,
+    db,
+  }) => {
     const file = join(dir, 'events.json');
     await writeFile(file, JSON.stringify({ data: [note(1000), note(1001)] }));
     expect(
-      await loadEvents({ file, url: server.url, token, batchSize: 10, concurrency: 2 }),
+      await loadEvents({ file, url: api.url, token: api.token, batchSize: 10, concurrency: 2 }),
     ).toMatchObject({
       accepted: 2,
     });
@@ -97,8 +76,8 @@ describe('loadEvents', () => {
     await writeFile(bad, JSON.stringify([note(2000), note(2001, { nope: 1 })]));
     const error = await loadEvents({
       file: bad,
-      url: server.url,
-      token,
+      url: api.url,
+      token: api.token,
       batchSize: 10,
       concurrency: 1,
     }).catch((e: unknown) => e);
@@ -107,6 +86,6 @@ describe('loadEvents', () => {
     expect((error as BatchRejectedError).body).toContain(
       'data.1.attributes.entity.attributes.nope',
     );
-    expect(await findRecord(t.db, 'main', 'note-2000')).toBeNull();
+    expect(await findRecord(db, 'main', 'note-2000')).toBeNull();
   });
 });

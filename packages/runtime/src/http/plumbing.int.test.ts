@@ -1,20 +1,12 @@
 import { connect } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { Router } from 'express';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { ApiError, errorId } from '@herald/contract';
 import { createPostgresDb } from '@herald/store';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
-import type { Redis } from 'ioredis';
+import { createTestToken, serve, testDeps, type TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { requireRole } from './auth.js';
 import { context } from './context.js';
 import { createApiApp } from './create-api-app.js';
@@ -49,21 +41,30 @@ const idBytes = (maxLength: number) =>
     .uint8Array({ minLength: 1, maxLength })
     .filter((bytes) => !/^\.{1,2}$/.test(Buffer.from(bytes).toString('latin1')));
 
-let t: TestDb;
-let redis: Redis;
-let server: TestServer;
-let admin: string;
+/** The plumbing around probeRouter, served; `call` sends the admin token unless told otherwise. */
+const it = appTest((deps) => createApiApp(deps, [probeRouter()]), {
+  http: { bodyLimitBytes: 64 * 1024 },
+}).extend(
+  'call',
+  ({ api }) =>
+    (path: string, init: RequestInit & { token?: string | null } = {}) => {
+      const headers = new Headers(init.headers);
+      const token = init.token === undefined ? api.token : init.token;
+      if (token) headers.set('Authorization', `Bearer ${token}`);
+      return fetch(`${api.url}${path}`, { ...init, headers });
+    },
+);
+
 let reader: string;
 let producer: string;
 
-const json = async (res: Response) => (await res.json()) as { data: any };
+it.beforeAll(async ({ db }) => {
+  reader = await createTestToken(db, 'read_only');
+  producer = await createTestToken(db, 'producer');
+  await db.query(`INSERT INTO environments (id, locales) VALUES ('sandbox', ARRAY['en','it'])`);
+});
 
-async function call(path: string, init: RequestInit & { token?: string | null } = {}) {
-  const headers = new Headers(init.headers);
-  const token = init.token === undefined ? admin : init.token;
-  if (token) headers.set('Authorization', `Bearer ${token}`);
-  return fetch(`${server.url}${path}`, { ...init, headers });
-}
+const json = async (res: Response) => (await res.json()) as { data: any };
 
 /** Asserts status and the envelope of a single error. */
 async function expectError(res: Response, status: number, code: string) {
@@ -80,30 +81,8 @@ async function expectError(res: Response, status: number, code: string) {
   return body.data[0].attributes.details as Record<string, unknown>;
 }
 
-beforeAll(async () => {
-  t = await createTestDb();
-  redis = testRedis();
-  // The producer connection fails fast (and rate limiting fails open) until it is connected.
-  await new Promise<void>((resolve) =>
-    redis.status === 'ready' ? resolve() : redis.once('ready', resolve),
-  );
-  admin = await createTestToken(t.db, 'admin');
-  reader = await createTestToken(t.db, 'read_only');
-  producer = await createTestToken(t.db, 'producer');
-  await t.db.query(`INSERT INTO environments (id, locales) VALUES ('sandbox', ARRAY['en','it'])`);
-  server = await serve(
-    createApiApp(testDeps(t.db, redis, { bodyLimitBytes: 64 * 1024 }), [probeRouter()]),
-  );
-});
-
-afterAll(async () => {
-  await server.close();
-  redis.disconnect();
-  await t.cleanup();
-});
-
 describe('responses', () => {
-  it('carry the standard headers and JSON content type', async () => {
+  it('carry the standard headers and JSON content type', async ({ call }) => {
     const res = await call('/items', { token: reader });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
@@ -114,14 +93,14 @@ describe('responses', () => {
     expect(Number(res.headers.get('x-ratelimit-remaining'))).toBeLessThan(100000);
   });
 
-  it('echo a given X-Request-Id and replace an unusable one', async () => {
+  it('echo a given X-Request-Id and replace an unusable one', async ({ call }) => {
     const given = await call('/items', { headers: { 'X-Request-Id': 'req-123' } });
     expect(given.headers.get('x-request-id')).toBe('req-123');
     const bad = await call('/items', { headers: { 'X-Request-Id': 'has spaces and {braces}' } });
     expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
-  it('health, readiness and metrics need no token', async () => {
+  it('health, readiness and metrics need no token', async ({ call }) => {
     expect((await call('/healthz', { token: null })).status).toBe(200);
     const ready = await call('/readyz', { token: null });
     expect(ready.status).toBe(200);
@@ -137,10 +116,13 @@ describe('responses', () => {
 });
 
 describe('authentication and roles', () => {
-  it('401 INVALID_AUTHORIZATION_HEADER for a missing, malformed or unknown token', async () => {
+  it('401 INVALID_AUTHORIZATION_HEADER for a missing, malformed or unknown token', async ({
+    api,
+    call,
+  }) => {
     await expectError(await call('/items', { token: null }), 401, 'INVALID_AUTHORIZATION_HEADER');
     await expectError(
-      await call('/items', { token: null, headers: { Authorization: `Token ${admin}` } }),
+      await call('/items', { token: null, headers: { Authorization: `Token ${api.token}` } }),
       401,
       'INVALID_AUTHORIZATION_HEADER',
     );
@@ -151,12 +133,12 @@ describe('authentication and roles', () => {
     );
   });
 
-  it('unauthenticated answers carry no X-RateLimit headers', async () => {
+  it('unauthenticated answers carry no X-RateLimit headers', async ({ call }) => {
     const res = await call('/items', { token: null });
     expect(res.headers.get('x-ratelimit-limit')).toBeNull();
   });
 
-  it('admin may do everything', async () => {
+  it('admin may do everything', async ({ call }) => {
     expect((await call('/items')).status).toBe(200);
     expect(
       (
@@ -170,7 +152,7 @@ describe('authentication and roles', () => {
     expect((await call('/admin-only')).status).toBe(200);
   });
 
-  it('read_only may list items only', async () => {
+  it('read_only may list items only', async ({ call }) => {
     expect((await call('/items', { token: reader })).status).toBe(200);
     const details = await expectError(
       await call('/events', {
@@ -190,7 +172,7 @@ describe('authentication and roles', () => {
     );
   });
 
-  it('producer may post events only', async () => {
+  it('producer may post events only', async ({ call }) => {
     expect(
       (
         await call('/events', {
@@ -209,17 +191,20 @@ describe('authentication and roles', () => {
     );
   });
 
-  it('a revoked token stops working', async () => {
-    const token = await createTestToken(t.db, 'read_only', 'to-revoke');
+  it('a revoked token stops working', async ({ db, call }) => {
+    const token = await createTestToken(db, 'read_only', 'to-revoke');
     expect((await call('/items', { token })).status).toBe(200);
-    await t.db.query(`UPDATE api_tokens SET revoked_at = now() WHERE name = 'to-revoke'`);
+    await db.query(`UPDATE api_tokens SET revoked_at = now() WHERE name = 'to-revoke'`);
     await expectError(await call('/items', { token }), 401, 'INVALID_AUTHORIZATION_HEADER');
   });
 
-  it('the bootstrap admin token from the environment works beside stored tokens', async () => {
+  it('the bootstrap admin token from the environment works beside stored tokens', async ({
+    db,
+    redis,
+  }) => {
     const bootstrap = 'bootstrap-admin-token-0123456789';
     const other = await serve(
-      createApiApp(testDeps(t.db, redis, { bootstrapAdminToken: bootstrap }), [probeRouter()]),
+      createApiApp(testDeps(db, redis, { bootstrapAdminToken: bootstrap }), [probeRouter()]),
     );
     try {
       const res = await fetch(`${other.url}/admin-only`, {
@@ -237,18 +222,18 @@ describe('authentication and roles', () => {
 });
 
 describe('request headers', () => {
-  it.each([
+  it.for([
     undefined,
     '*/*',
     'application/json',
     'application/vnd.api+json',
     'text/html, application/json;q=0.5',
-  ])('Accept %s is fine', async (accept) => {
+  ])('Accept %s is fine', async (accept, { call }) => {
     const res = await call('/items', { headers: accept ? { Accept: accept } : {} });
     expect(res.status).toBe(200);
   });
 
-  it('406 INVALID_ACCEPT_HEADER when Accept excludes JSON', async () => {
+  it('406 INVALID_ACCEPT_HEADER when Accept excludes JSON', async ({ call }) => {
     await expectError(
       await call('/items', { headers: { Accept: 'text/html' } }),
       406,
@@ -261,7 +246,7 @@ describe('request headers', () => {
     );
   });
 
-  it('415 INVALID_CONTENT_TYPE_HEADER for a body that is not JSON', async () => {
+  it('415 INVALID_CONTENT_TYPE_HEADER for a body that is not JSON', async ({ call }) => {
     const res = await call('/echo', {
       method: 'POST',
       headers: { 'Content-Type': 'text/plain' },
@@ -272,7 +257,9 @@ describe('request headers', () => {
     await expectError(none, 415, 'INVALID_CONTENT_TYPE_HEADER');
   });
 
-  it('accepts JSON bodies as application/json with charset and as application/vnd.api+json', async () => {
+  it('accepts JSON bodies as application/json with charset and as application/vnd.api+json', async ({
+    call,
+  }) => {
     for (const type of ['application/json; charset=utf-8', 'application/vnd.api+json']) {
       const res = await call('/echo', {
         method: 'POST',
@@ -284,7 +271,9 @@ describe('request headers', () => {
     }
   });
 
-  it('never answers 500 whatever the values of the headers the plumbing reads', async () => {
+  it('never answers 500 whatever the values of the headers the plumbing reads', async ({
+    call,
+  }) => {
     const printable = fc
       .string({
         unit: fc.constantFrom(...'aZ09 ;,=*/+-._:"\'()<>@?[]{}~!#$%&^`|\u00e9'.split('')),
@@ -327,12 +316,14 @@ describe('request headers', () => {
     );
   });
 
-  it('does not reject a GET that carries a Content-Type (the official clients send one)', async () => {
+  it('does not reject a GET that carries a Content-Type (the official clients send one)', async ({
+    call,
+  }) => {
     const res = await call('/items', { headers: { 'Content-Type': 'application/json' } });
     expect(res.status).toBe(200);
   });
 
-  it('422 INVALID_API_VERSION for an X-Api-Version other than 3', async () => {
+  it('422 INVALID_API_VERSION for an X-Api-Version other than 3', async ({ call }) => {
     expect((await call('/items', { headers: { 'X-Api-Version': '3' } })).status).toBe(200);
     await expectError(
       await call('/items', { headers: { 'X-Api-Version': '2' } }),
@@ -341,7 +332,9 @@ describe('request headers', () => {
     );
   });
 
-  it('X-Environment selects an environment; unknown → 404 INVALID_ENVIRONMENT', async () => {
+  it('X-Environment selects an environment; unknown → 404 INVALID_ENVIRONMENT', async ({
+    call,
+  }) => {
     const res = await call('/admin-only', { headers: { 'X-Environment': 'sandbox' } });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-environment')).toBe('sandbox');
@@ -360,7 +353,7 @@ describe('request headers', () => {
 });
 
 describe('bodies', () => {
-  it('400 INVALID_JSON_BODY for JSON that does not parse', async () => {
+  it('400 INVALID_JSON_BODY for JSON that does not parse', async ({ call }) => {
     const res = await call('/echo', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -369,7 +362,7 @@ describe('bodies', () => {
     await expectError(res, 400, 'INVALID_JSON_BODY');
   });
 
-  it('413 REQUEST_TOO_LARGE over the body limit', async () => {
+  it('413 REQUEST_TOO_LARGE over the body limit', async ({ call }) => {
     const body = JSON.stringify({ a: 'x'.repeat(70 * 1024) });
     const res = await call('/echo', {
       method: 'POST',
@@ -381,7 +374,9 @@ describe('bodies', () => {
 
   const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":1}${']'.repeat(depth - 1)}`;
 
-  it('400 INVALID_JSON_BODY for arrays and objects nested deeper than 128 levels', async () => {
+  it('400 INVALID_JSON_BODY for arrays and objects nested deeper than 128 levels', async ({
+    call,
+  }) => {
     const post = (body: string) =>
       call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     expect((await post(nested(128))).status).toBe(200);
@@ -394,7 +389,9 @@ describe('bodies', () => {
     await expectError(await post(deepEntity), 400, 'INVALID_JSON_BODY');
   });
 
-  it('400 INVALID_REQUEST for a body that does not decompress as its Content-Encoding says', async () => {
+  it('400 INVALID_REQUEST for a body that does not decompress as its Content-Encoding says', async ({
+    call,
+  }) => {
     const body = '{"a":1}';
     for (const encoding of ['gzip', 'deflate', 'br']) {
       const res = await call('/echo', {
@@ -428,7 +425,7 @@ describe('bodies', () => {
     }
   });
 
-  it('never answers 500 whatever the nesting of a JSON body', async () => {
+  it('never answers 500 whatever the nesting of a JSON body', async ({ call }) => {
     await fc.assert(
       fc.asyncProperty(
         fc.jsonValue({ maxDepth: 4 }),
@@ -454,7 +451,9 @@ describe('bodies', () => {
     );
   });
 
-  it('422 for a lone surrogate in a string or a key of the body, naming where', async () => {
+  it('422 for a lone surrogate in a string or a key of the body, naming where', async ({
+    call,
+  }) => {
     const post = (body: string) =>
       call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     const cases: [string, string][] = [
@@ -473,7 +472,7 @@ describe('bodies', () => {
     expect(await json(ok)).toEqual({ data: { name: 'a😀b' } });
   });
 
-  it('422 for a NUL character anywhere in the body, naming where', async () => {
+  it('422 for a NUL character anywhere in the body, naming where', async ({ call }) => {
     const res = await call('/echo', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -485,7 +484,7 @@ describe('bodies', () => {
 });
 
 describe('query strings', () => {
-  it('parses Rack-style brackets, encoded or not', async () => {
+  it('parses Rack-style brackets, encoded or not', async ({ call }) => {
     const res = await call(
       '/admin-only?filter[fields][title][eq]=x&filter%5Bids%5D=a,b&list[]=1&list[]=2',
     );
@@ -495,19 +494,19 @@ describe('query strings', () => {
     });
   });
 
-  it('422 INVALID_PARAMS over 1,000 parameters', async () => {
+  it('422 INVALID_PARAMS over 1,000 parameters', async ({ call }) => {
     const many = Array.from({ length: 1001 }, (_, i) => `p${i}=1`).join('&');
     await expectError(await call(`/admin-only?${many}`), 422, 'INVALID_PARAMS');
     const ok = Array.from({ length: 1000 }, (_, i) => `p${i}=1`).join('&');
     expect((await call(`/admin-only?${ok}`)).status).toBe(200);
   });
 
-  it('422 INVALID_PARAMS for nesting deeper than 5', async () => {
+  it('422 INVALID_PARAMS for nesting deeper than 5', async ({ call }) => {
     expect((await call('/admin-only?a[b][c][d][e][f]=1')).status).toBe(200);
     await expectError(await call('/admin-only?a[b][c][d][e][f][g]=1'), 422, 'INVALID_PARAMS');
   });
 
-  it('422 INVALID_PARAMS for a NUL character', async () => {
+  it('422 INVALID_PARAMS for a NUL character', async ({ call }) => {
     const details = await expectError(
       await call('/admin-only?filter[query]=a%00b'),
       422,
@@ -516,7 +515,7 @@ describe('query strings', () => {
     expect(details['param']).toBe('filter.query');
   });
 
-  it('never answers 500 whatever the query string', async () => {
+  it('never answers 500 whatever the query string', async ({ call }) => {
     await fc.assert(
       fc.asyncProperty(fc.string({ maxLength: 200 }), async (raw) => {
         const res = await call(`/admin-only?${encodeURI(raw).replace(/#/g, '%23')}`);
@@ -528,12 +527,14 @@ describe('query strings', () => {
 });
 
 describe('routing and errors', () => {
-  it('404 INVALID_ENDPOINT for unknown paths and methods', async () => {
+  it('404 INVALID_ENDPOINT for unknown paths and methods', async ({ call }) => {
     await expectError(await call('/nowhere'), 404, 'INVALID_ENDPOINT');
     await expectError(await call('/items', { method: 'DELETE' }), 404, 'INVALID_ENDPOINT');
   });
 
-  it('400 INVALID_REQUEST for a path parameter whose percent-encoding is not UTF-8', async () => {
+  it('400 INVALID_REQUEST for a path parameter whose percent-encoding is not UTF-8', async ({
+    call,
+  }) => {
     // A lone continuation byte, an overlong "/", an overlong NUL, a UTF-16 surrogate, 5-byte form.
     for (const id of ['%FF', 'a%C0%AFb', '%C0%80', '%ED%A0%80', '%F8%88%80%80%80', '%E2%82']) {
       const details = await expectError(await call(`/things/${id}`), 400, 'INVALID_REQUEST');
@@ -544,7 +545,7 @@ describe('routing and errors', () => {
     expect((await json(ok)).data.id).toBe('Aé');
   });
 
-  it('never answers 500 whatever the bytes of a path parameter', async () => {
+  it('never answers 500 whatever the bytes of a path parameter', async ({ call }) => {
     await fc.assert(
       fc.asyncProperty(idBytes(12), async (bytes) => {
         const encoded = [...bytes].map((b) => `%${b.toString(16).padStart(2, '0')}`).join('');
@@ -556,14 +557,14 @@ describe('routing and errors', () => {
     );
   });
 
-  it('500 INTERNAL_ERROR without a stack trace or the message', async () => {
+  it('500 INTERNAL_ERROR without a stack trace or the message', async ({ call }) => {
     const res = await call('/boom');
     const details = await expectError(res, 500, 'INTERNAL_ERROR');
     expect(JSON.stringify(details)).not.toContain('secret internal detail');
     expect(details['request_id']).toBe(res.headers.get('x-request-id'));
   });
 
-  it('several field errors are answered together', async () => {
+  it('several field errors are answered together', async ({ api, db, redis }) => {
     const router = Router();
     router.post('/many', () => {
       throw ApiError.many([
@@ -575,11 +576,11 @@ describe('routing and errors', () => {
         ),
       ]);
     });
-    const other = await serve(createApiApp(testDeps(t.db, redis), [router]));
+    const other = await serve(createApiApp(testDeps(db, redis), [router]));
     try {
       const res = await fetch(`${other.url}/many`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${admin}` },
+        headers: { Authorization: `Bearer ${api.token}` },
       });
       expect(res.status).toBe(422);
       const body = await json(res);
@@ -593,9 +594,9 @@ describe('routing and errors', () => {
   });
 
   /** Sends raw bytes and returns the raw response. */
-  const raw = (request: string) =>
+  const raw = (api: TestApi, request: string) =>
     new Promise<string>((resolve, reject) => {
-      const url = new URL(server.url);
+      const url = new URL(api.url);
       const socket = connect(Number(url.port), url.hostname);
       let out = '';
       socket.on('data', (chunk) => (out += chunk.toString()));
@@ -604,8 +605,9 @@ describe('routing and errors', () => {
       socket.write(request);
     });
 
-  it('431 REQUEST_TOO_LARGE in the envelope for headers over 16 KB', async () => {
+  it('431 REQUEST_TOO_LARGE in the envelope for headers over 16 KB', async ({ api }) => {
     const res = await raw(
+      api,
       `GET /items HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`,
     );
     expect(res).toMatch(/^HTTP\/1.1 431/);
@@ -613,18 +615,21 @@ describe('routing and errors', () => {
     expect(res).toContain('"code":"REQUEST_TOO_LARGE"');
   });
 
-  it('400 INVALID_REQUEST in the envelope for a malformed request', async () => {
-    const res = await raw('GARBAGE\r\n\r\n');
+  it('400 INVALID_REQUEST in the envelope for a malformed request', async ({ api }) => {
+    const res = await raw(api, 'GARBAGE\r\n\r\n');
     expect(res).toMatch(/^HTTP\/1.1 400/);
     expect(res).toContain('"code":"INVALID_REQUEST"');
   });
 
-  it('503 SERVICE_UNAVAILABLE, transient, when Postgres cannot be reached', async () => {
+  it('503 SERVICE_UNAVAILABLE, transient, when Postgres cannot be reached', async ({
+    api,
+    redis,
+  }) => {
     const down = createPostgresDb({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
     const other = await serve(createApiApp(testDeps(down, redis), [probeRouter()]));
     try {
       const res = await fetch(`${other.url}/items`, {
-        headers: { Authorization: `Bearer ${admin}` },
+        headers: { Authorization: `Bearer ${api.token}` },
       });
       await expectError(res, 503, 'SERVICE_UNAVAILABLE');
       const ready = await fetch(`${other.url}/readyz`);
@@ -637,10 +642,14 @@ describe('routing and errors', () => {
 });
 
 describe('rate limits', () => {
-  it('429 RATE_LIMIT_EXCEEDED with X-RateLimit-Reset past the limit, per token', async () => {
+  it('429 RATE_LIMIT_EXCEEDED with X-RateLimit-Reset past the limit, per token', async ({
+    api,
+    db,
+    redis,
+  }) => {
     const limited = await serve(
       createApiApp(
-        testDeps(t.db, redis, {
+        testDeps(db, redis, {
           rateLimits: {
             windowMs: 3000,
             perRole: { admin: 3, read_only: 3, producer: 3 },
@@ -668,7 +677,7 @@ describe('rate limits', () => {
       expect(Number.isInteger(reset) && reset >= 1 && reset <= 3).toBe(true);
       expect(over.headers.get('x-ratelimit-limit')).toBe('3');
       // another token has its own budget
-      expect((await get(admin)).status).toBe(200);
+      expect((await get(api.token)).status).toBe(200);
       // without a valid token: limited per client address, without X-RateLimit headers
       await expectError(await get(null), 401, 'INVALID_AUTHORIZATION_HEADER');
       await expectError(await get(null), 401, 'INVALID_AUTHORIZATION_HEADER');
@@ -680,16 +689,16 @@ describe('rate limits', () => {
     }
   });
 
-  it('lets requests through when Redis is unreachable', async () => {
+  it('lets requests through when Redis is unreachable', async ({ api, db }) => {
     const { createRedis } = await import('../redis.js');
     const { silentLogger } = await import('@herald/testkit');
     const deadRedis = createRedis('redis://127.0.0.1:1', 'producer', silentLogger(), {
       retryStrategy: () => null,
     });
-    const other = await serve(createApiApp(testDeps(t.db, deadRedis), [probeRouter()]));
+    const other = await serve(createApiApp(testDeps(db, deadRedis), [probeRouter()]));
     try {
       const res = await fetch(`${other.url}/items`, {
-        headers: { Authorization: `Bearer ${admin}` },
+        headers: { Authorization: `Bearer ${api.token}` },
       });
       expect(res.status).toBe(200);
     } finally {

@@ -32,12 +32,18 @@ describe('BatchLoader', () => {
 });
 
 describe('BatchWriter', () => {
-  it('writes what arrives meanwhile together, one item per id per write, in order', async () => {
+  /** A writer (concurrency 1) and the batches it wrote, as [id, value] pairs. */
+  const recordingWriter = () => {
     const writes: [string, number][][] = [];
     const writer = new BatchWriter<number>((items) => {
       writes.push(items.map(({ id, value }) => [id, value]));
       return Promise.resolve();
     }, 1);
+    return { writes, writer };
+  };
+
+  it('writes what arrives meanwhile together, one item per id per write, in order', async () => {
+    const { writes, writer } = recordingWriter();
     await Promise.all([
       writer.write('a', 1),
       writer.write('b', 2),
@@ -55,11 +61,7 @@ describe('BatchWriter', () => {
   });
 
   it('holds back a second write of an id until the first is done', async () => {
-    const writes: [string, number][][] = [];
-    const writer = new BatchWriter<number>((items) => {
-      writes.push(items.map(({ id, value }) => [id, value]));
-      return Promise.resolve();
-    }, 1);
+    const { writes, writer } = recordingWriter();
     const first = writer.write('a', 1);
     await Promise.all([first, writer.write('a', 2), writer.write('a', 3), writer.write('b', 4)]);
     expect(writes).toEqual([

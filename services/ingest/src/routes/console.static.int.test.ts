@@ -1,41 +1,28 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDb,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
-import type { Redis } from 'ioredis';
+import { describe, expect } from 'vitest';
+import { serve, testDeps, type TestServer } from '@herald/testkit';
+import { integrationTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
-let t: TestDb;
-let redis: Redis;
-let dir: string;
+const it = integrationTest();
+
 let server: TestServer;
 let unbuilt: TestServer;
 
-beforeAll(async () => {
-  t = await createTestDb();
-  redis = testRedis();
-  dir = await mkdtemp(join(tmpdir(), 'herald-console-'));
+it.beforeAll(async ({ db, redis }) => {
+  const dir = await mkdtemp(join(tmpdir(), 'herald-console-'));
   await mkdir(join(dir, 'assets'));
   await writeFile(join(dir, 'index.html'), '<!doctype html><title>Herald console</title>');
   await writeFile(join(dir, 'assets', 'index-abc123.js'), 'console.log("hi")');
-  server = await serve(createApp({ ...testDeps(t.db, redis), consoleDir: dir }));
-  unbuilt = await serve(createApp({ ...testDeps(t.db, redis), consoleDir: join(dir, 'missing') }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  await unbuilt?.close();
-  redis?.disconnect();
-  await t?.cleanup();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  server = await serve(createApp({ ...testDeps(db, redis), consoleDir: dir }));
+  unbuilt = await serve(createApp({ ...testDeps(db, redis), consoleDir: join(dir, 'missing') }));
+  return async () => {
+    await server.close();
+    await unbuilt.close();
+    await rm(dir, { recursive: true, force: true });
+  };
 });
 
 describe('GET /console (the web console, public)', () => {

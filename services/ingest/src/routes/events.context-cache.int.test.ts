@@ -1,59 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventMatchQueue, type EventMatchQueue, type Redis } from '@herald/runtime';
+import { describe, expect } from 'vitest';
 import { findRecord } from '@herald/store';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { serve, testApi, testDeps, type TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
 // Two ingest processes on one database: each keeps its own BatchContextCache, and what one of
 // them changes must never let the other accept items against a stale model or environment.
-let t: TestDb;
-let redis: Redis;
-const queues: EventMatchQueue[] = [];
-let a: TestServer;
-let b: TestServer;
-let token: string;
+// The fixture's app is process a.
+const it = appTest(createApp, { role: 'producer' });
 
-async function startProcess(): Promise<TestServer> {
-  const deps = testDeps(t.db, redis);
-  const queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
-  queues.push(queue);
-  return serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
-}
-
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  a = await startProcess();
-  b = await startProcess();
-  token = await createTestToken(t.db, 'producer');
+let b: TestApi;
+it.beforeAll(async ({ api, db, redis }) => {
+  const deps = testDeps(db, redis);
+  const server = await serve(createApp(deps));
+  b = testApi(server.url, api.token);
+  return async () => {
+    await server.close();
+    await deps.eventMatchQueue.close();
+  };
 });
 
-afterAll(async () => {
-  await a.close();
-  await b.close();
-  for (const queue of queues) {
-    await queue.obliterate({ force: true });
-    await queue.close();
-  }
-  await redis.quit();
-  await t.cleanup();
-});
-
-async function post(server: TestServer, data: unknown[]) {
-  const response = await fetch(`${server.url}/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ data }),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+async function post(process: TestApi, data: unknown[]) {
+  const { status, body } = await process.call('POST', '/events', { data });
+  return { status, body: body as Record<string, unknown> };
 }
 
 const model = (fields: string[], eventType: 'create' | 'update' | 'delete' = 'create') => ({
@@ -101,19 +70,22 @@ const environment = (locales: string[]) => ({
 });
 
 describe('POST /events across processes (the batch context cache)', () => {
-  it('never accepts an item against a model another process changed or deleted', async () => {
+  it('never accepts an item against a model another process changed or deleted', async ({
+    api: a,
+    db,
+  }) => {
     expect((await post(b, [model(['title', 'body'])])).status).toBe(202);
     // Process a reads the model, then serves the next batches from its cache.
     expect((await post(a, [note('n1', { title: 'one' })])).status).toBe(202);
     expect((await post(a, [note('n2', { title: 'two' })])).status).toBe(202);
-    expect((await findRecord(t.db, 'main', 'n2'))?.currentAttributes).toEqual({ title: 'two' });
+    expect((await findRecord(db, 'main', 'n2'))?.currentAttributes).toEqual({ title: 'two' });
 
     // Process b drops the field `title`: a's cached model still has it.
     expect((await post(b, [model(['body'], 'update')])).status).toBe(202);
     const refused = await post(a, [note('n3', { title: 'three' })]);
     expect(refused.status).toBe(422);
     expect(JSON.stringify(refused.body)).toContain('data.0.attributes.entity.attributes.title');
-    expect(await findRecord(t.db, 'main', 'n3')).toBeNull();
+    expect(await findRecord(db, 'main', 'n3')).toBeNull();
     expect((await post(a, [note('n4', { body: 'four' })])).status).toBe(202);
 
     // Process b deletes the model: a's cache still knows it.
@@ -121,22 +93,22 @@ describe('POST /events across processes (the batch context cache)', () => {
     const unknown = await post(a, [note('n5', { body: 'five' })]);
     expect(unknown.status).toBe(422);
     expect(JSON.stringify(unknown.body)).toContain('unknown model');
-    expect(await findRecord(t.db, 'main', 'n5')).toBeNull();
+    expect(await findRecord(db, 'main', 'n5')).toBeNull();
   });
 
-  it('never builds documents for locales another process changed', async () => {
+  it('never builds documents for locales another process changed', async ({ api: a, db }) => {
     expect((await post(b, [model(['title'])])).status).toBe(202);
     expect((await post(a, [note('l1', { title: 'walrus' })])).status).toBe(202);
     expect((await post(a, [note('l2', { title: 'walrus' })])).status).toBe(202);
     expect((await post(b, [environment(['en', 'it'])])).status).toBe(202);
     expect((await post(a, [note('l3', { title: 'tricheco' })])).status).toBe(202);
-    const { rows } = await t.db.query(
+    const { rows } = await db.query(
       `SELECT locale FROM record_texts WHERE record_id = 'l3' AND version = 'current' ORDER BY locale`,
     );
     expect(rows).toEqual([{ locale: 'en' }, { locale: 'it' }]);
   });
 
-  it('answers duplicates from the cached path as from the full one', async () => {
+  it('answers duplicates from the cached path as from the full one', async ({ api: a, db }) => {
     expect((await post(a, [note('d1', { title: 'once' })])).status).toBe(202);
     const again = await post(a, [note('d1', { title: 'twice' }), note('d2', { title: 'new' })]);
     expect(again.status).toBe(202);
@@ -146,6 +118,6 @@ describe('POST /events across processes (the batch context cache)', () => {
         { type: 'event', id: 'ev-d2', attributes: { status: 'accepted' } },
       ],
     });
-    expect((await findRecord(t.db, 'main', 'd1'))?.currentAttributes).toEqual({ title: 'once' });
+    expect((await findRecord(db, 'main', 'd1'))?.currentAttributes).toEqual({ title: 'once' });
   });
 });

@@ -1,31 +1,14 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventMatchQueue, type EventMatchQueue, type Redis } from '@herald/runtime';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { describe, expect } from 'vitest';
+import type { TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
-let t: TestDb;
-let redis: Redis;
-let queue: EventMatchQueue;
-let server: TestServer;
-let token: string;
+const it = appTest(createApp, { role: 'producer' });
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  const deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
-  server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
-  token = await createTestToken(t.db, 'producer');
+it.beforeAll(async ({ api }) => {
   const seed = await send(
+    api,
     JSON.stringify({
       data: {
         type: 'event',
@@ -53,23 +36,7 @@ beforeAll(async () => {
   expect(seed.status).toBe(202);
 });
 
-afterAll(async () => {
-  await server.close();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await redis.quit();
-  await t.cleanup();
-});
-
-async function send(body: string): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${server.url}/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body,
-  });
-  const text = await response.text();
-  return { status: response.status, body: JSON.parse(text) as unknown };
-}
+const send = (api: TestApi, body: string) => api.call<unknown>('POST', '/events', body);
 
 /** 202 with one status per event, or a 4xx in the error envelope: never a 500. */
 function expectContractAnswer(answer: { status: number; body: unknown }): void {
@@ -156,7 +123,7 @@ const eventLike = fc.record(
 );
 
 describe('POST /events under arbitrary input', () => {
-  it('answers arbitrary JSON with a 202 or a 4xx in the envelope, never a 500', async () => {
+  it('answers arbitrary JSON with a 202 or a 4xx in the envelope, never a 500', async ({ api }) => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
@@ -175,7 +142,7 @@ describe('POST /events under arbitrary input', () => {
           fc.string(),
         ),
         async (body) => {
-          expectContractAnswer(await send(body));
+          expectContractAnswer(await send(api, body));
         },
       ),
       { numRuns: 300 },

@@ -1,41 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError, buildClient, type Client } from '@datocms/cma-client-node';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
-import type { Redis } from '@herald/runtime';
+import { describe, expect } from 'vitest';
+import { ApiError, buildClient } from '@datocms/cma-client-node';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
 /** The official DatoCMS client against a served Herald: the judge of wire compatibility. */
-
-let testDb: TestDb;
-let redis: Redis;
-let server: TestServer;
-let client: Client;
-
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-  redis = testRedis();
-  server = await serve(createApp(testDeps(testDb.db, redis)));
-  client = buildClient({
-    apiToken: await createTestToken(testDb.db, 'admin'),
-    baseUrl: server.url,
+const it = appTest(createApp).extend('client', ({ api }) =>
+  buildClient({
+    apiToken: api.token,
+    baseUrl: api.url,
     // A failure must surface, not be retried into a timeout.
     autoRetry: false,
-  });
-});
-
-afterAll(async () => {
-  await server.close();
-  await redis.quit();
-  await testDb.cleanup();
-});
+  }),
+);
 
 // The example body of DatoCMS's "Create a webhook" documentation.
 const docsExample = {
@@ -60,14 +36,14 @@ const docsExample = {
 describe('@datocms/cma-client-node', () => {
   let id: string;
 
-  it('webhooks.create with the documentation example', async () => {
+  it('webhooks.create with the documentation example', async ({ client }) => {
     const webhook = await client.webhooks.create(docsExample);
     expect(webhook).toMatchObject({ type: 'webhook', ...docsExample, auto_retry: true });
     expect(webhook.id).toMatch(/^\d+$/);
     id = webhook.id;
   });
 
-  it('webhooks.create with filters (DatoCMS shape)', async () => {
+  it('webhooks.create with filters (DatoCMS shape)', async ({ client }) => {
     const webhook = await client.webhooks.create({
       name: 'Article publication',
       url: 'https://www.example.com/publish',
@@ -92,7 +68,7 @@ describe('@datocms/cma-client-node', () => {
     ]);
   });
 
-  it('webhooks.list', async () => {
+  it('webhooks.list', async ({ client }) => {
     const webhooks = await client.webhooks.list();
     expect(webhooks.map((w) => w.name)).toEqual([
       'Item type creation/update',
@@ -100,18 +76,18 @@ describe('@datocms/cma-client-node', () => {
     ]);
   });
 
-  it('webhooks.find', async () => {
+  it('webhooks.find', async ({ client }) => {
     const webhook = await client.webhooks.find(id);
     expect(webhook).toMatchObject({ id, ...docsExample });
   });
 
-  it('webhooks.update', async () => {
+  it('webhooks.update', async ({ client }) => {
     const webhook = await client.webhooks.update(id, { enabled: false, name: 'Renamed' });
     expect(webhook).toMatchObject({ id, enabled: false, name: 'Renamed', url: docsExample.url });
     expect((await client.webhooks.find(id)).name).toBe('Renamed');
   });
 
-  it('an ApiError with INVALID_FIELD for a duplicate name', async () => {
+  it('an ApiError with INVALID_FIELD for a duplicate name', async ({ client }) => {
     const error = await client.webhooks
       .create({ ...docsExample, name: 'Article publication' })
       .catch((e: unknown) => e);
@@ -126,7 +102,7 @@ describe('@datocms/cma-client-node', () => {
     expect(apiError.findError('INVALID_FIELD', { field: 'name' })).toBeDefined();
   });
 
-  it('webhooks.destroy', async () => {
+  it('webhooks.destroy', async ({ client }) => {
     const webhook = await client.webhooks.destroy(id);
     expect(webhook).toMatchObject({ id, name: 'Renamed' });
     const error = await client.webhooks.find(id).catch((e: unknown) => e);

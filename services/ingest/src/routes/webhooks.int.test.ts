@@ -1,65 +1,26 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { parseCidrList, webhooksChangedChannel } from '@herald/contract';
 import { activeSigningSecrets, findWebhook } from '@herald/store';
 import {
-  createTestDb,
   createTestToken,
   serve,
+  testApi,
   testDeps,
   testRedis,
-  type TestDb,
-  type TestServer,
+  type TestApi,
 } from '@herald/testkit';
-import type { Redis } from '@herald/runtime';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
-let testDb: TestDb;
-let redis: Redis;
-let subscriber: Redis;
-let server: TestServer;
-let admin: string;
-let readOnly: string;
-let producer: string;
-let redisPrefix: string;
+const it = appTest(createApp);
+
 const messages: string[] = [];
-
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-  redis = testRedis();
-  subscriber = testRedis('worker');
-  const deps = testDeps(testDb.db, redis);
-  redisPrefix = deps.redisPrefix;
-  await subscriber.subscribe(webhooksChangedChannel(redisPrefix));
+it.beforeAll(async ({ deps }) => {
+  const subscriber = testRedis('worker');
+  await subscriber.subscribe(webhooksChangedChannel(deps.redisPrefix));
   subscriber.on('message', (_channel: string, message: string) => messages.push(message));
-  server = await serve(createApp(deps));
-  admin = await createTestToken(testDb.db, 'admin');
-  readOnly = await createTestToken(testDb.db, 'read_only');
-  producer = await createTestToken(testDb.db, 'producer');
+  return () => subscriber.quit();
 });
-
-afterAll(async () => {
-  await server.close();
-  await subscriber.quit();
-  await redis.quit();
-  await testDb.cleanup();
-});
-
-async function call(method: string, path: string, body?: unknown, token = admin) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    body: text ? JSON.parse(text) : null,
-  };
-}
 
 let counter = 0;
 function attributes(overrides: Record<string, unknown> = {}) {
@@ -75,13 +36,13 @@ function attributes(overrides: Record<string, unknown> = {}) {
     ...overrides,
   };
 }
-const create = (attrs: Record<string, unknown>) =>
-  call('POST', '/webhooks', { data: { type: 'webhook', attributes: attrs } });
+const create = (api: TestApi, attrs: Record<string, unknown>) =>
+  api.call('POST', '/webhooks', { data: { type: 'webhook', attributes: attrs } });
 
 describe('POST /webhooks', () => {
-  it('creates a webhook with the defaults and a whsec_ signing secret', async () => {
+  it('creates a webhook with the defaults and a whsec_ signing secret', async ({ api }) => {
     const attrs = attributes();
-    const response = await create(attrs);
+    const response = await create(api, attrs);
     expect(response.status).toBe(201);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     const { data } = response.body;
@@ -102,21 +63,8 @@ describe('POST /webhooks', () => {
     expect(data.attributes.updated_at).toBe(data.attributes.created_at);
   });
 
-  it('keeps the optional attributes that are sent', async () => {
-    const response = await create(
-      attributes({
-        enabled: false,
-        payload_api_version: '3',
-        nested_items_in_payload: true,
-        auto_retry: false,
-        redact_headers: ['X-Tenant', 'x-other'],
-        http_basic_user: 'user',
-        http_basic_password: 'password',
-        custom_payload: '{"type":"{{event_type}}","id":"{{#entity}}{{id}}{{/entity}}"}',
-      }),
-    );
-    expect(response.status).toBe(201);
-    expect(response.body.data.attributes).toMatchObject({
+  it('keeps the optional attributes that are sent', async ({ api }) => {
+    const kept = {
       enabled: false,
       nested_items_in_payload: true,
       auto_retry: false,
@@ -124,10 +72,13 @@ describe('POST /webhooks', () => {
       http_basic_user: 'user',
       http_basic_password: 'password',
       custom_payload: '{"type":"{{event_type}}","id":"{{#entity}}{{id}}{{/entity}}"}',
-    });
+    };
+    const response = await create(api, attributes({ payload_api_version: '3', ...kept }));
+    expect(response.status).toBe(201);
+    expect(response.body.data.attributes).toMatchObject(kept);
   });
 
-  it('echoes each events entry in the shape it was sent (filter or filters)', async () => {
+  it('echoes each events entry in the shape it was sent (filter or filters)', async ({ api }) => {
     const events = [
       {
         entity_type: 'item',
@@ -150,25 +101,25 @@ describe('POST /webhooks', () => {
         filter: { entity_type: 'environment_type', entity_ids: ['sandbox'] },
       },
     ];
-    const response = await create(attributes({ events }));
+    const response = await create(api, attributes({ events }));
     expect(response.status).toBe(201);
     expect(response.body.data.attributes.events).toEqual(events);
     expect(JSON.stringify(response.body.data.attributes.events)).toBe(JSON.stringify(events));
-    const fetched = await call('GET', `/webhooks/${response.body.data.id}`);
+    const fetched = await api.call('GET', `/webhooks/${response.body.data.id}`);
     expect(JSON.stringify(fetched.body.data.attributes.events)).toBe(JSON.stringify(events));
   });
 
-  it('keeps Mustache tags in the url path and query', async () => {
+  it('keeps Mustache tags in the url path and query', async ({ api }) => {
     const url =
       'https://example.com/hooks/{{entity_type}}/{{#entity}}{{id}}{{/entity}}?e={{event_type}}';
-    const response = await create(attributes({ url }));
+    const response = await create(api, attributes({ url }));
     expect(response.status).toBe(201);
     expect(response.body.data.attributes.url).toBe(url);
   });
 
-  it('keeps the name unique under concurrent creates', async () => {
+  it('keeps the name unique under concurrent creates', async ({ api }) => {
     const attrs = attributes();
-    const responses = await Promise.all(Array.from({ length: 8 }, () => create(attrs)));
+    const responses = await Promise.all(Array.from({ length: 8 }, () => create(api, attrs)));
     const statuses = responses.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 422, 422, 422, 422, 422, 422, 422]);
     for (const response of responses.filter((r) => r.status === 422)) {
@@ -181,19 +132,19 @@ describe('POST /webhooks', () => {
 });
 
 describe('lifecycle', () => {
-  it('lists, retrieves, updates and destroys', async () => {
-    const created = (await create(attributes())).body.data;
-    const list = await call('GET', '/webhooks');
+  it('lists, retrieves, updates and destroys', async ({ api }) => {
+    const created = (await create(api, attributes())).body.data;
+    const list = await api.call('GET', '/webhooks');
     expect(list.status).toBe(200);
     expect(list.body.data.map((w: { id: string }) => w.id)).toContain(created.id);
     const ids = list.body.data.map((w: { id: string }) => Number(w.id));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
 
-    const retrieved = await call('GET', `/webhooks/${created.id}`);
+    const retrieved = await api.call('GET', `/webhooks/${created.id}`);
     expect(retrieved.status).toBe(200);
     expect(retrieved.body.data).toEqual(created);
 
-    const updated = await call('PUT', `/webhooks/${created.id}`, {
+    const updated = await api.call('PUT', `/webhooks/${created.id}`, {
       data: {
         type: 'webhook',
         id: created.id,
@@ -210,39 +161,40 @@ describe('lifecycle', () => {
     });
     expect(updated.body.data.attributes.signing_secret).toBe(created.attributes.signing_secret);
 
-    const destroyed = await call('DELETE', `/webhooks/${created.id}`);
+    const destroyed = await api.call('DELETE', `/webhooks/${created.id}`);
     expect(destroyed.status).toBe(200);
     expect(destroyed.body.data).toEqual(updated.body.data);
-    expect((await call('GET', `/webhooks/${created.id}`)).status).toBe(404);
-    expect((await call('DELETE', `/webhooks/${created.id}`)).status).toBe(404);
+    expect((await api.call('GET', `/webhooks/${created.id}`)).status).toBe(404);
+    expect((await api.call('DELETE', `/webhooks/${created.id}`)).status).toBe(404);
   });
 
-  it('lists exactly what retrieve shows, through updates, rotations, deletes and direct SQL', async () => {
+  it('lists exactly what retrieve shows, through updates, rotations, deletes and direct SQL', async ({
+    api,
+    db,
+  }) => {
     const expectListMatchesRetrieve = async () => {
-      const list = await call('GET', '/webhooks');
+      const list = await api.call('GET', '/webhooks');
       expect(list.headers.get('content-type')).toBe('application/json; charset=utf-8');
       const ids: string[] = list.body.data.map((w: { id: string }) => w.id);
-      const { rows } = await testDb.db.query<{ id: string }>('SELECT id FROM webhooks ORDER BY id');
+      const { rows } = await db.query<{ id: string }>('SELECT id FROM webhooks ORDER BY id');
       expect(ids).toEqual(rows.map((r) => r.id));
       for (const webhook of list.body.data) {
-        const one = await call('GET', `/webhooks/${webhook.id}`);
+        const one = await api.call('GET', `/webhooks/${webhook.id}`);
         expect(JSON.stringify(webhook)).toBe(JSON.stringify(one.body.data));
       }
     };
-    const a = (await create(attributes())).body.data;
-    const b = (await create(attributes())).body.data;
+    const a = (await create(api, attributes())).body.data;
+    const b = (await create(api, attributes())).body.data;
     await expectListMatchesRetrieve();
-    await call('PUT', `/webhooks/${a.id}`, {
+    await api.call('PUT', `/webhooks/${a.id}`, {
       data: { type: 'webhook', attributes: { url: 'https://example.com/changed' } },
     });
-    await call('POST', `/webhooks/${b.id}/rotate_secret`);
+    await api.call('POST', `/webhooks/${b.id}/rotate_secret`);
     await expectListMatchesRetrieve();
-    await call('DELETE', `/webhooks/${b.id}`);
-    await testDb.db.query(`UPDATE webhooks SET disabled_reason = 'set by hand' WHERE id = $1`, [
-      a.id,
-    ]);
+    await api.call('DELETE', `/webhooks/${b.id}`);
+    await db.query(`UPDATE webhooks SET disabled_reason = 'set by hand' WHERE id = $1`, [a.id]);
     await expectListMatchesRetrieve();
-    const listed = (await call('GET', '/webhooks')).body.data.find(
+    const listed = (await api.call('GET', '/webhooks')).body.data.find(
       (w: { id: string }) => w.id === a.id,
     );
     expect(listed.attributes).toMatchObject({
@@ -251,10 +203,10 @@ describe('lifecycle', () => {
     });
   });
 
-  it('validates updates with the create rules, on the given subset only', async () => {
-    const created = (await create(attributes())).body.data;
-    const other = (await create(attributes())).body.data;
-    const response = await call('PUT', `/webhooks/${created.id}`, {
+  it('validates updates with the create rules, on the given subset only', async ({ api }) => {
+    const created = (await create(api, attributes())).body.data;
+    const other = (await create(api, attributes())).body.data;
+    const response = await api.call('PUT', `/webhooks/${created.id}`, {
       data: {
         type: 'webhook',
         attributes: { name: other.attributes.name, events: [{ entity_type: 'item' }], bogus: 1 },
@@ -276,7 +228,7 @@ describe('lifecycle', () => {
       ]),
     );
     // Alone, a taken name is caught by the unique index.
-    const taken = await call('PUT', `/webhooks/${created.id}`, {
+    const taken = await api.call('PUT', `/webhooks/${created.id}`, {
       data: { type: 'webhook', attributes: { name: other.attributes.name } },
     });
     expect(taken.status).toBe(422);
@@ -285,27 +237,27 @@ describe('lifecycle', () => {
       code: 'VALIDATION_UNIQUENESS',
     });
     // Keeping one's own name is fine.
-    const same = await call('PUT', `/webhooks/${created.id}`, {
+    const same = await api.call('PUT', `/webhooks/${created.id}`, {
       data: { type: 'webhook', attributes: { name: created.attributes.name } },
     });
     expect(same.status).toBe(200);
   });
 
-  it('re-enabling a webhook clears its disabled_reason', async () => {
-    const created = (await create(attributes())).body.data;
-    await testDb.db.query(
+  it('re-enabling a webhook clears its disabled_reason', async ({ api, db }) => {
+    const created = (await create(api, attributes())).body.data;
+    await db.query(
       `UPDATE webhooks SET enabled = false, disabled_reason = 'endpoint answered 410' WHERE id = $1`,
       [created.id],
     );
-    const disabled = await call('GET', `/webhooks/${created.id}`);
+    const disabled = await api.call('GET', `/webhooks/${created.id}`);
     expect(disabled.body.data.attributes.disabled_reason).toBe('endpoint answered 410');
-    const enabled = await call('PUT', `/webhooks/${created.id}`, {
+    const enabled = await api.call('PUT', `/webhooks/${created.id}`, {
       data: { type: 'webhook', attributes: { enabled: true } },
     });
     expect(enabled.body.data.attributes).toMatchObject({ enabled: true, disabled_reason: null });
   });
 
-  it('answers 404 NOT_FOUND for unknown or malformed ids', async () => {
+  it('answers 404 NOT_FOUND for unknown or malformed ids', async ({ api }) => {
     for (const id of ['999999', 'abc', '0', '1e3', '99999999999999999999']) {
       for (const [method, path, body] of [
         ['GET', `/webhooks/${id}`],
@@ -313,7 +265,7 @@ describe('lifecycle', () => {
         ['POST', `/webhooks/${id}/rotate_secret`],
         ['PUT', `/webhooks/${id}`, { data: { type: 'webhook', attributes: { enabled: true } } }],
       ] as const) {
-        const response = await call(method, path, body);
+        const response = await api.call(method, path, body);
         expect(response.status, `${method} ${path}`).toBe(404);
         expect(response.body.data[0].attributes.code).toBe('NOT_FOUND');
       }
@@ -322,16 +274,16 @@ describe('lifecycle', () => {
 });
 
 describe('rotate_secret', () => {
-  it('returns a new secret and keeps the old one valid for 24 hours', async () => {
-    const created = (await create(attributes())).body.data;
+  it('returns a new secret and keeps the old one valid for 24 hours', async ({ api, db }) => {
+    const created = (await create(api, attributes())).body.data;
     const before = Date.now();
-    const rotated = await call('POST', `/webhooks/${created.id}/rotate_secret`);
+    const rotated = await api.call('POST', `/webhooks/${created.id}/rotate_secret`);
     expect(rotated.status).toBe(200);
     const secret = rotated.body.data.attributes.signing_secret;
     expect(secret).toMatch(/^whsec_/);
     expect(secret).not.toBe(created.attributes.signing_secret);
 
-    const stored = (await findWebhook(testDb.db, created.id))!;
+    const stored = (await findWebhook(db, created.id))!;
     expect(stored.signingSecret).toBe(secret);
     expect(stored.previousSigningSecret).toBe(created.attributes.signing_secret);
     const expires = stored.previousSecretExpiresAt!.getTime();
@@ -343,15 +295,15 @@ describe('rotate_secret', () => {
 });
 
 describe('change notifications', () => {
-  it('publishes the id and kind of every change, without secrets', async () => {
+  it('publishes the id and kind of every change, without secrets', async ({ api }) => {
     messages.length = 0;
-    const created = (await create(attributes())).body.data;
+    const created = (await create(api, attributes())).body.data;
     const id: string = created.id;
-    await call('PUT', `/webhooks/${id}`, {
+    await api.call('PUT', `/webhooks/${id}`, {
       data: { type: 'webhook', attributes: { enabled: false } },
     });
-    await call('POST', `/webhooks/${id}/rotate_secret`);
-    await call('DELETE', `/webhooks/${id}`);
+    await api.call('POST', `/webhooks/${id}/rotate_secret`);
+    await api.call('DELETE', `/webhooks/${id}`);
     await vi.waitFor(() => expect(messages).toHaveLength(4));
     expect(messages.map((m) => JSON.parse(m))).toEqual([
       { id, change: 'created' },
@@ -362,13 +314,15 @@ describe('change notifications', () => {
     expect(messages.join()).not.toContain('whsec_');
   });
 
-  it('uses a channel under the deployment prefix', () => {
-    expect(webhooksChangedChannel(redisPrefix)).toBe(`${redisPrefix}:webhooks-changed`);
+  it('uses a channel under the deployment prefix', ({ deps }) => {
+    expect(webhooksChangedChannel(deps.redisPrefix)).toBe(`${deps.redisPrefix}:webhooks-changed`);
   });
 });
 
 describe('access', () => {
-  it('is for admins only', async () => {
+  it('is for admins only', async ({ api, db }) => {
+    const readOnly = await createTestToken(db, 'read_only');
+    const producer = await createTestToken(db, 'producer');
     for (const token of [readOnly, producer]) {
       for (const [method, path] of [
         ['GET', '/webhooks'],
@@ -378,20 +332,20 @@ describe('access', () => {
         ['DELETE', '/webhooks/1'],
         ['POST', '/webhooks/1/rotate_secret'],
       ] as const) {
-        const response = await call(method, path, undefined, token);
+        const response = await api.as(token).call(method, path);
         expect(response.status, `${method} ${path}`).toBe(403);
         expect(response.body.data[0].attributes.code).toBe('INSUFFICIENT_PERMISSIONS');
       }
     }
-    const anonymous = await call('GET', '/webhooks', undefined, 'not-a-token');
+    const anonymous = await api.as('not-a-token').call('GET', '/webhooks');
     expect(anonymous.status).toBe(401);
   });
 });
 
 describe('SSRF allow-list at creation', () => {
-  it('accepts a loopback url only when SSRF_ALLOW_CIDRS lists it', async () => {
+  it('accepts a loopback url only when SSRF_ALLOW_CIDRS lists it', async ({ api, db, redis }) => {
     const attrs = attributes({ url: 'http://127.0.0.1:8080/hook' });
-    const refused = await create(attrs);
+    const refused = await create(api, attrs);
     expect(refused.status).toBe(422);
     expect(refused.body.data[0].attributes.details).toMatchObject({
       field: 'url',
@@ -401,24 +355,15 @@ describe('SSRF allow-list at creation', () => {
 
     const allowing = await serve(
       createApp({
-        ...testDeps(testDb.db, redis),
+        ...testDeps(db, redis),
         ssrfAllowCidrs: parseCidrList('127.0.0.0/8,::1/128'),
       }),
     );
     try {
-      const response = await fetch(`${allowing.url}/webhooks`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ data: { type: 'webhook', attributes: attrs } }),
-      });
+      const allowingApi = testApi(allowing.url, api.token);
+      const response = await create(allowingApi, attrs);
       expect(response.status).toBe(201);
-      const stillRefused = await fetch(`${allowing.url}/webhooks`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          data: { type: 'webhook', attributes: attributes({ url: 'http://10.0.0.1/' }) },
-        }),
-      });
+      const stillRefused = await create(allowingApi, attributes({ url: 'http://10.0.0.1/' }));
       expect(stillRefused.status).toBe(422);
     } finally {
       await allowing.close();

@@ -1,31 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import fc from 'fast-check';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
-import type { Redis } from '@herald/runtime';
+import type { TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
 
 /** Any body sent to the webhook endpoints gets a 2xx or a documented 4xx, never a 500. */
+const it = appTest(createApp);
 
-let testDb: TestDb;
-let redis: Redis;
-let server: TestServer;
-let admin: string;
 let existingId: string;
 
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-  redis = testRedis();
-  server = await serve(createApp(testDeps(testDb.db, redis)));
-  admin = await createTestToken(testDb.db, 'admin');
-  const response = await post('/webhooks', {
+it.beforeAll(async ({ api }) => {
+  const response = await post(api, '/webhooks', {
     data: {
       type: 'webhook',
       attributes: {
@@ -42,16 +28,10 @@ beforeAll(async () => {
   existingId = ((await response.json()) as { data: { id: string } }).data.id;
 });
 
-afterAll(async () => {
-  await server.close();
-  await redis.quit();
-  await testDb.cleanup();
-});
-
-function post(path: string, body: unknown, method = 'POST') {
-  return fetch(`${server.url}${path}`, {
+function post(api: TestApi, path: string, body: unknown, method = 'POST') {
+  return api.fetch(path, {
     method,
-    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
 }
@@ -174,17 +154,7 @@ const wellShaped = fc.record({
         http_basic_password: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         enabled: fc.boolean(),
       },
-      {
-        requiredKeys: [
-          'name',
-          'url',
-          'headers',
-          'events',
-          'custom_payload',
-          'http_basic_user',
-          'http_basic_password',
-        ],
-      },
+      { requiredKeys: [...REQUIRED_ATTRIBUTES] },
     ),
   }),
 });
@@ -209,20 +179,22 @@ async function expectDocumented(response: Response, sent: unknown): Promise<void
 
 // Hundreds of real HTTP requests each: give them room on a busy machine.
 describe('arbitrary webhook bodies', { timeout: 120_000 }, () => {
-  it('POST /webhooks never answers 5xx', async () => {
+  it('POST /webhooks never answers 5xx', async ({ api }) => {
     await fc.assert(
       fc.asyncProperty(body, async (generated) => {
-        await expectDocumented(await post('/webhooks', generated), generated);
+        await expectDocumented(await post(api, '/webhooks', generated), generated);
       }),
       { numRuns: 300 },
     );
   });
 
-  it('well-shaped bodies with arbitrary values are stored or refused, never a 5xx', async () => {
+  it('well-shaped bodies with arbitrary values are stored or refused, never a 5xx', async ({
+    api,
+  }) => {
     let created = 0;
     await fc.assert(
       fc.asyncProperty(wellShaped, async (generated) => {
-        const response = await post('/webhooks', generated);
+        const response = await post(api, '/webhooks', generated);
         if (response.status === 201) {
           created += 1;
           const { data } = (await response.json()) as { data: { attributes: unknown } };
@@ -242,10 +214,13 @@ describe('arbitrary webhook bodies', { timeout: 120_000 }, () => {
     expect(created).toBeGreaterThanOrEqual(5);
   });
 
-  it('PUT /webhooks/:id never answers 5xx', async () => {
+  it('PUT /webhooks/:id never answers 5xx', async ({ api }) => {
     await fc.assert(
       fc.asyncProperty(body, async (generated) => {
-        await expectDocumented(await post(`/webhooks/${existingId}`, generated, 'PUT'), generated);
+        await expectDocumented(
+          await post(api, `/webhooks/${existingId}`, generated, 'PUT'),
+          generated,
+        );
       }),
       { numRuns: 200 },
     );

@@ -1,44 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
-import type { Redis } from '@herald/runtime';
+import { describe, expect } from 'vitest';
+import type { TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
 
 /** Every rule of API.md §4.2: status, code, details.field and details.code. */
-
-let testDb: TestDb;
-let redis: Redis;
-let server: TestServer;
-let admin: string;
-
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-  redis = testRedis();
-  server = await serve(createApp(testDeps(testDb.db, redis)));
-  admin = await createTestToken(testDb.db, 'admin');
-});
-
-afterAll(async () => {
-  await server.close();
-  await redis.quit();
-  await testDb.cleanup();
-});
-
-async function send(method: string, path: string, body: string | undefined) {
-  const response = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body }),
-  });
-  return { status: response.status, body: (await response.json()) as ErrorBody };
-}
+const it = appTest(createApp);
 
 interface ErrorBody {
   data: { attributes: { code: string; details: Record<string, unknown> } }[];
@@ -54,8 +21,16 @@ const valid = () => ({
   http_basic_password: null,
 });
 
-const createWith = (attributes: Record<string, unknown>) =>
-  send('POST', '/webhooks', JSON.stringify({ data: { type: 'webhook', attributes } }));
+const send = (api: TestApi, method: string, path: string, body: string) =>
+  api.call<ErrorBody>(method, path, body);
+const createWith = (api: TestApi, attributes: Record<string, unknown>) =>
+  send(api, 'POST', '/webhooks', JSON.stringify({ data: { type: 'webhook', attributes } }));
+/** PUT `data` on a webhook created for it. */
+const putOnNew = async (api: TestApi, data: Record<string, unknown>) => {
+  const created = await createWith(api, valid());
+  const id = (created.body as unknown as { data: { id: string } }).data.id;
+  return send(api, 'PUT', `/webhooks/${id}`, JSON.stringify({ data }));
+};
 
 type Rule = [
   description: string,
@@ -72,15 +47,7 @@ const withFilter = (filter: unknown) =>
 
 const RULES: Rule[] = [
   // Required keys (the nullable three must still be present).
-  ...[
-    'name',
-    'url',
-    'headers',
-    'events',
-    'custom_payload',
-    'http_basic_user',
-    'http_basic_password',
-  ].map((key): Rule => {
+  ...REQUIRED_ATTRIBUTES.map((key): Rule => {
     const attributes: Record<string, unknown> = valid();
     delete attributes[key];
     return [`${key} missing`, attributes, key, 'VALIDATION_REQUIRED', true];
@@ -436,27 +403,24 @@ const RULES: Rule[] = [
 ];
 
 describe('POST /webhooks validation', () => {
-  it.each(RULES)('%s → 422 INVALID_FIELD', async (_description, given, field, code, complete) => {
-    const response = await createWith(complete ? given : { ...valid(), ...given });
-    expect(response.status).toBe(422);
-    expect(response.body.data).toHaveLength(1);
-    const [error] = response.body.data;
-    expect(error!.attributes.code).toBe('INVALID_FIELD');
-    expect(error!.attributes.details).toMatchObject({ field, code });
-    expect(error!.attributes.details['message']).toEqual(expect.any(String));
-    expect((error!.attributes.details['message'] as string).length).toBeGreaterThan(10);
-  });
+  it.for(RULES)(
+    '%s → 422 INVALID_FIELD',
+    async ([_description, given, field, code, complete], { api }) => {
+      const response = await createWith(api, complete ? given : { ...valid(), ...given });
+      expect(response.status).toBe(422);
+      expect(response.body.data).toHaveLength(1);
+      const [error] = response.body.data;
+      expect(error!.attributes.code).toBe('INVALID_FIELD');
+      expect(error!.attributes.details).toMatchObject({ field, code });
+      expect(error!.attributes.details['message']).toEqual(expect.any(String));
+      expect((error!.attributes.details['message'] as string).length).toBeGreaterThan(10);
+    },
+  );
 
-  it.each(RULES.filter(([, , , , complete]) => !complete))(
+  it.for(RULES.filter(([, , , , complete]) => !complete))(
     'PUT applies the same rule: %s',
-    async (_description, overrides, field, code) => {
-      const created = await createWith(valid());
-      const id = (created.body as unknown as { data: { id: string } }).data.id;
-      const response = await send(
-        'PUT',
-        `/webhooks/${id}`,
-        JSON.stringify({ data: { type: 'webhook', attributes: overrides } }),
-      );
+    async ([_description, overrides, field, code], { api }) => {
+      const response = await putOnNew(api, { type: 'webhook', attributes: overrides });
       expect(response.status).toBe(422);
       expect(response.body.data[0]!.attributes).toMatchObject({
         code: 'INVALID_FIELD',
@@ -465,8 +429,8 @@ describe('POST /webhooks validation', () => {
     },
   );
 
-  it('reports several problems together', async () => {
-    const response = await createWith({
+  it('reports several problems together', async ({ api }) => {
+    const response = await createWith(api, {
       ...valid(),
       name: '',
       url: 'ftp://x',
@@ -484,9 +448,9 @@ describe('POST /webhooks validation', () => {
     ]);
   });
 
-  it("gives the Mustache parser's message and position", async () => {
+  it("gives the Mustache parser's message and position", async ({ api }) => {
     const template = '{\n  "id": "{{#entity}}{{id}}"\n}';
-    const response = await createWith({ ...valid(), custom_payload: template });
+    const response = await createWith(api, { ...valid(), custom_payload: template });
     const details = response.body.data[0]!.attributes.details;
     expect(details).toMatchObject({
       field: 'custom_payload',
@@ -498,8 +462,12 @@ describe('POST /webhooks validation', () => {
     expect(details['message']).toContain('Unclosed section "entity" at');
   });
 
-  it('INVALID_ATTRIBUTES for unknown and read-only attributes', async () => {
-    const response = await createWith({ ...valid(), colour: 'red', signing_secret: 'whsec_x' });
+  it('INVALID_ATTRIBUTES for unknown and read-only attributes', async ({ api }) => {
+    const response = await createWith(api, {
+      ...valid(),
+      colour: 'red',
+      signing_secret: 'whsec_x',
+    });
     expect(response.status).toBe(422);
     expect(
       response.body.data.map((e) => [e.attributes.code, e.attributes.details['field']]),
@@ -509,10 +477,10 @@ describe('POST /webhooks validation', () => {
     ]);
   });
 
-  it('VALIDATION_UNIQUENESS for a taken name', async () => {
+  it('VALIDATION_UNIQUENESS for a taken name', async ({ api }) => {
     const attributes = valid();
-    expect((await createWith(attributes)).status).toBe(201);
-    const response = await createWith(attributes);
+    expect((await createWith(api, attributes)).status).toBe(201);
+    const response = await createWith(api, attributes);
     expect(response.status).toBe(422);
     expect(response.body.data[0]!.attributes).toMatchObject({
       code: 'INVALID_FIELD',
@@ -520,7 +488,7 @@ describe('POST /webhooks validation', () => {
     });
   });
 
-  it.each([
+  it.for<[string, string]>([
     ['a JSON array', '[]'],
     ['no data', '{"attributes":{}}'],
     ['data an array', '{"data":[]}'],
@@ -542,32 +510,30 @@ describe('POST /webhooks validation', () => {
         data: { type: 'webhook', attributes: valid(), relationships: { role: {} } },
       }),
     ],
-  ])('%s → 422 INVALID_FORMAT', async (_description, body) => {
-    const response = await send('POST', '/webhooks', body);
+  ])('%s → 422 INVALID_FORMAT', async ([_description, body], { api }) => {
+    const response = await send(api, 'POST', '/webhooks', body);
     expect(response.status).toBe(422);
     expect(response.body.data[0]!.attributes.code).toBe('INVALID_FORMAT');
     expect(response.body.data[0]!.attributes.details['message']).toEqual(expect.any(String));
   });
 
-  it('PUT with a data.id other than the URL id → INVALID_FORMAT', async () => {
-    const created = await createWith(valid());
-    const id = (created.body as unknown as { data: { id: string } }).data.id;
-    const response = await send(
-      'PUT',
-      `/webhooks/${id}`,
-      JSON.stringify({ data: { type: 'webhook', id: '999', attributes: { enabled: false } } }),
-    );
+  it('PUT with a data.id other than the URL id → INVALID_FORMAT', async ({ api }) => {
+    const response = await putOnNew(api, {
+      type: 'webhook',
+      id: '999',
+      attributes: { enabled: false },
+    });
     expect(response.status).toBe(422);
     expect(response.body.data[0]!.attributes.code).toBe('INVALID_FORMAT');
   });
 
-  it('invalid JSON → 400 INVALID_JSON_BODY', async () => {
-    const response = await send('POST', '/webhooks', '{"data": {');
+  it('invalid JSON → 400 INVALID_JSON_BODY', async ({ api }) => {
+    const response = await send(api, 'POST', '/webhooks', '{"data": {');
     expect(response.status).toBe(400);
     expect(response.body.data[0]!.attributes.code).toBe('INVALID_JSON_BODY');
   });
 
-  it('accepts the valid edge cases', async () => {
+  it('accepts the valid edge cases', async ({ api }) => {
     for (const overrides of [
       { name: 'n'.repeat(255) },
       { name: 'emoji 😀 and 中文' },
@@ -596,7 +562,7 @@ describe('POST /webhooks validation', () => {
       },
       { http_basic_user: 'user', http_basic_password: 'p:ss' },
     ]) {
-      const response = await createWith({ ...valid(), ...overrides });
+      const response = await createWith(api, { ...valid(), ...overrides });
       expect(response.status, JSON.stringify(overrides).slice(0, 200)).toBe(201);
     }
   });

@@ -1,23 +1,23 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { errorId } from '@herald/contract';
 import type { Redis } from '@herald/runtime';
 import { createPostgresDb, upsertEnvironment, upsertRecords, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
-  createTestDb,
   createTestToken,
+  defineModel,
   randomId,
   serve,
   testDeps,
-  testRedis,
+  testRecordWrite,
   type TestDb,
   type TestServer,
 } from '@herald/testkit';
+import { integrationTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 import { IndexManager } from '../index-manager.js';
 import type { ReadLimits } from '../read-gate.js';
-import { defineModel } from '../../test/seed.js';
 
 /**
  * The time budget and each token's share of the read pool, against real Postgres: slow listings
@@ -27,8 +27,14 @@ import { defineModel } from '../../test/seed.js';
  * /readyz are served at once.
  */
 
-let t: TestDb;
-let redis: Redis;
+/** The file's database and Redis, and startApp: startAppOn (below) on them. */
+const it = integrationTest().extend(
+  'startApp',
+  ({ testDb, redis }) =>
+    (options: AppOptions) =>
+      startAppOn(testDb, redis, options),
+);
+
 let reader: string;
 let other: string;
 
@@ -38,11 +44,9 @@ const SLOW = `/items?filter[type]=doc&filter[fields][body][matches][pattern]=${e
   `${'.{0,49}'.repeat(20)}!`,
 )}`;
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  await upsertEnvironment(t.db, 'main', ['en']);
-  await defineModel(t.db, 'main', {
+it.beforeAll(async ({ db }) => {
+  await upsertEnvironment(db, 'main', ['en']);
+  await defineModel(db, 'main', {
     id: 'm_doc',
     apiKey: 'doc',
     fields: [{ apiKey: 'body', fieldType: 'text' }],
@@ -50,64 +54,52 @@ beforeAll(async () => {
   const at = new Date(Date.UTC(2024, 0, 1));
   for (let start = 0; start < RECORDS; start += 500) {
     await upsertRecords(
-      t.db,
+      db,
       Array.from({ length: 500 }, (_, i) => {
         const id = `d${start + i}`;
         const body = Array.from({ length: 25 }, (_, j) =>
           createHash('sha1').update(`${id}:${j}`).digest('hex'),
         ).join(' ');
-        return {
-          environment: 'main',
+        return testRecordWrite({
           id,
           itemTypeId: 'm_doc',
-          mode: 'publish' as const,
+          mode: 'publish',
           eventId: `evt-${id}`,
           eventType: 'publish',
           attributes: { body },
-          parentId: null,
-          position: null,
-          creator: null,
           createdAt: at,
           updatedAt: at,
           publishedAt: at,
-          firstPublishedAt: null,
-          publicationScheduledAt: null,
-          unpublishingScheduledAt: null,
-          isValid: true,
-          isCurrentVersionValid: true,
-          isPublishedVersionValid: true,
           currentVersion: '1',
-          stage: null,
-        };
+        });
       }),
     );
   }
-  reader = await createTestToken(t.db, 'read_only', 'slow-client');
-  other = await createTestToken(t.db, 'read_only', 'other-client');
+  reader = await createTestToken(db, 'read_only', 'slow-client');
+  other = await createTestToken(db, 'read_only', 'other-client');
 });
 
-afterAll(async () => {
-  redis?.disconnect();
-  await t?.cleanup();
-});
+type AppOptions = { poolSize: number; statementTimeoutMs: number } & ReadLimits;
 
 /** A read app whose routes use a pool of their own, as openReadDb gives the services. */
-async function startApp(
-  options: { poolSize: number; statementTimeoutMs: number } & ReadLimits,
+async function startAppOn(
+  testDb: TestDb,
+  redis: Redis,
+  options: AppOptions,
 ): Promise<{ server: TestServer; readDb: Db; applicationName: string; close(): Promise<void> }> {
   const applicationName = randomId('herald_read');
   const readDb = createPostgresDb({
     connectionString: TEST_DATABASE_URL,
-    searchPath: t.schema!,
+    searchPath: testDb.schema!,
     maxConnections: options.poolSize,
     applicationName,
     statementTimeoutMs: options.statementTimeoutMs,
   });
-  const deps = testDeps(t.db, redis);
+  const deps = testDeps(testDb.db, redis);
   const server = await serve(
     createApp({
       ...deps,
-      indexes: new IndexManager(t.db, deps.logger, false),
+      indexes: new IndexManager(testDb.db, deps.logger, false),
       readDb,
       readLimits: {
         statementsPerToken: options.statementsPerToken,
@@ -137,7 +129,9 @@ async function get(url: string, token: string) {
 }
 
 describe('GET /items time budget', () => {
-  it('cancels a statement past READ_STATEMENT_TIMEOUT_MS: 422 QUERY_TIMEOUT', async () => {
+  it('cancels a statement past READ_STATEMENT_TIMEOUT_MS: 422 QUERY_TIMEOUT', async ({
+    startApp,
+  }) => {
     const app = await startApp({ poolSize: 4, statementTimeoutMs: 300, statementsPerToken: 2 });
     try {
       const slow = await get(`${app.server.url}${SLOW}`, reader);
@@ -155,7 +149,10 @@ describe('GET /items time budget', () => {
 });
 
 describe('GET /items: one client cannot take the whole pool', () => {
-  it("serves another client's fast reads and /readyz at once while one client's slow reads run", async () => {
+  it("serves another client's fast reads and /readyz at once while one client's slow reads run", async ({
+    startApp,
+    db,
+  }) => {
     const app = await startApp({ poolSize: 4, statementTimeoutMs: 1000, statementsPerToken: 2 });
     try {
       const slow = Array.from({ length: 6 }, () => get(`${app.server.url}${SLOW}`, reader));
@@ -163,7 +160,7 @@ describe('GET /items: one client cannot take the whole pool', () => {
       await expect
         .poll(
           async () => {
-            const { rows } = await t.db.query<{ n: string }>(
+            const { rows } = await db.query<{ n: string }>(
               `SELECT count(*) AS n FROM pg_stat_activity
                WHERE application_name = $1 AND state = 'active' AND query LIKE '%~*%'`,
               [app.applicationName],

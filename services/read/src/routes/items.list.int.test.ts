@@ -1,19 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import fc from 'fast-check';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { createTestToken, defineModel, putRecord } from '@herald/testkit';
 import { deleteRecords, upsertEnvironment } from '@herald/store';
-import type { Redis } from '@herald/runtime';
-import { createApp } from '../app.js';
-import { IndexManager } from '../index-manager.js';
-import { defineModel, putRecord } from '../../test/seed.js';
+import { readTest } from '../../test/fixtures.js';
 
 /** Raw bytes for a path segment; "." and ".." are dot segments that URLs resolve away. */
 const idBytes = (maxLength: number) =>
@@ -21,12 +10,46 @@ const idBytes = (maxLength: number) =>
     .uint8Array({ minLength: 1, maxLength })
     .filter((bytes) => !/^\.{1,2}$/.test(Buffer.from(bytes).toString('latin1')));
 
-let testDb: TestDb;
-let redis: Redis;
-let server: TestServer;
-let readToken: string;
-let producerToken: string;
-let indexes: IndexManager;
+interface ApiErrorBody {
+  data: { attributes: { code: string; details: Record<string, unknown> } }[];
+}
+interface ListBody {
+  data: { id: string; attributes: Record<string, unknown>; meta: Record<string, unknown> }[];
+  meta: { total_count: number };
+}
+
+/** The read app on the records below, and the requests the tests make of it. */
+const it = readTest({ expressionIndexes: true })
+  .extend(
+    'get',
+    ({ api }) =>
+      (query: string, token = api.token) =>
+        api.as(token).call('GET', `/items${query}`),
+  )
+  .extend('list', ({ get }) => async (query: string): Promise<ListBody> => {
+    const { status, body } = await get(query);
+    expect(status, JSON.stringify(body)).toBe(200);
+    return body as ListBody;
+  })
+  .extend(
+    'ids',
+    ({ list }) =>
+      async (query: string): Promise<string[]> =>
+        (await list(query)).data.map((item) => item.id),
+  )
+  .extend('error', ({ get }) => async (query: string, code: string) => {
+    const { status, body } = await get(query);
+    expect(status, JSON.stringify(body)).toBe(422);
+    const entry = (body as ApiErrorBody).data[0]!.attributes;
+    expect(entry.code).toBe(code);
+    return entry.details;
+  })
+  .extend(
+    'one',
+    ({ get }) =>
+      (path: string) =>
+        get(`/${path}`),
+  );
 
 const ENV = 'main';
 const LOCALES = ['en', 'it'];
@@ -40,10 +63,7 @@ const dast = (text: string) => ({
   },
 });
 
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-  const { db } = testDb;
-  redis = testRedis();
+it.beforeAll(async ({ db }) => {
   await upsertEnvironment(db, ENV, LOCALES);
   await defineModel(db, ENV, {
     id: 'b_text',
@@ -220,68 +240,22 @@ beforeAll(async () => {
     parentId: 'c1',
     attributes: { name: 'Child' },
   });
-
-  readToken = await createTestToken(db, 'read_only');
-  producerToken = await createTestToken(db, 'producer');
-  const deps = testDeps(db, redis);
-  indexes = new IndexManager(db, deps.logger, true);
-  server = await serve(createApp({ ...deps, indexes }));
 });
-
-afterAll(async () => {
-  await server?.close();
-  await indexes?.idle();
-  redis?.disconnect();
-  await testDb?.cleanup();
-});
-
-interface ApiErrorBody {
-  data: { attributes: { code: string; details: Record<string, unknown> } }[];
-}
-interface ListBody {
-  data: { id: string; attributes: Record<string, unknown>; meta: Record<string, unknown> }[];
-  meta: { total_count: number };
-}
-
-async function get(query: string, token = readToken): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${server.url}/items${query}`, {
-    headers: { Authorization: `Bearer ${token}` },
-  });
-  return { status: res.status, body: await res.json() };
-}
-
-async function list(query: string): Promise<ListBody> {
-  const { status, body } = await get(query);
-  expect(status, JSON.stringify(body)).toBe(200);
-  return body as ListBody;
-}
-
-async function ids(query: string): Promise<string[]> {
-  return (await list(query)).data.map((item) => item.id);
-}
-
-async function error(query: string, code: string): Promise<Record<string, unknown>> {
-  const { status, body } = await get(query);
-  expect(status, JSON.stringify(body)).toBe(422);
-  const entry = (body as ApiErrorBody).data[0]!.attributes;
-  expect(entry.code).toBe(code);
-  return entry.details;
-}
 
 const POST = 'filter[type]=post';
 const f = (field: string, rest: string) => `?${POST}&filter[fields][${field}]${rest}`;
 
 describe('GET /items: roles', () => {
-  it('lets read_only in and keeps producer out', async () => {
+  it('lets read_only in and keeps producer out', async ({ db, get }) => {
     expect((await get('')).status).toBe(200);
-    const { status, body } = await get('', producerToken);
+    const { status, body } = await get('', await createTestToken(db, 'producer'));
     expect(status).toBe(403);
     expect((body as ApiErrorBody).data[0]!.attributes.code).toBe('INSUFFICIENT_PERMISSIONS');
   });
 });
 
 describe('GET /items: version, type, ids, paging', () => {
-  it('lists published records of every model by _created_at, blocks never', async () => {
+  it('lists published records of every model by _created_at, blocks never', async ({ list }) => {
     const body = await list('?page[limit]=100');
     const got = body.data.map((i) => i.id);
     expect(got.slice(0, 4)).toEqual(['p1', 'p2', 'p4', 'p5']);
@@ -291,7 +265,7 @@ describe('GET /items: version, type, ids, paging', () => {
     expect(body.data.find((i) => i.id === 'p4')!.attributes['title']).toEqual({ en: 'Old title' });
   });
 
-  it('version=current lists the latest version of every record', async () => {
+  it('version=current lists the latest version of every record', async ({ list }) => {
     const body = await list(`?${POST}&version=current`);
     expect(body.data.map((i) => i.id)).toEqual(['p1', 'p2', 'p3', 'p4', 'p5']);
     expect(body.meta.total_count).toBe(5);
@@ -299,21 +273,27 @@ describe('GET /items: version, type, ids, paging', () => {
     expect(body.data.find((i) => i.id === 'p4')!.meta['status']).toBe('updated');
   });
 
-  it('filter[type] takes api_keys and ids, mixed; unknown → INVALID_FILTER', async () => {
+  it('filter[type] takes api_keys and ids, mixed; unknown → INVALID_FILTER', async ({
+    list,
+    error,
+  }) => {
     expect((await list('?filter[type]=post,m_cat&page[limit]=100')).meta.total_count).toBe(6);
     const details = await error('?filter[type]=post,nope', 'INVALID_FILTER');
     expect(details['unknown']).toEqual(['nope']);
     expect(details['param']).toBe('filter[type]');
   });
 
-  it('filter[ids] returns records and blocks; with filter[type] → INVALID_FILTER', async () => {
+  it('filter[ids] returns records and blocks; with filter[type] → INVALID_FILTER', async ({
+    ids,
+    error,
+  }) => {
     expect((await ids('?filter[ids]=p2,blk1,p1')).sort()).toEqual(['blk1', 'p1', 'p2']);
     expect(await ids('?filter[ids]=p3')).toEqual([]);
     expect(await ids('?filter[ids]=p3&version=current')).toEqual(['p3']);
     await error('?filter[ids]=p1&filter[type]=post', 'INVALID_FILTER');
   });
 
-  it('pages default to 30, total_count is exact, offsets page stably', async () => {
+  it('pages default to 30, total_count is exact, offsets page stably', async ({ list }) => {
     const first = await list('?filter[type]=page');
     expect(first.data).toHaveLength(30);
     expect(first.meta.total_count).toBe(35);
@@ -326,7 +306,10 @@ describe('GET /items: version, type, ids, paging', () => {
     expect(new Set(all).size).toBe(35);
   });
 
-  it('page[limit] above 500, below 1 or not an integer → INVALID_PARAMS, never capped', async () => {
+  it('page[limit] above 500, below 1 or not an integer → INVALID_PARAMS, never capped', async ({
+    list,
+    error,
+  }) => {
     expect((await list('?page[limit]=500')).data.length).toBeLessThanOrEqual(500);
     for (const bad of ['501', '0', '-1', 'abc', '1.5', '']) {
       const details = await error(`?page[limit]=${bad}`, 'INVALID_PARAMS');
@@ -338,13 +321,13 @@ describe('GET /items: version, type, ids, paging', () => {
     await error('?page[limit][]=2', 'INVALID_PARAMS');
   });
 
-  it('a huge page[offset] is an empty page with the exact count', async () => {
+  it('a huge page[offset] is an empty page with the exact count', async ({ list }) => {
     const body = await list('?page[offset]=9007199254740991');
     expect(body.data).toEqual([]);
     expect(body.meta.total_count).toBe(41);
   });
 
-  it('version and nested must be known values', async () => {
+  it('version and nested must be known values', async ({ error }) => {
     await error('?version=draft', 'INVALID_PARAMS');
     await error('?nested=yes', 'INVALID_PARAMS');
     await error('?filter[only_valid]=maybe', 'INVALID_FILTER');
@@ -353,7 +336,7 @@ describe('GET /items: version, type, ids, paging', () => {
 });
 
 describe('GET /items: order_by', () => {
-  it('sorts by fields and meta columns, several rules, id last', async () => {
+  it('sorts by fields and meta columns, several rules, id last', async ({ ids }) => {
     expect(await ids(`?${POST}&order_by=views_DESC`)).toEqual(['p2', 'p1', 'p4', 'p5']);
     expect(await ids(`?${POST}&order_by=views_ASC&version=current`)).toEqual([
       'p5',
@@ -378,7 +361,7 @@ describe('GET /items: order_by', () => {
     expect(await ids(`?${POST}&order_by=_status_DESC,id_DESC`)).toEqual(['p4', 'p5', 'p2', 'p1']);
   });
 
-  it('rejects what it cannot sort with INVALID_ORDERING', async () => {
+  it('rejects what it cannot sort with INVALID_ORDERING', async ({ error }) => {
     await error('?order_by=id_ASC', 'INVALID_ORDERING');
     await error('?filter[type]=post,page&order_by=id_ASC', 'INVALID_ORDERING');
     const details = await error(`?${POST}&order_by=nope_ASC`, 'INVALID_ORDERING');
@@ -396,7 +379,7 @@ describe('GET /items: order_by', () => {
     }
   });
 
-  it('sorts sortable models by position', async () => {
+  it('sorts sortable models by position', async ({ ids }) => {
     expect(await ids('?filter[type]=page&order_by=position_DESC&page[limit]=2')).toEqual([
       'pg00',
       'pg01',
@@ -405,7 +388,10 @@ describe('GET /items: order_by', () => {
 });
 
 describe('GET /items: filter[query]', () => {
-  it('searches the record text in locale, blocks included (recursively), ranked', async () => {
+  it('searches the record text in locale, blocks included (recursively), ranked', async ({
+    list,
+    ids,
+  }) => {
     expect(await ids('?filter[query]=fox')).toEqual(['p1']);
     expect(await ids('?filter[query]=zebra')).toEqual(['p1']);
     expect(await ids('?filter[query]=xylophone')).toEqual(['p1']);
@@ -424,21 +410,21 @@ describe('GET /items: filter[query]', () => {
     ]);
   });
 
-  it('a blank query searches for nothing → INVALID_FILTER', async () => {
+  it('a blank query searches for nothing → INVALID_FILTER', async ({ error }) => {
     for (const blank of ['', '%20%20', '%09']) {
       const details = await error(`?filter[query]=${blank}`, 'INVALID_FILTER');
       expect(details['param']).toBe('filter[query]');
     }
   });
 
-  it('a locale outside the environment → INVALID_LOCALE', async () => {
+  it('a locale outside the environment → INVALID_LOCALE', async ({ error }) => {
     const details = await error('?filter[query]=x&locale=fr', 'INVALID_LOCALE');
     expect(details['param']).toBe('locale');
   });
 });
 
 describe('GET /items: filter[fields]', () => {
-  it('needs exactly one model', async () => {
+  it('needs exactly one model', async ({ error }) => {
     await error('?filter[fields][title][eq]=x', 'INVALID_FILTER_FIELDS_PARAM');
     await error(
       '?filter[type]=post,page&filter[fields][title][eq]=x',
@@ -446,7 +432,9 @@ describe('GET /items: filter[fields]', () => {
     );
   });
 
-  it('names the field and operator of an unknown field, operator or bad operand', async () => {
+  it('names the field and operator of an unknown field, operator or bad operand', async ({
+    error,
+  }) => {
     let d = await error(f('nope', '[eq]=1'), 'INVALID_FILTER_FIELDS_PARAM');
     expect(d['field']).toBe('nope');
     d = await error(f('views', '[bogus]=1'), 'INVALID_FILTER_FIELDS_PARAM');
@@ -470,7 +458,7 @@ describe('GET /items: filter[fields]', () => {
     await error(f('place', '[near][latitude]=x'), 'INVALID_FILTER_FIELDS_PARAM');
   });
 
-  it('string: eq, neq, in, not_in (nulls match the negations), locale', async () => {
+  it('string: eq, neq, in, not_in (nulls match the negations), locale', async ({ ids }) => {
     expect(await ids(f('title', '[eq]=Hello world'))).toEqual(['p1']);
     expect(await ids(f('title', '[eq]=Ciao mondo'))).toEqual([]);
     expect(await ids(f('title', '[eq]=Ciao mondo') + '&locale=it')).toEqual(['p1']);
@@ -486,7 +474,9 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('title', '[not_in]='))).toEqual(['p1', 'p2', 'p4', 'p5']);
   });
 
-  it('string: matches (regexp, case, literal), not_matches, is_blank, is_present, exists', async () => {
+  it('string: matches (regexp, case, literal), not_matches, is_blank, is_present, exists', async ({
+    ids,
+  }) => {
     expect(await ids(f('title', '[matches][pattern]=^hel'))).toEqual(['p1']);
     expect(
       await ids(
@@ -522,7 +512,7 @@ describe('GET /items: filter[fields]', () => {
     ]);
   });
 
-  it('an invalid regular expression → 422 naming the parameter, never 500', async () => {
+  it('an invalid regular expression → 422 naming the parameter, never 500', async ({ error }) => {
     for (const pattern of ['(', '[a-', 'a{2,1}', '\\', '(?<x>a)', '*']) {
       const d = await error(
         f('title', `[matches][pattern]=${encodeURIComponent(pattern)}`),
@@ -533,7 +523,10 @@ describe('GET /items: filter[fields]', () => {
     }
   });
 
-  it('a regular expression whose cost cannot be bounded → 422 naming the parameter', async () => {
+  it('a regular expression whose cost cannot be bounded → 422 naming the parameter', async ({
+    ids,
+    error,
+  }) => {
     const refused: [string, string, RegExp][] = [
       ['title', '[matches][pattern]=(a{1,200}){1,200}b', /repeated group/],
       ['title', '[matches]=(a%2B)%2B', /repeated group/],
@@ -555,7 +548,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('title', '[matches][pattern]=^(he|wo)[a-z]{1,20}'))).toEqual(['p1']);
   });
 
-  it('text and structured_text: matches, is_blank, is_present, exists', async () => {
+  it('text and structured_text: matches, is_blank, is_present, exists', async ({ ids }) => {
     expect(await ids(f('body', '[matches][pattern]=QUICK'))).toEqual(['p1']);
     expect(await ids(f('body', '[is_blank]=true') + '&version=current')).toEqual([
       'p2',
@@ -570,7 +563,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('content', '[exists]=true'))).toEqual(['p1']);
   });
 
-  it('slug: eq, neq, in, not_in', async () => {
+  it('slug: eq, neq, in, not_in', async ({ ids }) => {
     expect(await ids(f('slug', '[eq]=second'))).toEqual(['p2']);
     expect(await ids(f('slug', '[neq]=second'))).toEqual(['p1', 'p4', 'p5']);
     expect(await ids(f('slug', '[in][]=four&filter[fields][slug][in][]=five'))).toEqual([
@@ -580,7 +573,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('slug', '[not_in][]=four'))).toEqual(['p1', 'p2', 'p5']);
   });
 
-  it('integer and float: eq..lte, exists (coerced from strings)', async () => {
+  it('integer and float: eq..lte, exists (coerced from strings)', async ({ ids }) => {
     expect(await ids(f('views', '[eq]=10'))).toEqual(['p1']);
     expect(await ids(f('views', '[neq]=10') + '&version=current')).toEqual([
       'p2',
@@ -598,7 +591,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('rating', '[gte]=-1e3'))).toEqual(['p1', 'p2']);
   });
 
-  it('date and date_time: comparisons; a date-time without zone is UTC', async () => {
+  it('date and date_time: comparisons; a date-time without zone is UTC', async ({ ids }) => {
     expect(await ids(f('published_on', '[gte]=2024-02-01'))).toEqual(['p2']);
     expect(await ids(f('published_on', '[lt]=2024-02-01'))).toEqual(['p1']);
     expect(await ids(f('published_on', '[exists]=true'))).toEqual(['p1', 'p2']);
@@ -611,7 +604,10 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('starts_at', '[neq]=2024-01-10T10:00:00'))).toEqual(['p2', 'p4', 'p5']);
   });
 
-  it('an operand outside the values the field holds → INVALID_FILTER_FIELDS_PARAM naming it', async () => {
+  it('an operand outside the values the field holds → INVALID_FILTER_FIELDS_PARAM naming it', async ({
+    ids,
+    error,
+  }) => {
     const outside: [string, string][] = [
       ['views', '[gt]=99999999999999999999999999'],
       ['views', '[lt]=-9007199254740992'],
@@ -645,12 +641,12 @@ describe('GET /items: filter[fields]', () => {
     );
   });
 
-  it('boolean: eq (a missing value counts as false)', async () => {
+  it('boolean: eq (a missing value counts as false)', async ({ ids }) => {
     expect(await ids(f('featured', '[eq]=true'))).toEqual(['p1']);
     expect(await ids(f('featured', '[eq]=false'))).toEqual(['p2', 'p4', 'p5']);
   });
 
-  it('link and file: eq, neq, in, not_in, exists', async () => {
+  it('link and file: eq, neq, in, not_in, exists', async ({ ids }) => {
     expect(await ids(f('author', '[eq]=p2'))).toEqual(['p1']);
     expect(await ids(f('author', '[neq]=p2'))).toEqual(['p2', 'p4', 'p5']);
     expect(await ids(f('author', '[in][]=p2&filter[fields][author][in][]=p9'))).toEqual(['p1']);
@@ -660,7 +656,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('cover', '[exists]=false'))).toEqual(['p2', 'p4', 'p5']);
   });
 
-  it('links and gallery: eq (exact), any_in, all_in, not_in, exists', async () => {
+  it('links and gallery: eq (exact), any_in, all_in, not_in, exists', async ({ ids }) => {
     expect(await ids(f('related', '[eq][]=p3'))).toEqual(['p2']);
     expect(await ids(f('related', '[eq][]=p3&filter[fields][related][eq][]=p2'))).toEqual([]);
     expect(await ids(f('related', '[any_in][]=p3'))).toEqual(['p1', 'p2']);
@@ -684,7 +680,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('photos', '[exists]=false'))).toEqual(['p4', 'p5']);
   });
 
-  it('lat_lon: near (metres), exists; color: exists', async () => {
+  it('lat_lon: near (metres), exists; color: exists', async ({ ids }) => {
     const milan = '[near][latitude]=45.46&filter[fields][place][near][longitude]=9.18';
     expect(await ids(f('place', `${milan}&filter[fields][place][near][radius]=5000`))).toEqual([
       'p1',
@@ -698,7 +694,7 @@ describe('GET /items: filter[fields]', () => {
     expect(await ids(f('color', '[exists]=false'))).toEqual(['p2', 'p4', 'p5']);
   });
 
-  it('meta columns: id, _status, _is_valid, timestamps, position, parent_id', async () => {
+  it('meta columns: id, _status, _is_valid, timestamps, position, parent_id', async ({ ids }) => {
     expect(await ids(f('id', '[in][]=p1&filter[fields][id][in][]=p5'))).toEqual(['p1', 'p5']);
     expect(await ids(f('id', '[neq]=p1'))).toEqual(['p2', 'p4', 'p5']);
     expect(await ids(f('_status', '[eq]=updated'))).toEqual(['p4']);
@@ -718,7 +714,7 @@ describe('GET /items: filter[fields]', () => {
     ]);
   });
 
-  it('several operators and fields combine with AND; only_valid', async () => {
+  it('several operators and fields combine with AND; only_valid', async ({ list, ids }) => {
     expect(
       await ids(f('views', '[gte]=5&filter[fields][views][lt]=20&filter[fields][slug][neq]=four')),
     ).toEqual(['p1', 'p5']);
@@ -726,7 +722,7 @@ describe('GET /items: filter[fields]', () => {
     expect((await list(`?${POST}&filter[only_valid]=true`)).meta.total_count).toBe(3);
   });
 
-  it('a 10,000-character filter never answers 500', async () => {
+  it('a 10,000-character filter never answers 500', async ({ get, ids }) => {
     const long = 'a'.repeat(10_000);
     expect(await ids(f('title', `[eq]=${long}`))).toEqual([]);
     const { status } = await get(f('title', `[matches][pattern]=${'(a|b)*'.repeat(1700)}`));
@@ -739,7 +735,7 @@ describe('GET /items: filter[fields]', () => {
 });
 
 describe('GET /items: nested, tree meta, counts after writes', () => {
-  it('nested=true expands blocks recursively and never links', async () => {
+  it('nested=true expands blocks recursively and never links', async ({ list }) => {
     const body = await list('?filter[ids]=p1&nested=true');
     const item = body.data[0]!;
     expect(item.attributes['author']).toBe('p2');
@@ -754,7 +750,7 @@ describe('GET /items: nested, tree meta, counts after writes', () => {
     expect(flat.data[0]!.attributes['sections']).toEqual(['blk1']);
   });
 
-  it('meta.has_children for tree models', async () => {
+  it('meta.has_children for tree models', async ({ list }) => {
     const body = await list('?filter[type]=category');
     expect(body.data.map((i) => [i.id, i.meta['has_children']])).toEqual([
       ['c1', true],
@@ -762,8 +758,7 @@ describe('GET /items: nested, tree meta, counts after writes', () => {
     ]);
   });
 
-  it('keeps total_count exact as records are written and deleted', async () => {
-    const { db } = testDb;
+  it('keeps total_count exact as records are written and deleted', async ({ db, list }) => {
     await defineModel(db, ENV, {
       id: 'm_tmp',
       apiKey: 'tmp',
@@ -801,25 +796,33 @@ describe('GET /items: nested, tree meta, counts after writes', () => {
 });
 
 describe('GET /items: indexes and metrics', () => {
-  it('creates an expression index for a field sort in the background', async () => {
+  it('creates an expression index for a field sort in the background', async ({
+    db,
+    deps,
+    list,
+  }) => {
     await list(`?${POST}&order_by=rating_DESC`);
-    await indexes.idle();
-    const { rows } = await testDb.db.query<{ indexdef: string }>(
+    await deps.indexes.idle();
+    const { rows } = await db.query<{ indexdef: string }>(
       `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'records_x_%'`,
     );
     expect(rows.map((r) => r.indexdef).join('\n')).toMatch(
       /herald_numeric\(\(published_attributes -> 'rating'/,
     );
-    const stats = await testDb.db.query(
+    const stats = await db.query(
       `SELECT 1 FROM pg_statistic_ext WHERE stxnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())`,
     );
     expect(stats.rowCount).toBeGreaterThan(0);
   });
 
-  it('creates a GIN index on the full-text slice (environment, version, locale) searched', async () => {
+  it('creates a GIN index on the full-text slice (environment, version, locale) searched', async ({
+    db,
+    deps,
+    list,
+  }) => {
     await list('?filter[query]=fox&locale=it&version=current');
-    await indexes.idle();
-    const { rows } = await testDb.db.query<{ indexdef: string }>(
+    await deps.indexes.idle();
+    const { rows } = await db.query<{ indexdef: string }>(
       `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'record_texts_x_%'`,
     );
     expect(rows.map((r) => r.indexdef).join('\n')).toMatch(
@@ -827,9 +830,9 @@ describe('GET /items: indexes and metrics', () => {
     );
   });
 
-  it('exports query duration by shape', async () => {
+  it('exports query duration by shape', async ({ api, list }) => {
     await list(`?filter[query]=fox`);
-    const res = await fetch(`${server.url}/metrics`);
+    const res = await fetch(`${api.url}/metrics`);
     const text = await res.text();
     expect(text).toMatch(/herald_items_query_duration_seconds_count\{shape="search"\} [1-9]/);
     expect(text).toMatch(
@@ -839,14 +842,9 @@ describe('GET /items: indexes and metrics', () => {
 });
 
 describe('GET /items/:id', () => {
-  const one = async (path: string) => {
-    const res = await fetch(`${server.url}/items/${path}`, {
-      headers: { Authorization: `Bearer ${readToken}` },
-    });
-    return { status: res.status, body: (await res.json()) as { data: Record<string, unknown> } };
-  };
-
-  it('returns the published version by default, current on request, 404 otherwise', async () => {
+  it('returns the published version by default, current on request, 404 otherwise', async ({
+    one,
+  }) => {
     const p4 = await one('p4');
     expect(p4.status).toBe(200);
     expect((p4.body.data['attributes'] as Record<string, unknown>)['title']).toEqual({
@@ -865,7 +863,7 @@ describe('GET /items/:id', () => {
     expect((await one('p1?nested=1')).status).toBe(422);
   });
 
-  it('an id that cannot exist is a 404 NOT_FOUND, whatever its bytes', async () => {
+  it('an id that cannot exist is a 404 NOT_FOUND, whatever its bytes', async ({ one }) => {
     for (const id of [
       'a%00b',
       '%00',
@@ -890,7 +888,7 @@ describe('GET /items/:id', () => {
     );
   });
 
-  it('nested=true expands blocks', async () => {
+  it('nested=true expands blocks', async ({ one }) => {
     const { body } = await one('p1?nested=true');
     const sections = (body.data['attributes'] as Record<string, unknown>)['sections'] as {
       id: string;

@@ -1,32 +1,25 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { describe, expect } from 'vitest';
+import { defineModel, putRecord } from '@herald/testkit';
 import { upsertEnvironment } from '@herald/store';
-import type { Redis } from '@herald/runtime';
-import { createApp } from '../app.js';
-import { IndexManager } from '../index-manager.js';
-import { defineModel, putRecord } from '../../test/seed.js';
+import { readTest } from '../../test/fixtures.js';
 
 /** The same SQL on the embedded PGlite: migration 004, counts, filters, search, lazy indexes. */
+const it = readTest({ db: 'pglite', expressionIndexes: true }).extend(
+  'list',
+  ({ api }) =>
+    async (query: string): Promise<{ ids: string[]; total: number }> => {
+      const { status, body } = await api.call<{
+        data: { id: string }[];
+        meta: { total_count: number };
+      }>('GET', `/items?${query}`);
+      expect(status, JSON.stringify(body)).toBe(200);
+      return { ids: body.data.map((i) => i.id), total: body.meta.total_count };
+    },
+);
 
-let t: TestDb;
-let redis: Redis;
-let server: TestServer;
-let token: string;
-let indexes: IndexManager;
-
-beforeAll(async () => {
-  t = await createTestDb('pglite');
-  redis = testRedis();
-  await upsertEnvironment(t.db, 'main', ['en', 'it']);
-  await defineModel(t.db, 'main', {
+it.beforeAll(async ({ db }) => {
+  await upsertEnvironment(db, 'main', ['en', 'it']);
+  await defineModel(db, 'main', {
     id: 'm1',
     apiKey: 'post',
     fields: [
@@ -38,7 +31,7 @@ beforeAll(async () => {
     ],
   });
   for (let i = 0; i < 4; i++) {
-    await putRecord(t.db, 'main', ['en', 'it'], {
+    await putRecord(db, 'main', ['en', 'it'], {
       id: `r${i}`,
       itemTypeId: 'm1',
       mode: i < 3 ? 'publish' : 'save',
@@ -55,30 +48,10 @@ beforeAll(async () => {
       },
     });
   }
-  token = await createTestToken(t.db, 'read_only');
-  const deps = testDeps(t.db, redis);
-  indexes = new IndexManager(t.db, deps.logger, true);
-  server = await serve(createApp({ ...deps, indexes }));
 });
-
-afterAll(async () => {
-  await server?.close();
-  await indexes?.idle();
-  redis?.disconnect();
-  await t?.cleanup();
-});
-
-async function list(query: string): Promise<{ ids: string[]; total: number }> {
-  const res = await fetch(`${server.url}/items?${query}`, {
-    headers: { Authorization: `Bearer ${token}` },
-  });
-  const body = (await res.json()) as { data: { id: string }[]; meta: { total_count: number } };
-  expect(res.status, JSON.stringify(body)).toBe(200);
-  return { ids: body.data.map((i) => i.id), total: body.meta.total_count };
-}
 
 describe('GET /items on PGlite', () => {
-  it('counts, filters, sorts and searches like on Postgres', async () => {
+  it('counts, filters, sorts and searches like on Postgres', async ({ list }) => {
     expect(await list('filter[type]=post')).toEqual({ ids: ['r0', 'r1', 'r2'], total: 3 });
     expect((await list('filter[type]=post&version=current')).total).toBe(4);
     expect(
@@ -98,10 +71,9 @@ describe('GET /items on PGlite', () => {
     expect((await list('filter[query]=titolo&locale=it&page[limit]=1')).total).toBe(3);
   });
 
-  it('answers an invalid regular expression with 422', async () => {
-    const res = await fetch(
-      `${server.url}/items?filter[type]=post&filter[fields][title][matches][pattern]=(`,
-      { headers: { Authorization: `Bearer ${token}` } },
+  it('answers an invalid regular expression with 422', async ({ api }) => {
+    const res = await api.fetch(
+      '/items?filter[type]=post&filter[fields][title][matches][pattern]=(',
     );
     expect(res.status).toBe(422);
     expect(await res.text()).toContain('INVALID_FILTER_FIELDS_PARAM');

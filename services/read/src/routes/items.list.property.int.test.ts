@@ -1,35 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import fc from 'fast-check';
-import {
-  createTestDb,
-  createTestToken,
-  serve,
-  testDeps,
-  testRedis,
-  type TestDb,
-  type TestServer,
-} from '@herald/testkit';
+import { defineModel, putRecord } from '@herald/testkit';
 import { upsertEnvironment } from '@herald/store';
-import type { Redis } from '@herald/runtime';
-import { createApp } from '../app.js';
-import { IndexManager } from '../index-manager.js';
-import { defineModel, putRecord } from '../../test/seed.js';
+import { readTest } from '../../test/fixtures.js';
 
 /** Any query string gets a 200 or a 4xx in the error envelope, never a 500. */
-
-let t: TestDb;
-let redis: Redis;
-let server: TestServer;
-let token: string;
-let indexes: IndexManager;
+const it = readTest({ expressionIndexes: false });
 
 const FIELDS = ['title', 'views', 'rating', 'day', 'at', 'flag', 'body', 'refs', 'place', 'nope'];
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  await upsertEnvironment(t.db, 'main', ['en', 'it']);
-  await defineModel(t.db, 'main', {
+it.beforeAll(async ({ db }) => {
+  await upsertEnvironment(db, 'main', ['en', 'it']);
+  await defineModel(db, 'main', {
     id: 'm1',
     apiKey: 'post',
     sortable: true,
@@ -46,7 +28,7 @@ beforeAll(async () => {
     ],
   });
   for (let i = 0; i < 5; i++) {
-    await putRecord(t.db, 'main', ['en', 'it'], {
+    await putRecord(db, 'main', ['en', 'it'], {
       id: `r${i}`,
       itemTypeId: 'm1',
       mode: i % 2 ? 'publish' : 'save',
@@ -64,16 +46,6 @@ beforeAll(async () => {
       },
     });
   }
-  token = await createTestToken(t.db, 'read_only');
-  const deps = testDeps(t.db, redis);
-  indexes = new IndexManager(t.db, deps.logger, false);
-  server = await serve(createApp({ ...deps, indexes }));
-});
-
-afterAll(async () => {
-  await server?.close();
-  redis?.disconnect();
-  await t?.cleanup();
 });
 
 const OPERATORS = [
@@ -185,12 +157,10 @@ const anyString = fc
   .map((s) => encodeURI(s).replace(/#/g, '%23'));
 
 describe('GET /items property: never a 500', () => {
-  it('answers every generated query string with 200 or a 4xx envelope', async () => {
+  it('answers every generated query string with 200 or a 4xx envelope', async ({ api }) => {
     await fc.assert(
       fc.asyncProperty(fc.oneof(structured, anyString), async (query) => {
-        const res = await fetch(`${server.url}/items?${query}`, {
-          headers: { Authorization: `Bearer ${token}` },
-        });
+        const res = await api.fetch(`/items?${query}`);
         const body = (await res.json()) as { data?: unknown; meta?: unknown };
         expect(res.status, `${query} → ${JSON.stringify(body)}`).toBeLessThan(500);
         if (res.status === 200) {

@@ -1,91 +1,66 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
 import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
-import type { Db } from '@herald/store';
 import {
-  createTestDb,
   createTestToken,
   randomId,
   serve,
   silentLogger,
+  startReceiver,
+  testApi,
   testDeps,
-  type TestDb,
-  type TestServer,
 } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
   itemEvent,
-  startPipeline,
-  startReceiver,
+  itemEventsIn,
+  pipelineTest,
   waitForCall,
   webhookInput,
-  type Pipeline,
-  type Receiver,
 } from '../../../delivery/src/harness.test-support.js';
 
-// The /webhook_calls API of services/ingest (API.md §4.4) against calls made by real deliveries.
-let testDb: TestDb;
-let db: Db;
-let pipeline: Pipeline;
-let api: TestServer;
-let token: string;
-let receiver: Receiver;
-let failing = true;
-
-beforeAll(async () => {
-  testDb = await createTestDb();
-  db = testDb.db;
-  pipeline = await startPipeline(db, {
-    retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
-  });
-  api = await serve(
+// The /webhook_calls API of services/ingest (API.md §4.4) against calls made by real deliveries:
+// the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes jobs.
+const it = pipelineTest({
+  retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
+}).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
+  const { redisPrefix } = pipeline.settings;
+  const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
+  const deliverQueue = createDeliverQueue(pipeline.redis, redisPrefix, silentLogger());
+  const server = await serve(
     createApp({
       ...testDeps(db, pipeline.redis),
-      redisPrefix: pipeline.settings.redisPrefix,
-      eventMatchQueue: createEventMatchQueue(
-        pipeline.redis,
-        pipeline.settings.redisPrefix,
-        silentLogger(),
-      ),
-      deliverQueue: createDeliverQueue(
-        pipeline.redis,
-        pipeline.settings.redisPrefix,
-        silentLogger(),
-      ),
+      redisPrefix,
+      eventMatchQueue,
+      deliverQueue,
       enqueueTimeoutMs: 1000,
     }),
   );
-  token = await createTestToken(db, 'admin');
-  receiver = await startReceiver((_req, res) => res.writeHead(failing ? 503 : 200).end());
-});
-
-afterAll(async () => {
-  await api.close();
-  await pipeline.close();
-  await receiver.close();
-  await testDb.cleanup();
-});
-
-const get = async (path: string) => {
-  const response = await fetch(`${api.url}${path}`, {
-    headers: { Authorization: `Bearer ${token}` },
+  onCleanup(async () => {
+    await server.close();
+    await eventMatchQueue.close();
+    await deliverQueue.close();
   });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-};
+  return testApi(server.url, await createTestToken(db, 'admin'));
+});
+
+let failing = true;
+it.beforeAll(({ api: _api, receiver }) => {
+  receiver.respond = (_req, res) => res.writeHead(failing ? 503 : 200).end();
+});
 
 describe('/webhook_calls', () => {
-  it('lists with filters, order and paging, retrieves, and resends', async () => {
+  it('lists with filters, order and paging, retrieves, and resends', async ({
+    api,
+    db,
+    pipeline,
+    receiver,
+  }) => {
     const env = randomId('env');
-    const events = [
-      {
-        entity_type: 'item' as const,
-        event_types: ['update', 'publish'],
-        filters: [{ entity_type: 'environment' as const, entity_ids: [env] }],
-      },
-    ];
+    const events = itemEventsIn(env, ['update', 'publish']);
     const a = await addWebhook(
       db,
       pipeline,
@@ -101,14 +76,15 @@ describe('/webhook_calls', () => {
     const rescheduled = await waitForCall(db, publish.id, a.id, ['rescheduled']);
     await waitForCall(db, publish.id, b.id, ['rescheduled']);
 
-    const all = await get('/webhook_calls?page[limit]=2&order_by=created_at_desc');
+    const all = await api.call('GET', '/webhook_calls?page[limit]=2&order_by=created_at_desc');
     expect(all.status).toBe(200);
     expect((all.body['meta'] as { total_count: number }).total_count).toBe(4);
     const page = all.body['data'] as { id: string; attributes: Record<string, unknown> }[];
     expect(page).toHaveLength(2);
     expect(page[0]!.attributes['event_type']).toBe('publish');
 
-    const byWebhook = await get(
+    const byWebhook = await api.call(
+      'GET',
       `/webhook_calls?filter[fields][webhook_id][eq]=${a.id}&filter[fields][event_type][eq]=publish`,
     );
     const only = byWebhook.body['data'] as {
@@ -126,16 +102,17 @@ describe('/webhook_calls', () => {
     expect(JSON.stringify(only[0])).not.toContain('secret-pass');
 
     const future = new Date(Date.now() + 3_600_000).toISOString();
-    const none = await get(`/webhook_calls?filter[fields][created_at][gt]=${future}`);
+    const none = await api.call('GET', `/webhook_calls?filter[fields][created_at][gt]=${future}`);
     expect((none.body['meta'] as { total_count: number }).total_count).toBe(0);
-    const ids = await get(
+    const ids = await api.call(
+      'GET',
       `/webhook_calls?filter[ids]=${rescheduled.id}&filter[fields][status][eq]=rescheduled`,
     );
     expect((ids.body['data'] as unknown[]).length).toBe(1);
 
     // Dates and date-times in ISO-8601, without a zone meaning UTC.
     for (const since of ['2000-01-01', '2000-01-01T00:00:00', '2000-01-01T02:00%2B02:00']) {
-      const all = await get(`/webhook_calls?filter[fields][created_at][gt]=${since}`);
+      const all = await api.call('GET', `/webhook_calls?filter[fields][created_at][gt]=${since}`);
       expect(all.status, since).toBe(200);
       expect((all.body['meta'] as { total_count: number }).total_count).toBeGreaterThan(0);
     }
@@ -157,23 +134,22 @@ describe('/webhook_calls', () => {
       'page[limit]=1e1',
       'page[offset]=+1',
     ]) {
-      const response = await get(`/webhook_calls?${bad}`);
+      const response = await api.call('GET', `/webhook_calls?${bad}`);
       expect(response.status, bad).toBe(422);
       expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
     }
 
-    const one = await get(`/webhook_calls/${rescheduled.id}`);
+    const one = await api.call('GET', `/webhook_calls/${rescheduled.id}`);
     expect(one.status).toBe(200);
     expect((one.body['data'] as { id: string }).id).toBe(rescheduled.id);
-    expect((await get('/webhook_calls/999999')).status).toBe(404);
-    expect((await get('/webhook_calls/nope')).status).toBe(404);
+    expect((await api.call('GET', '/webhook_calls/999999')).status).toBe(404);
+    expect((await api.call('GET', '/webhook_calls/nope')).status).toBe(404);
 
     // Resend: sent again now with the same webhook-id; the success ends the planned retry.
     failing = false;
     const before = receiver.requests.length;
-    const resend = await fetch(`${api.url}/webhook_calls/${rescheduled.id}/resend_webhook`, {
+    const resend = await api.fetch(`/webhook_calls/${rescheduled.id}/resend_webhook`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}` },
     });
     expect(resend.status).toBe(204);
     expect(await resend.text()).toBe('');
@@ -183,18 +159,23 @@ describe('/webhook_calls', () => {
     expect(resent).toHaveLength(1);
     expect(resent[0]!.headers['webhook-id']).toBe(rescheduled.id);
     await vi.waitFor(async () => {
-      expect((await get(`/webhook_calls/${rescheduled.id}`)).body['data']).toMatchObject({
+      expect(
+        (await api.call('GET', `/webhook_calls/${rescheduled.id}`)).body['data'],
+      ).toMatchObject({
         attributes: { status: 'success', next_retry_at: null },
       });
     });
-    const missing = await fetch(`${api.url}/webhook_calls/424242/resend_webhook`, {
+    const missing = await api.fetch(`/webhook_calls/424242/resend_webhook`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}` },
     });
     expect(missing.status).toBe(404);
   });
 
-  it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async () => {
+  it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async ({
+    api,
+    db,
+    pipeline,
+  }) => {
     const own = await startReceiver();
     try {
       const env = randomId('env');
@@ -202,13 +183,7 @@ describe('/webhook_calls', () => {
         db,
         pipeline,
         webhookInput(own.url, {
-          events: [
-            {
-              entity_type: 'item',
-              event_types: ['publish'],
-              filters: [{ entity_type: 'environment', entity_ids: [env] }],
-            },
-          ],
+          events: itemEventsIn(env, ['publish']),
           headers: {
             'X-Api-Key': 'key-in-clear-123',
             // No scheme: the whole value is the secret.
@@ -241,8 +216,11 @@ describe('/webhook_calls', () => {
       expect(call.requestHeaders?.['webhook-signature']).toBe(
         own.requests[0]!.headers['webhook-signature'],
       );
-      const listed = await get(`/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`);
-      const retrieved = await get(`/webhook_calls/${call.id}`);
+      const listed = await api.call(
+        'GET',
+        `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
+      );
+      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
       for (const body of [listed.body, retrieved.body]) {
         expect(JSON.stringify(body)).toMatch(/"X-Api-Key":"\*\*\*"/);
         expect(JSON.stringify(body)).not.toMatch(/key-in-clear-123|sk_live_456|tenant-789/);
@@ -253,21 +231,24 @@ describe('/webhook_calls', () => {
     }
   });
 
-  it("answers 404 NOT_FOUND naming the webhook when the call's webhook was deleted", async () => {
+  it("answers 404 NOT_FOUND naming the webhook when the call's webhook was deleted", async ({
+    api,
+    db,
+    pipeline,
+    receiver,
+  }) => {
     failing = false;
     const hook = await addWebhook(db, pipeline, webhookInput(receiver.url, { autoRetry: false }));
     const event = itemEvent({ eventType: 'publish' });
     await emitEvents(db, pipeline, [event]);
     const call = await waitForCall(db, event.id, hook.id, ['success']);
-    const destroyed = await fetch(`${api.url}/webhooks/${hook.id}`, {
+    const destroyed = await api.fetch(`/webhooks/${hook.id}`, {
       method: 'DELETE',
-      headers: { Authorization: `Bearer ${token}` },
     });
     expect(destroyed.status).toBe(200);
 
-    const resend = await fetch(`${api.url}/webhook_calls/${call.id}/resend_webhook`, {
+    const resend = await api.fetch(`/webhook_calls/${call.id}/resend_webhook`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}` },
     });
     expect(resend.status).toBe(404);
     expect(resend.headers.get('content-type')).toMatch(/application\/json/);
@@ -281,7 +262,7 @@ describe('/webhook_calls', () => {
     // Nothing was enqueued: the deliver worker never sees this resend.
     expect(await pipeline.runtime.deliverQueue.getJob(resendJobId(call.id))).toBeUndefined();
     // The call itself is still there to read.
-    expect((await get(`/webhook_calls/${call.id}`)).status).toBe(200);
+    expect((await api.call('GET', `/webhook_calls/${call.id}`)).status).toBe(200);
   });
 });
 
@@ -325,7 +306,7 @@ describe('GET /webhook_calls under arbitrary query strings', () => {
     fc.string({ unit: 'binary', maxLength: 12 }).map(encodeURIComponent),
   );
 
-  it('answers 200 or a 4xx in the envelope, never a 500', async () => {
+  it('answers 200 or a 4xx in the envelope, never a 500', async ({ api }) => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -334,7 +315,7 @@ describe('GET /webhook_calls under arbitrary query strings', () => {
         ),
         async (pairs) => {
           const query = pairs.join('&');
-          const { status, body } = await get(`/webhook_calls?${query}`);
+          const { status, body } = await api.call('GET', `/webhook_calls?${query}`);
           expect(status, `${query} → ${JSON.stringify(body)}`).toBeLessThan(500);
           if (status !== 200) {
             const [entry] = body['data'] as { type: string }[];

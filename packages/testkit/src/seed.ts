@@ -10,11 +10,13 @@ import {
   upsertRecords,
   type Db,
   type RecordMode,
+  type RecordWrite,
 } from '@herald/store';
 
 /**
  * Writes models and records through the store's repositories, the way the events path does
- * (API.md §5.2), for tests that run before POST /events is available in this tree.
+ * (API.md §5.2): for the store's own tests, and for the read service's, which need records
+ * without the ingest service.
  */
 
 export interface SeedField {
@@ -26,6 +28,8 @@ export interface SeedField {
 export interface SeedModel {
   id: string;
   apiKey: string;
+  /** Default: the api_key. */
+  name?: string;
   sortable?: boolean;
   tree?: boolean;
   modularBlock?: boolean;
@@ -39,7 +43,7 @@ export async function defineModel(db: Db, environment: string, model: SeedModel)
     {
       id: model.id,
       apiKey: model.apiKey,
-      name: model.apiKey,
+      name: model.name ?? model.apiKey,
       modularBlock: model.modularBlock ?? false,
       sortable: model.sortable ?? false,
       tree: model.tree ?? false,
@@ -79,6 +83,34 @@ export interface SeedRecord {
   blocks?: SeedBlock[];
 }
 
+/** A record write: record r1 of model post in main, saved, valid; override what the test is about. */
+export function testRecordWrite(overrides: Partial<RecordWrite> = {}): RecordWrite {
+  return {
+    environment: 'main',
+    id: 'r1',
+    itemTypeId: 'post',
+    mode: 'save',
+    eventId: 'e1',
+    eventType: 'create',
+    attributes: { title: 'a' },
+    parentId: null,
+    position: null,
+    creator: null,
+    createdAt: new Date('2026-01-01T00:00:00Z'),
+    updatedAt: new Date('2026-01-01T00:00:00Z'),
+    publishedAt: new Date('2026-01-02T00:00:00Z'),
+    firstPublishedAt: null,
+    publicationScheduledAt: null,
+    unpublishingScheduledAt: null,
+    isValid: true,
+    isCurrentVersionValid: true,
+    isPublishedVersionValid: true,
+    currentVersion: null,
+    stage: null,
+    ...overrides,
+  };
+}
+
 /** One record event: the record, its blocks, and its full-text documents. */
 export async function putRecord(
   db: Db,
@@ -89,7 +121,7 @@ export async function putRecord(
   const updatedAt = record.updatedAt ?? record.createdAt;
   await db.transaction(async (tx) => {
     await upsertRecords(tx, [
-      {
+      testRecordWrite({
         environment,
         id: record.id,
         itemTypeId: record.itemTypeId,
@@ -103,15 +135,11 @@ export async function putRecord(
         createdAt: record.createdAt,
         updatedAt,
         publishedAt: updatedAt,
-        firstPublishedAt: null,
-        publicationScheduledAt: null,
-        unpublishingScheduledAt: null,
         isValid: record.isValid ?? true,
         isCurrentVersionValid: record.isValid ?? true,
         isPublishedVersionValid: record.isValid ?? true,
         currentVersion: String(updatedAt.getTime()),
-        stage: null,
-      },
+      }),
     ]);
     const blocks = record.blocks ?? [];
     await upsertBlocks(

@@ -1,0 +1,133 @@
+import type { Express } from 'express';
+import { test, type TestAPI } from 'vitest';
+import type { Role } from '@herald/contract';
+import type { HttpSettings, Redis } from '@herald/runtime';
+import type { Db } from '@herald/store';
+import { testApi, type TestApi } from './api.js';
+import {
+  createTestDb,
+  createTestToken,
+  serve,
+  testDeps,
+  testRedis,
+  type TestDb,
+  type TestDeps,
+  type TestServer,
+} from './index.js';
+
+// vitest fixtures for the integration tests: made once per file and closed after its last test.
+// The slow ones (a migrated database, a served app) are made in a beforeAll hook that the factory
+// registers on the suite that calls it, so under the hook timeout rather than the first test's.
+// Seed with `it.beforeAll(async ({ db }) => …)`.
+
+/**
+ * The context of a test whose fixtures F are all file-scoped, in the shape vitest's `extend`
+ * builder tracks scopes with: so that hooks (`it.beforeAll`) see F, also once a file extends the
+ * test further with fixtures of its own.
+ */
+export type FileFixtures<F> = F & {
+  readonly $__worker?: object;
+  readonly $__file?: F;
+  readonly $__test?: object;
+};
+
+export interface IntegrationTestOptions {
+  /** The database: a fresh schema in the test Postgres (default), or an in-memory PGlite. */
+  db?: 'postgres' | 'pglite';
+}
+
+export interface IntegrationFixtures {
+  /** A migrated database of this file's own. */
+  testDb: TestDb;
+  /** testDb.db */
+  db: Db;
+  /** A producer connection to the test Redis, connected. */
+  redis: Redis;
+}
+
+/** vitest's `test` with the database and Redis connection of the file. */
+export function integrationTest(
+  options: IntegrationTestOptions = {},
+): TestAPI<FileFixtures<IntegrationFixtures>> {
+  const it = test.extend<{ $file: IntegrationFixtures }>({
+    testDb: [
+      // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+      // eslint-disable-next-line no-empty-pattern
+      async ({}, use) => {
+        const testDb = await createTestDb(options.db);
+        await use(testDb);
+        await testDb.cleanup();
+      },
+      { scope: 'file' },
+    ],
+    db: [({ testDb }, use) => use(testDb.db), { scope: 'file' }],
+    redis: [
+      // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+      // eslint-disable-next-line no-empty-pattern
+      async ({}, use) => {
+        const redis = testRedis();
+        // A producer connection fails fast (and rate limiting fails open) until it is connected.
+        if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+        await use(redis);
+        await redis.quit();
+      },
+      { scope: 'file' },
+    ],
+  });
+  it.beforeAll(({ db: _db }) => {});
+  return it as TestAPI<FileFixtures<IntegrationFixtures>>;
+}
+
+export interface AppTestOptions<E extends object> extends IntegrationTestOptions {
+  /** Overrides of the HTTP settings (body limit, rate limits, a bootstrap token…). */
+  http?: Partial<HttpSettings>;
+  /** The role of the token `api` sends; default admin. */
+  role?: Role;
+  /** What the app gets beyond testDeps (an index manager…); onCleanup runs once it is closed. */
+  deps?: (deps: TestDeps, onCleanup: (cleanup: () => void | Promise<void>) => void) => E;
+}
+
+export interface AppFixtures<E extends object> {
+  /** testDeps on the file's database and Redis, with what options.deps adds. */
+  deps: TestDeps & E;
+  /** The app, served on an ephemeral port. */
+  server: TestServer;
+  /** A client of the app with a token of options.role. */
+  api: TestApi;
+}
+
+/** integrationTest, plus the app that createApp makes of testDeps, served. */
+export function appTest<E extends object = object>(
+  createApp: (deps: TestDeps & NoInfer<E>) => Express,
+  options: AppTestOptions<E> = {},
+): TestAPI<FileFixtures<IntegrationFixtures & AppFixtures<E>>> {
+  type Fixtures = FileFixtures<IntegrationFixtures & AppFixtures<E>>;
+  const it = integrationTest(options).extend<{ $file: AppFixtures<E> }>({
+    deps: [
+      async ({ db, redis }, use) => {
+        const deps = testDeps(db, redis, options.http);
+        const cleanups: (() => void | Promise<void>)[] = [];
+        const extra = options.deps?.(deps, (cleanup) => cleanups.push(cleanup)) ?? ({} as E);
+        await use({ ...deps, ...extra });
+        for (const cleanup of cleanups.reverse()) await cleanup();
+        await deps.eventMatchQueue.close();
+      },
+      { scope: 'file' },
+    ],
+    server: [
+      async ({ deps }, use) => {
+        const server = await serve(createApp(deps));
+        await use(server);
+        await server.close();
+      },
+      { scope: 'file' },
+    ],
+    api: [
+      async ({ server, db }, use) =>
+        use(testApi(server.url, await createTestToken(db, options.role ?? 'admin'))),
+      { scope: 'file' },
+    ],
+  }) as TestAPI<Fixtures>;
+  it.beforeAll(({ api: _api }) => {});
+  return it;
+}
