@@ -25,6 +25,7 @@ import {
   type WebhookInput,
 } from '@herald/store';
 import { createPgliteTestDb } from './pglite-template.js';
+import { testIds } from './test-ids.js';
 
 /** Tests talk to real services; these say where (CI and the README's test command set them). */
 export const TEST_DATABASE_URL =
@@ -38,9 +39,6 @@ export {
   PGLITE_TEMPLATES_ENV,
   type PgliteTemplate,
 } from './pglite-template.js';
-
-/** The `herald_test_…` ids this test file made: the Redis prefixes deleteTestRedisKeys removes. */
-const testIds = new Set<string>();
 
 export function randomId(prefix = 't'): string {
   const id = `${prefix}_${randomBytes(6).toString('hex')}`;
