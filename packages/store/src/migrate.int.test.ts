@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
-import { createPgliteDb, createPostgresDb, type Db } from './db.js';
+import { createPgliteTestDb, createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
+import { createPostgresDb, type Db } from './db.js';
 import { insertEvents } from './events.js';
 import { findWebhook } from './webhooks.js';
 import { loadMigrations, migrate, splitStatements } from './migrate.js';
@@ -31,8 +31,27 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     for (const t of opened) await t.cleanup();
   });
 
+  /**
+   * A database migrated by `migrate` here up to (not including) `version`, or all the way; on
+   * PGlite from the empty template (a cluster as initdb leaves it, which this file need not test).
+   */
+  const openBefore = async (version = Number.POSITIVE_INFINITY): Promise<Db> => {
+    const before = (await loadMigrations()).filter((m) => m.version < version);
+    if (kind === 'pglite') {
+      const t = await createPgliteTestDb('empty');
+      opened.push(t);
+      await migrate(t.db, before);
+      return t.db;
+    }
+    const t = await createTestDb(kind);
+    opened.push(t);
+    await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);
+    await migrate(t.db, before);
+    return t.db;
+  };
+
   it('applies every migration once and records it', async () => {
-    const db = await open();
+    const db = await openBefore();
     const all = await loadMigrations();
     const { rows } = await db.query<{ version: number }>(
       'SELECT version FROM schema_migrations ORDER BY version',
@@ -62,22 +81,6 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     );
     expect(rowCount).toBe(0);
   });
-
-  /** A database migrated up to (not including) `version`. */
-  const openBefore = async (version: number): Promise<Db> => {
-    const before = (await loadMigrations()).filter((m) => m.version < version);
-    if (kind === 'pglite') {
-      const db = await createPgliteDb();
-      opened.push({ db, cleanup: () => db.close() });
-      await migrate(db, before);
-      return db;
-    }
-    const t = await createTestDb(kind);
-    opened.push(t);
-    await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);
-    await migrate(t.db, before);
-    return t.db;
-  };
 
   it('008 redacts the credential headers of calls already logged, and adds redact_headers', async () => {
     const db = await openBefore(8);

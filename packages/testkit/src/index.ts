@@ -19,7 +19,6 @@ import {
   type Redis,
 } from '@herald/runtime';
 import {
-  createPgliteDb,
   createPostgresDb,
   createToken,
   migrate,
@@ -27,6 +26,8 @@ import {
   type NewEvent,
   type WebhookInput,
 } from '@herald/store';
+import { createPgliteTestDb } from './pglite-template.js';
+import { testIds } from './test-ids.js';
 
 /** Tests talk to real services; these say where (CI and the README's test command set them). */
 export const TEST_DATABASE_URL =
@@ -34,9 +35,12 @@ export const TEST_DATABASE_URL =
 export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
-
-/** The `herald_test_…` ids this test file made: the Redis prefixes deleteTestRedisKeys removes. */
-const testIds = new Set<string>();
+export {
+  copyPgliteTemplate,
+  createPgliteTestDb,
+  PGLITE_TEMPLATES_ENV,
+  type PgliteTemplate,
+} from './pglite-template.js';
 
 export function randomId(prefix = 't'): string {
   const id = `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -71,23 +75,15 @@ export async function deleteTestRedisKeys(): Promise<number> {
   }
 }
 
-export interface TestDb {
-  db: Db;
-  /** The schema holding this test's tables (Postgres only). */
-  schema?: string;
-  cleanup(): Promise<void>;
-}
+export type { TestDb } from './test-db.js';
+import type { TestDb } from './test-db.js';
 
 /**
- * A migrated database of its own: a fresh schema in the test Postgres, or an in-memory PGlite.
- * Each test file (or test) gets one, so tests never see each other's rows.
+ * A migrated database of its own: a fresh schema in the test Postgres, or a PGlite copied from
+ * the migrated template. Each test file (or test) gets one, so tests never see each other's rows.
  */
 export async function createTestDb(kind: 'postgres' | 'pglite' = 'postgres'): Promise<TestDb> {
-  if (kind === 'pglite') {
-    const db = await createPgliteDb();
-    await migrate(db);
-    return { db, cleanup: () => db.close() };
-  }
+  if (kind === 'pglite') return createPgliteTestDb();
   const schema = randomId('herald_test');
   const admin = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
   await admin.exec(`CREATE SCHEMA ${schema}`);

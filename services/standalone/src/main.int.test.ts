@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL, randomId } from '@herald/testkit';
+import { TEST_REDIS_URL, copyPgliteTemplate, randomId } from '@herald/testkit';
+import { runCli } from './cli-commands.js';
 import { isListening } from './embedded-redis.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -61,14 +62,39 @@ function start(
   });
 }
 
+/**
+ * Runs a `herald` command in this process, and answers as execFile does: the output, or an error
+ * that holds the exit code.
+ */
+async function cliInProcess(
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<{ stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, env, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+  });
+  if (code !== 0) {
+    throw Object.assign(new Error(`herald ${args.join(' ')} exited with ${code}:\n${stderr}`), {
+      code,
+      stdout,
+      stderr,
+    });
+  }
+  return { stdout, stderr };
+}
+
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => {
     if (child.exitCode !== null) return resolve(child.exitCode);
     child.once('exit', (code) => resolve(code));
   });
 
-// Each test starts real processes on PGlite (WASM), whose first start applies every migration:
-// seconds of CPU, and far more on a loaded two-core machine.
+// Each test starts real processes on PGlite (WASM). The first starts in an empty folder (initdb and
+// every migration: seconds of CPU, far more on a loaded two-core machine); the others on a copy of
+// the migrated template, as a folder looks once Herald has run.
 describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () => {
   it('serves health, readiness, metrics and authenticated requests, and stops cleanly on SIGTERM', async () => {
     const dataDir = await tempDir();
@@ -125,6 +151,7 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
 
   it('starts its own redis-server when REDIS_URL is unset and nothing listens, and stops it', async () => {
     const dataDir = await tempDir();
+    await copyPgliteTemplate(join(dataDir, 'pgdata'));
     const port = String(20_000 + (process.pid % 10_000));
     const { child, url } = await start({ HERALD_DATA_DIR: dataDir, EMBEDDED_REDIS_PORT: port });
     try {
@@ -141,10 +168,15 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
 
   it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {
     const dataDir = await tempDir();
-    const env = { PATH: process.env['PATH'] ?? '', HERALD_DATA_DIR: dataDir };
-    const cli = (...args: string[]) =>
-      run(process.execPath, [join(dist, 'cli.js'), ...args], { env });
-    const created = await cli('tokens', 'create', '--name', 'reader', '--role', 'read_only');
+    await copyPgliteTemplate(join(dataDir, 'pgdata'));
+    // The first command as the built entry point runs it; the others in this process (a process
+    // each would start Node and load PGlite each time).
+    const created = await run(
+      process.execPath,
+      [join(dist, 'cli.js'), 'tokens', 'create', '--name', 'reader', '--role', 'read_only'],
+      { env: { PATH: process.env['PATH'] ?? '', HERALD_DATA_DIR: dataDir } },
+    );
+    const cli = (...args: string[]) => cliInProcess({ HERALD_DATA_DIR: dataDir }, ...args);
     const token = created.stdout.trim();
     expect(token).toMatch(/^hrld_/);
     const producer = (
