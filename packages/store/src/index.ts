@@ -84,6 +84,7 @@ export {
 export {
   deleteExpiredLeases,
   endLease,
+  listHeldWebhookCalls,
   listOrphanedWebhookCalls,
   readDeploymentId,
   releaseWebhookCalls,

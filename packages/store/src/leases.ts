@@ -47,6 +47,19 @@ export async function releaseWebhookCalls(
 }
 
 /**
+ * The calls Postgres says `holder` holds. The holder compares them with what it has in memory:
+ * a call held here but not there is one whose release Postgres forgot (a commit lost in a crash
+ * under synchronous_commit=off), or one created by a statement whose reply never came.
+ */
+export async function listHeldWebhookCalls(db: Queryable, holder: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    { name: 'herald.leases.held', text: 'SELECT id FROM webhook_calls WHERE held_by = $1' },
+    [holder],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
  * Pending calls held by a process whose lease ran out (it died, or lost the database for longer
  * than a lease): up to `limit`, oldest first. The sweeper enqueues them, then
  * markWebhookCallsEnqueued hands them over.

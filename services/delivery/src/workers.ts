@@ -161,7 +161,9 @@ export async function startDelivery(
 
   // The calls this process will make first attempts of are held by its lease (taken first: a
   // process that cannot write to Postgres does not start).
-  const lease = new Lease(db, logger.child({ module: 'lease' }), settings.leaseMs);
+  const lease = new Lease(db, logger.child({ module: 'lease' }), settings.leaseMs, (count) =>
+    metrics.heldCallsReleased.inc(count),
+  );
   await lease.start();
   let closing = false;
 

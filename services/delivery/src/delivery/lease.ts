@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '@herald/runtime';
-import { endLease, releaseWebhookCalls, renewLease, type Db } from '@herald/store';
+import {
+  endLease,
+  listHeldWebhookCalls,
+  releaseWebhookCalls,
+  renewLease,
+  type Db,
+} from '@herald/store';
 import { errorMessage } from '@herald/contract';
 
 /**
@@ -10,6 +16,13 @@ import { errorMessage } from '@herald/contract';
  * any process takes over the calls of a lease not renewed for `leaseMs` (the holder died), and
  * only those, so a live process's backlog is never sent twice. A holder that cannot renew stops
  * starting attempts before its calls can be taken over (`valid`).
+ *
+ * The calls this process has in memory are counted here too (`create`, `letGo`). At each
+ * heartbeat the calls Postgres says it holds are compared with them, and those it does not have
+ * are released to the sweeper: a first attempt's outcome (which ends the hold) that Postgres
+ * forgot in a crash (the workers commit with synchronous_commit=off), or calls created by a
+ * statement whose reply was lost. Without this they would stay held by a live process, which
+ * never sends them, and no sweeper would take them over.
  */
 export class Lease {
   readonly id = randomUUID();
@@ -19,14 +32,43 @@ export class Lease {
   #healthySince: number | undefined;
   /** Calls to let go of whose release did not reach the database yet, by id: due or not. */
   #releases = new Map<string, boolean>();
+  /** Calls held here and in memory: created (`create`), not yet let go (`letGo`). */
+  #holding = new Set<string>();
+  /** `create`s whose statement has not answered yet. */
+  #creating = new Set<Promise<unknown>>();
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
+  /** The comparison of held calls under way (beside the heartbeat, never holding it up). */
+  #comparing: Promise<void> | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
     readonly leaseMs: number,
+    /** Hears how many calls held in Postgres but not in memory were released. */
+    private readonly onReleasedForgotten: (count: number) => void = () => undefined,
   ) {}
+
+  /**
+   * Runs a statement that creates calls held by this lease, and counts the calls it returns as
+   * in memory. A statement that fails may still have committed: its calls are released at a
+   * heartbeat.
+   */
+  create<C extends { id: string }>(statement: () => Promise<C[]>): Promise<C[]> {
+    const created = statement().then((calls) => {
+      for (const call of calls) this.#holding.add(call.id);
+      return calls;
+    });
+    this.#creating.add(created);
+    const forget = (): void => void this.#creating.delete(created);
+    created.then(forget, forget);
+    return created;
+  }
+
+  /** Calls no longer in memory here: attempted (the outcome ended the hold), deferred or given up. */
+  letGo(ids: readonly string[]): void {
+    for (const id of ids) this.#holding.delete(id);
+  }
 
   /** Takes the lease (the first renewal must succeed) and starts the heartbeat. */
   async start(): Promise<void> {
@@ -75,6 +117,7 @@ export class Lease {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#beating;
+    await this.#comparing;
     await this.#flushReleases().catch(() => undefined);
     // Calls still held (their outcome could not be written) stay held: the lease runs out and the
     // sweeper takes them over.
@@ -88,7 +131,14 @@ export class Lease {
     } catch (error) {
       this.#healthySince = undefined;
       this.logger.warn({ err: errorMessage(error) }, 'lease renewal failed; will retry');
+      return;
     }
+    // It may wait for a slow statement creating calls: the renewals go on meanwhile.
+    this.#comparing ??= this.#releaseForgotten()
+      .catch((error: unknown) => {
+        this.logger.warn({ err: errorMessage(error) }, 'could not compare held calls; will retry');
+      })
+      .finally(() => (this.#comparing = undefined));
   }
 
   async #renew(): Promise<void> {
@@ -96,6 +146,26 @@ export class Lease {
     await renewLease(this.db, { id: this.id, host: hostname(), pid: process.pid });
     this.#renewedAt = sent;
     this.#healthySince ??= sent;
+  }
+
+  /** Releases, as due, the calls Postgres says are held here that this process does not have. */
+  async #releaseForgotten(): Promise<void> {
+    const held = await listHeldWebhookCalls(this.db, this.id);
+    if (held.length === 0) return;
+    // A statement still creating calls may have committed before that read: once it answers,
+    // its calls are in memory. One that starts after the read created none of those read.
+    await Promise.allSettled([...this.#creating]);
+    const forgotten = held.filter((id) => !this.#holding.has(id) && !this.#releases.has(id));
+    if (forgotten.length === 0) return;
+    // Only calls still held: one whose outcome was written since the read is left alone.
+    const released = await releaseWebhookCalls(this.db, this.id, forgotten, true);
+    if (released === 0) return;
+    this.onReleasedForgotten(released);
+    this.logger.warn(
+      { calls: released },
+      'calls held by this process in Postgres but not in its memory released to the sweeper ' +
+        '(an outcome Postgres forgot, or a reply lost): they are sent again',
+    );
   }
 
   async #flushReleases(): Promise<void> {

@@ -15,6 +15,8 @@ export interface DeliveryMetrics {
   eventsMissing: Counter;
   /** Jobs put off because the database was away (no attempt spent), by queue. */
   jobsWaitingForDatabase: Counter<'queue'>;
+  /** Calls held by this process in Postgres but not in its memory, released to the sweeper. */
+  heldCallsReleased: Counter;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -81,6 +83,13 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       name: 'herald_jobs_waiting_for_database_total',
       help: 'Jobs put off because Postgres was unreachable, without spending an attempt',
       labelNames: ['queue'] as const,
+      registers,
+    }),
+    heldCallsReleased: new Counter({
+      name: 'herald_held_calls_released_total',
+      help:
+        'Calls Postgres said this process held that it no longer had in memory (an outcome a ' +
+        'Postgres crash forgot, or a reply lost), released for the sweeper to send again',
       registers,
     }),
     queueDepth: new Gauge({

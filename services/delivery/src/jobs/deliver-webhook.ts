@@ -128,11 +128,13 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
         await deliverFirst(ctx, call);
       } finally {
         ctx.metrics.inFlight.dec();
+        ctx.lease.letGo([call.id]);
       }
     },
     defer: async (calls) => {
       await enqueueDeliveries(ctx.deliverQueue, calls, () => inFlightWait(ctx));
       await ctx.lease.release(ids(calls), false);
+      ctx.lease.letGo(ids(calls));
     },
     queued: (count) => ctx.metrics.firstAttemptsQueued.set(count),
     abandon: (calls, error) => {
@@ -141,6 +143,7 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
         'first attempts not made here; the sweeper will re-enqueue the calls',
       );
       void ctx.lease.release(ids(calls), true);
+      ctx.lease.letGo(ids(calls));
     },
   });
 }

@@ -89,7 +89,7 @@ async function matchAndCreate(
     return { event, webhookIds };
   });
   const byId = new Map(events.map((event) => [event.id, event]));
-  const calls = await createWebhookCalls(ctx.db, matches, ctx.lease.id);
+  const calls = await ctx.lease.create(() => createWebhookCalls(ctx.db, matches, ctx.lease.id));
   return calls.flatMap((call) => {
     const event = byId.get(call.eventId);
     return event ? [{ ...call, event }] : [];
