@@ -7,6 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { copyPgliteTemplate } from '@herald/testkit';
 import {
   freePort,
   waitUntil,
@@ -505,7 +506,7 @@ export class Scenario {
   /** Starts (or restarts, on the same port and data) a Herald process and waits until it listens. */
   async start(kind: HeraldKind): Promise<HeraldProcess> {
     const child = this.spawn(kind);
-    // PGlite's first start applies every migration in WASM: slow on a busy two-core machine.
+    // PGlite opens its cluster in WASM: a slower start on a busy two-core machine.
     await child.ready(kind === 'standalone' ? 120_000 : 60_000);
     this.mark(`${child.name} listening`);
     return child;
@@ -584,6 +585,9 @@ export class Scenario {
       const dataDir = await mkdtemp(join(tmpdir(), 'herald-faults-pglite-'));
       this.infra.tempDirs.push(dataDir);
       this.#dataDir = dataDir;
+      // A migrated PGlite cluster, copied: the fault is the kill and the restart on this data, not
+      // the first start's initdb and migrations in WASM (main.int.test.ts covers that start).
+      await copyPgliteTemplate(join(dataDir, 'pgdata'));
       this.#env.set('standalone', this.env('standalone'));
       this.#ports.set('standalone', await freePort());
       await this.start('standalone');
@@ -706,11 +710,21 @@ export class Scenario {
   async settle(): Promise<void> {
     await this.load.stop();
     const from = this.faultEndAt ?? now();
-    await waitUntil(
-      async () => this.#undelivered() === 0 && (await this.#callsLeft()) === 0,
+    let callsLeft = Number.POSITIVE_INFINITY;
+    const settled = await waitUntil(
+      async () => this.#undelivered() === 0 && (callsLeft = await this.#callsLeft()) === 0,
       Math.max(5000, from + SETTLE_TIMEOUT_MS - now()),
       200,
     );
+    // Every event delivered, yet calls Herald still means to send: a log that lies, or a call
+    // stuck (held by a process that will never attempt it) that a new event would not reveal.
+    if (!settled && this.#undelivered() === 0) {
+      this.problems.push(
+        Number.isFinite(callsLeft)
+          ? `${callsLeft} calls still pending or rescheduled ${SETTLE_TIMEOUT_MS / 1000} s after the fault, every event delivered`
+          : `GET /webhook_calls kept failing ${SETTLE_TIMEOUT_MS / 1000} s after the fault`,
+      );
+    }
     this.mark(
       `settled (last new delivery at ${((this.receiver.lastNewAt - this.#createdAt) / 1000).toFixed(1)} s)`,
     );
@@ -744,10 +758,21 @@ export class Scenario {
   /** What Herald's own store says, for a failing fault (split stack: straight from Postgres). */
   async storeSummary(): Promise<string> {
     if (this.stack !== 'split') return '';
-    const sql =
-      "SELECT 'events unmatched: ' || (SELECT count(*) FROM events WHERE matched_at IS NULL) || " +
-      "', calls: ' || coalesce((SELECT string_agg(status || ' ' || n, ', ') FROM " +
-      "(SELECT status, count(*) AS n FROM webhook_calls GROUP BY status) s), 'none')";
+    // Counts by status, then each call not finished (what holds it, since when its clock runs,
+    // its last attempt) and each process's lease.
+    const sql = `SELECT 'events unmatched: ' || (SELECT count(*) FROM events WHERE matched_at IS NULL)
+      || ', calls: ' || coalesce((SELECT string_agg(status || ' ' || n, ', ')
+           FROM (SELECT status, count(*) AS n FROM webhook_calls GROUP BY status) s), 'none')
+      || coalesce((SELECT '; unfinished: ' || string_agg(format(
+           '#%s (event %s) %s held_by=%s enqueued %s s ago, retries %s, last sent %s, status code %s',
+           id, event_id, status, coalesce(held_by, '-'), round(extract(epoch FROM now() - enqueued_at)::numeric, 1),
+           attempted_auto_retries_count, coalesce(last_sent_at::text, '-'),
+           coalesce(response_status::text, '-')), ', ')
+         FROM (SELECT * FROM webhook_calls WHERE status IN ('pending', 'rescheduled')
+               ORDER BY id LIMIT 20) u), '')
+      || coalesce((SELECT '; leases: ' || string_agg(format('%s heartbeat %s s ago', id,
+           round(extract(epoch FROM now() - heartbeat_at)::numeric, 1)), ', ')
+         FROM delivery_leases), '')`;
     return this.infra.postgres.psql(sql, this.database).catch((error: Error) => error.message);
   }
 
@@ -907,11 +932,17 @@ export async function runFault(
   rows.push(row);
   if (row.problems.length > 0) {
     const store = await scenario.storeSummary();
+    // What the load and the receiver saw of the events whose calls are not finished.
+    const seen = [...store.matchAll(/\(event (\S+)\)/g)].map(([, id]) => {
+      const webhookIds = [...(scenario.receiver?.byEvent.get(id!) ?? [])];
+      const accepted = scenario.load?.accepted.has(id!) ? 'accepted' : 'not accepted (no 202)';
+      return `event ${id}: ${accepted}, received under webhook-ids [${webhookIds.join(', ')}]`;
+    });
     console.log(
       [
         `${fault}: ${row.problems.join('; ')}`,
         scenario.timeline,
-        ...(store ? [`store: ${store}`] : []),
+        ...(store ? [`store: ${store}`, ...seen] : []),
         ...scenario.processes.map(
           (child) =>
             `--- ${child.name} (${child.exit ? describeExit(child.exit) : 'running'}), warnings and errors:\n${child.digest()}`,
