@@ -157,18 +157,21 @@ export async function markEventsMatched(db: Queryable, ids: readonly string[]): 
 }
 
 /**
- * Stored events not matched yet, in acceptance order after `afterSeq`, accepted before
- * `acceptedBefore` (so the sweeper leaves the events ingest is enqueuing right now alone).
+ * Stored events not matched yet, in acceptance order after `afterSeq`, accepted at least
+ * `acceptedMsAgo` before now (so the sweeper leaves the events ingest is enqueuing right now
+ * alone). The age is measured on the database's clock, the one that wrote `accepted_at`: with 0,
+ * every event a committed statement accepted is listed, whatever the skew of this process's clock.
  */
 export async function listUnmatchedEvents(
   db: Queryable,
-  options: { afterSeq?: string; acceptedBefore: Date; limit: number },
+  options: { afterSeq?: string; acceptedMsAgo: number; limit: number },
 ): Promise<{ id: string; seq: string }[]> {
   const { rows } = await db.query<{ id: string; seq: string }>(
     `SELECT id, seq FROM events
-     WHERE matched_at IS NULL AND seq > $1 AND accepted_at < $2
+     WHERE matched_at IS NULL AND seq > $1
+       AND accepted_at <= now() - $2::float8 * interval '1 millisecond'
      ORDER BY seq LIMIT $3`,
-    [options.afterSeq ?? '0', options.acceptedBefore, options.limit],
+    [options.afterSeq ?? '0', options.acceptedMsAgo, options.limit],
   );
   return rows;
 }

@@ -62,13 +62,12 @@ export async function sweepUnmatchedEvents(
   options: EventSweepOptions,
 ): Promise<{ added: number; queued: number }> {
   const counter = sweptCounter(options.registry);
-  const acceptedBefore = new Date(Date.now() - options.graceMs);
   let afterSeq: string | undefined;
   const total = { added: 0, queued: 0 };
   for (;;) {
     const page = await listUnmatchedEvents(options.db, {
       ...(afterSeq ? { afterSeq } : {}),
-      acceptedBefore,
+      acceptedMsAgo: options.graceMs,
       limit: options.batchSize,
     });
     if (page.length === 0) return total;
