@@ -1,7 +1,24 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The fault-injection suite (README "Reliability"): timing-sensitive, so it runs alone. */
+/** The fault-injection suite (README "Reliability"): one file, mostly waiting on its processes. */
 const FAULTS = 'services/standalone/src/faults/**/*.test.ts';
+
+/**
+ * Files at once. The fault suite spends most of its ~90 s waiting on the processes it starts,
+ * kills and restarts, so it takes a lane of its own beside the two that the rest of the files
+ * share on this two-core machine.
+ */
+const MAX_WORKERS = 3;
+
+/** The fault suite first (the longest file, so the others fill the lanes around it). */
+class FaultsFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const isFaults = (file: TestSpecification): boolean => file.project.name === 'faults';
+    return [...sorted.filter(isFaults), ...sorted.filter((file) => !isFaults(file))];
+  }
+}
 
 export default defineConfig({
   test: {
@@ -12,6 +29,7 @@ export default defineConfig({
     globalSetup: ['./packages/testkit/dist/vitest-global-setup.js'],
     hookTimeout: 60_000,
     pool: 'forks',
+    sequence: { sequencer: FaultsFirst },
     projects: [
       {
         extends: true,
@@ -20,8 +38,12 @@ export default defineConfig({
           include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
           exclude: [...configDefaults.exclude, FAULTS],
           // Every integration test isolates itself (fresh schema, random Redis prefix), so files
-          // run in parallel; two cores is all this machine has.
-          maxWorkers: 2,
+          // run in parallel.
+          maxWorkers: MAX_WORKERS,
+          // A worker runs its files one after another in one module graph: each file imports
+          // what an earlier one loaded already (pg, bullmq, express...), not all of it again. No
+          // test mocks modules or stubs globals, and each builds its own app and registry.
+          isolate: false,
         },
       },
       {
@@ -29,10 +51,9 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: [FAULTS],
-          // After every other file (a higher group), alone: its recovery times are measured, and
-          // it stops and restarts servers of its own that nothing else must compete with.
-          maxWorkers: 1,
-          sequence: { groupOrder: 1 },
+          // Beside the other files (one group, so one worker count): it stops and restarts
+          // Postgres and Redis servers of its own, never the shared ones the others use.
+          maxWorkers: MAX_WORKERS,
         },
       },
     ],
