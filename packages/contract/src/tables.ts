@@ -16,7 +16,10 @@ export {
   type WebhookFilterEntityType,
 } from './webhooks.js';
 export {
+  ATTEMPT_TRIGGERS,
   WEBHOOK_CALL_STATUSES,
+  type AttemptTrigger,
+  type WebhookCallAttemptResource,
   type WebhookCallResource,
   type WebhookCallStatus,
 } from './webhook-calls.js';

@@ -33,3 +33,42 @@ export interface WebhookCallResource {
   };
   relationships: { webhook: { data: { type: 'webhook'; id: string } } };
 }
+
+/**
+ * What made an attempt (extension): the call's first attempt (or its re-enqueue after Redis lost
+ * it), an automatic retry, a resend through the API, and, for the recovery jobs and test sends,
+ * a bulk resend, a replay or a test.
+ */
+export type AttemptTrigger = 'first' | 'retry' | 'resend' | 'bulk_resend' | 'replay' | 'test';
+export const ATTEMPT_TRIGGERS: readonly AttemptTrigger[] = [
+  'first',
+  'retry',
+  'resend',
+  'bulk_resend',
+  'replay',
+  'test',
+];
+
+/** One attempt of a call (extension): GET /webhook_calls/:id/attempts. */
+export interface WebhookCallAttemptResource {
+  type: 'webhook_call_attempt';
+  /** `<call id>-<number>`. */
+  id: string;
+  attributes: {
+    number: number;
+    trigger: AttemptTrigger;
+    /** The call's status this attempt left it in. */
+    outcome: Exclude<WebhookCallStatus, 'pending'>;
+    started_at: string;
+    /** null only for an attempt recorded before attempts had their own rows. */
+    duration_ms: number | null;
+    request_url: string;
+    request_headers: Record<string, string>;
+    request_payload: string | null;
+    response_status: number | null;
+    response_headers: Record<string, string> | null;
+    response_payload: string | null;
+    failure_reason: string | null;
+  };
+  relationships: { webhook_call: { data: { type: 'webhook_call'; id: string } } };
+}

@@ -94,6 +94,8 @@ describe('leases on held calls', () => {
         id: answered,
         attempt: {
           status: 'success',
+          trigger: 'first',
+          durationMs: 12.5,
           requestUrl: 'http://x',
           requestHeaders: {},
           requestPayload: '{}',

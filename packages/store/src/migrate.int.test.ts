@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteTestDb, createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
 import { createPostgresDb, type Db } from './db.js';
 import { insertEvents } from './events.js';
+import { listWebhookCallAttempts } from './webhook-calls.js';
 import { findWebhook } from './webhooks.js';
 import { loadMigrations, migrate, splitStatements } from './migrate.js';
 import { findEnvironment, findPrimaryEnvironment } from './environments.js';
@@ -128,6 +129,49 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     expect(await headersOf(bare)).toEqual({ Authorization: '***' });
     expect(await headersOf(pending)).toBeNull();
     expect((await findWebhook(db, hooks[0]!.id))?.redactHeaders).toEqual([]);
+  });
+
+  it('009 gives each call already attempted its last attempt as attempt 1', async () => {
+    const db = await openBefore(9);
+    await insertEvents(db, [testItemEvent('evt-a'), testItemEvent('evt-b')]);
+    const sentAt = new Date('2026-01-02T03:04:05.000Z');
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, status,
+         request_url, request_headers, request_payload, response_status, response_payload,
+         attempted_auto_retries_count, last_sent_at)
+       VALUES ('evt-a', 1, 'item', 'update', 'failed', 'https://example.com/hook',
+               '{"webhook-id":"1"}', '{"a":1}', 500, 'boom', 2, $1),
+              ('evt-b', 1, 'item', 'update', 'pending', NULL, NULL, NULL, NULL, NULL, 0, NULL)
+       RETURNING id`,
+      [sentAt],
+    );
+    const [attempted, pending] = rows.map((row) => row.id);
+    expect(await migrate(db)).toContain('009_webhook_call_attempts');
+    const history = await listWebhookCallAttempts(db, attempted!, { offset: 0, limit: 10 });
+    expect(history).toEqual({
+      totalCount: 1,
+      attempts: [
+        {
+          callId: attempted,
+          number: 1,
+          trigger: 'retry',
+          outcome: 'failed',
+          startedAt: sentAt,
+          durationMs: null,
+          requestUrl: 'https://example.com/hook',
+          requestHeaders: { 'webhook-id': '1' },
+          requestPayload: '{"a":1}',
+          responseStatus: 500,
+          responseHeaders: null,
+          responsePayload: 'boom',
+          failureReason: null,
+        },
+      ],
+    });
+    expect(await listWebhookCallAttempts(db, pending!, { offset: 0, limit: 10 })).toEqual({
+      totalCount: 0,
+      attempts: [],
+    });
   });
 
   it('stores tokens as hashes and revokes them', async () => {

@@ -1,9 +1,13 @@
-import type { WebhookCallStatus } from '@herald/contract';
+import type { AttemptTrigger, WebhookCallStatus } from '@herald/contract';
 import type { Queryable } from './db.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
 // The statuses of API.md §4.4 are the contract's (the console lists them too).
-export { WEBHOOK_CALL_STATUSES, type WebhookCallStatus } from '@herald/contract';
+export {
+  WEBHOOK_CALL_STATUSES,
+  type AttemptTrigger,
+  type WebhookCallStatus,
+} from '@herald/contract';
 
 // Statements that find rows by key and also test their state write the state test as
 // `(…) IS TRUE`. Written plainly (`matched_at IS NULL`, `status = 'pending'`), the test matches
@@ -195,6 +199,9 @@ export async function findWebhookCalls(
 /** The outcome of one attempt, as the deliver worker records it. */
 export interface WebhookCallAttempt {
   status: Exclude<WebhookCallStatus, 'pending'>;
+  trigger: AttemptTrigger;
+  /** From sending the request to its answer (or failure), in milliseconds. */
+  durationMs: number;
   requestUrl: string;
   requestHeaders: Record<string, string>;
   requestPayload: string;
@@ -208,8 +215,11 @@ export interface WebhookCallAttempt {
 }
 
 /**
- * Several attempts' outcomes in one statement (the deliver worker batches its writes). Ids must be
- * distinct within one call.
+ * Several attempts' outcomes in one statement (the deliver worker batches its writes): each call
+ * takes the attempt as its last one (the DatoCMS shape), and the attempt is added to the call's
+ * history, numbered after the attempts before it. Its body is stored only on the call; when it
+ * differs from the one the call had, the earlier attempts that shared that one keep a copy. Ids
+ * must be distinct within one call.
  */
 export async function recordWebhookCallAttempts(
   db: Queryable,
@@ -220,20 +230,39 @@ export async function recordWebhookCallAttempts(
   await db.query(
     {
       name: 'herald.webhook_calls.record_attempts',
-      text: `UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
-       request_headers = v.request_headers::json, request_payload = v.request_payload,
-       response_status = v.response_status, response_headers = v.response_headers::json,
-       response_payload = v.response_payload, failure_reason = v.failure_reason,
-       attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
-       next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
-       held_by = NULL
-     FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[],
-                 $7::text[], $8::text[], $9::text[], $10::int[], $11::timestamptz[],
-                 $12::timestamptz[])
-       AS v(id, status, request_url, request_headers, request_payload, response_status,
-            response_headers, response_payload, failure_reason, attempted, last_sent_at,
-            next_retry_at)
-     WHERE c.id = v.id`,
+      // Every CTE reads the rows as they were before the statement: `before` has each call's
+      // body before this attempt.
+      text: `WITH v AS (
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+                            $6::int[], $7::text[], $8::text[], $9::text[], $10::int[],
+                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[])
+         AS v(id, status, request_url, request_headers, request_payload, response_status,
+              response_headers, response_payload, failure_reason, attempted, last_sent_at,
+              next_retry_at, trigger, duration_ms)
+     ), before AS (
+       SELECT c.id, c.request_payload FROM webhook_calls c JOIN v ON v.id = c.id
+       WHERE c.attempts_count > 0 AND c.request_payload IS DISTINCT FROM v.request_payload
+     ), kept AS (
+       UPDATE webhook_call_attempts a SET request_payload = b.request_payload
+       FROM before b WHERE a.call_id = b.id AND a.request_payload IS NULL
+     ), updated AS (
+       UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
+         request_headers = v.request_headers::json, request_payload = v.request_payload,
+         response_status = v.response_status, response_headers = v.response_headers::json,
+         response_payload = v.response_payload, failure_reason = v.failure_reason,
+         attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
+         next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
+         held_by = NULL, attempts_count = c.attempts_count + 1
+       FROM v WHERE c.id = v.id
+       RETURNING c.id, c.attempts_count
+     )
+     INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
+       duration_ms, request_url, request_headers, response_status, response_headers,
+       response_payload, failure_reason)
+     SELECT u.id, u.attempts_count, v.trigger, v.status, v.last_sent_at, v.duration_ms,
+       v.request_url, v.request_headers::json, v.response_status, v.response_headers::json,
+       v.response_payload, v.failure_reason
+     FROM updated u JOIN v ON v.id = u.id`,
     },
     [
       attempts.map((a) => a.id),
@@ -248,6 +277,8 @@ export async function recordWebhookCallAttempts(
       column((a) => a.attemptedAutoRetriesCount),
       column((a) => a.lastSentAt),
       column((a) => a.nextRetryAt),
+      column((a) => a.trigger),
+      column((a) => a.durationMs),
     ],
   );
 }
@@ -400,4 +431,88 @@ export async function listWebhookCalls(
     ),
   ]);
   return { calls: page.rows.map(toCall), totalCount: Number(count.rows[0]?.count ?? 0) };
+}
+
+/** One attempt of a call, as GET /webhook_calls/:id/attempts lists it. */
+export interface WebhookCallAttemptRecord {
+  callId: string;
+  number: number;
+  trigger: AttemptTrigger;
+  outcome: Exclude<WebhookCallStatus, 'pending'>;
+  startedAt: Date;
+  /** null for an attempt recorded before attempts had their own rows. */
+  durationMs: number | null;
+  requestUrl: string;
+  requestHeaders: Record<string, string>;
+  requestPayload: string | null;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responsePayload: string | null;
+  failureReason: string | null;
+}
+
+/**
+ * A page of a call's attempts, oldest first, with how many it has; null when there is no such
+ * call. Each attempt's body is its own when it kept one, else the call's.
+ */
+export async function listWebhookCallAttempts(
+  db: Queryable,
+  callId: string,
+  page: { offset: number; limit: number },
+): Promise<{ attempts: WebhookCallAttemptRecord[]; totalCount: number } | null> {
+  if (!isCallId(callId)) return null;
+  const { rows } = await db.query<{
+    attempts_count: number;
+    number: number | null;
+    trigger: AttemptTrigger;
+    outcome: Exclude<WebhookCallStatus, 'pending'>;
+    started_at: Date;
+    duration_ms: number | null;
+    request_url: string;
+    request_headers: Record<string, string>;
+    request_payload: string | null;
+    response_status: number | null;
+    response_headers: Record<string, string> | null;
+    response_payload: string | null;
+    failure_reason: string | null;
+  }>(
+    // The call's row even when the page is empty (a call never attempted, an offset past the end).
+    `SELECT c.attempts_count, a.number, a.trigger, a.outcome, a.started_at, a.duration_ms,
+       a.request_url, a.request_headers, coalesce(a.request_payload, c.request_payload)
+       AS request_payload, a.response_status, a.response_headers, a.response_payload,
+       a.failure_reason
+     FROM webhook_calls c
+     LEFT JOIN LATERAL (
+       SELECT * FROM webhook_call_attempts a WHERE a.call_id = c.id
+       ORDER BY a.number LIMIT $2 OFFSET $3
+     ) a ON true
+     WHERE c.id = $1
+     ORDER BY a.number`,
+    [callId, page.limit, page.offset],
+  );
+  if (rows.length === 0) return null;
+  return {
+    totalCount: rows[0]!.attempts_count,
+    attempts: rows.flatMap((row) =>
+      row.number === null
+        ? []
+        : [
+            {
+              callId,
+              number: row.number,
+              trigger: row.trigger,
+              outcome: row.outcome,
+              startedAt: row.started_at,
+              durationMs: row.duration_ms,
+              requestUrl: row.request_url,
+              requestHeaders: row.request_headers,
+              requestPayload: row.request_payload,
+              responseStatus: row.response_status,
+              responseHeaders: row.response_headers,
+              responsePayload: row.response_payload,
+              failureReason: row.failure_reason,
+            },
+          ],
+    ),
+  };
 }

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, onTestFinished, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { findWebhook, rotateWebhookSecret } from '@herald/store';
+import { findWebhook, listWebhookCallAttempts, rotateWebhookSecret } from '@herald/store';
 import { randomId, startReceiver, testRedis, type Receiver } from '@herald/testkit';
 import { webhooksChangedChannel } from '@herald/contract';
 import {
@@ -341,6 +341,32 @@ describe('outcomes (API.md §6.2)', () => {
     pipeline.settings.retry.scheduleMs.forEach((ms, i) => {
       expect(gaps[i]).toBeGreaterThanOrEqual(ms * 0.9 - 5);
     });
+
+    // Every attempt is kept, each with the request as sent (the body carries the retry count,
+    // so each differs) and its answer.
+    const history = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
+    expect(history?.totalCount).toBe(4);
+    const attempts = history!.attempts;
+    expect(attempts.map((a) => [a.number, a.trigger, a.outcome])).toEqual([
+      [1, 'first', 'rescheduled'],
+      [2, 'retry', 'rescheduled'],
+      [3, 'retry', 'rescheduled'],
+      [4, 'retry', 'failed'],
+    ]);
+    attempts.forEach((attempt, i) => {
+      expect(attempt.requestPayload).toBe(r.requests[i]!.body);
+      expect(attempt.requestHeaders['webhook-id']).toBe(call.id);
+      expect(attempt).toMatchObject({ responseStatus: 500, responsePayload: 'boom' });
+      expect(attempt.durationMs).toBeGreaterThanOrEqual(0);
+      expect(Math.abs(attempt.startedAt.getTime() - r.requests[i]!.at)).toBeLessThan(1000);
+    });
+    // The last attempt's body is stored once, on the call; the others kept their own.
+    const { rows } = await db.query<{ number: number; own: boolean }>(
+      `SELECT number, request_payload IS NOT NULL AS own FROM webhook_call_attempts
+       WHERE call_id = $1 ORDER BY number`,
+      [call.id],
+    );
+    expect(rows.map((row) => row.own)).toEqual([true, true, true, false]);
   });
 });
 

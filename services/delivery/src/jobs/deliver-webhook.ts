@@ -14,6 +14,7 @@ import {
   disableWebhook,
   dropWebhookCall,
   isDbUnavailableError,
+  type AttemptTrigger,
   type Db,
   type StoredEvent,
   type WebhookCallRecord,
@@ -245,7 +246,21 @@ async function attempt(
     },
     { retry: ctx.retry, now: Date.now(), random: Math.random },
   );
-  const sent = { callId: call.id, webhook, event, retriesCount, sentAt, request, result };
+  const sent = {
+    callId: call.id,
+    webhook,
+    event,
+    retriesCount,
+    trigger: data.resend
+      ? ('resend' as const)
+      : data.retry
+        ? ('retry' as const)
+        : ('first' as const),
+    sentAt,
+    durationMs: seconds * 1000,
+    request,
+    result,
+  };
   await applyOutcome(ctx, outcome, sent);
 }
 
@@ -256,7 +271,9 @@ interface SentAttempt {
   event: StoredEvent;
   /** Auto retries made before this attempt. */
   retriesCount: number;
+  trigger: AttemptTrigger;
   sentAt: Date;
+  durationMs: number;
   request: DeliveryRequest;
   result: SendResult;
 }
@@ -277,6 +294,8 @@ async function applyOutcome(
     () =>
       ctx.loaders.attempts.write(callId, {
         status: outcome.status,
+        trigger: sent.trigger,
+        durationMs: sent.durationMs,
         requestUrl: request.url,
         requestHeaders: request.redacted,
         requestPayload: request.body,

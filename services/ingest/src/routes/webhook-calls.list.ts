@@ -60,7 +60,7 @@ const dateBound = z.string().transform((value, ctx) => {
   return z.NEVER;
 });
 /** A decimal integer as the query string carries it: no sign, exponent, hex or blank. */
-const integer = (min: number, max: number) =>
+export const decimalInteger = (min: number, max: number) =>
   z
     .string()
     .regex(/^\d{1,16}$/, 'must be a decimal integer')
@@ -74,8 +74,8 @@ const WebhookCallListQuery = z
   .object({
     page: z
       .object({
-        offset: integer(0, Number.MAX_SAFE_INTEGER).default(0),
-        limit: integer(1, 500).default(30),
+        offset: decimalInteger(0, Number.MAX_SAFE_INTEGER).default(0),
+        limit: decimalInteger(1, 500).default(30),
       })
       .strict()
       .default({ offset: 0, limit: 30 }),

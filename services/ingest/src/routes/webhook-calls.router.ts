@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { requireRole, type ApiAppDeps, type DeliverQueue } from '@herald/runtime';
+import { listWebhookCallAttemptsRoute } from './webhook-calls.attempts.js';
 import { listWebhookCallsRoute } from './webhook-calls.list.js';
 import { resendWebhookCall } from './webhook-calls.resend.js';
 import { retrieveWebhookCall } from './webhook-calls.retrieve.js';
@@ -10,6 +11,7 @@ export function webhookCallsRouter(deps: ApiAppDeps & { deliverQueue: DeliverQue
   const admin = requireRole();
   router.get('/webhook_calls', admin, listWebhookCallsRoute(deps));
   router.get('/webhook_calls/:id', admin, retrieveWebhookCall(deps));
+  router.get('/webhook_calls/:id/attempts', admin, listWebhookCallAttemptsRoute(deps));
   router.post('/webhook_calls/:id/resend_webhook', admin, resendWebhookCall(deps));
   return router;
 }

@@ -171,6 +171,107 @@ describe('/webhook_calls', () => {
     expect(missing.status).toBe(404);
   });
 
+  it('keeps every attempt of a call, each with the request as sent and its answer', async ({
+    api,
+    db,
+    pipeline,
+  }) => {
+    let answer = 503;
+    const own = await startReceiver((_req, res) => res.writeHead(answer).end(`answer ${answer}`));
+    try {
+      const env = randomId('env');
+      const hook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(own.url, {
+          events: itemEventsIn(env, ['publish']),
+          httpBasicUser: 'u',
+          httpBasicPassword: 'attempt-secret',
+        }),
+      );
+      const event = itemEvent({ environment: env, eventType: 'publish' });
+      await emitEvents(db, pipeline, [event]);
+      const call = await waitForCall(db, event.id, hook.id, ['rescheduled']);
+      // The webhook's payload changes, then a resend sends the new one, and succeeds.
+      const updated = await api.call('PUT', `/webhooks/${hook.id}`, {
+        data: { type: 'webhook', id: hook.id, attributes: { custom_payload: '{"version":2}' } },
+      });
+      expect(updated.status).toBe(200);
+      answer = 200;
+      const resend = await api.fetch(`/webhook_calls/${call.id}/resend_webhook`, {
+        method: 'POST',
+      });
+      expect(resend.status).toBe(204);
+      await waitForCall(db, event.id, hook.id, ['success']);
+
+      const listed = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
+      expect(listed.status).toBe(200);
+      expect(listed.body['meta']).toEqual({ total_count: 2 });
+      const [first, second] = listed.body['data'] as {
+        id: string;
+        attributes: Record<string, unknown>;
+        relationships: unknown;
+      }[];
+      expect(own.requests).toHaveLength(2);
+      expect(first).toMatchObject({
+        id: `${call.id}-1`,
+        attributes: {
+          number: 1,
+          trigger: 'first',
+          outcome: 'rescheduled',
+          request_url: own.url,
+          request_payload: own.requests[0]!.body,
+          request_headers: { Authorization: 'Basic ***', 'webhook-id': call.id },
+          response_status: 503,
+          response_payload: 'answer 503',
+        },
+        relationships: { webhook_call: { data: { type: 'webhook_call', id: call.id } } },
+      });
+      expect(second).toMatchObject({
+        id: `${call.id}-2`,
+        attributes: {
+          number: 2,
+          trigger: 'resend',
+          outcome: 'success',
+          request_payload: '{"version":2}',
+          response_status: 200,
+          response_payload: 'answer 200',
+          failure_reason: null,
+        },
+      });
+      expect(own.requests[1]!.body).toBe('{"version":2}');
+      for (const attempt of [first!, second!]) {
+        expect(typeof attempt.attributes['duration_ms']).toBe('number');
+        expect(Date.parse(attempt.attributes['started_at'] as string)).toBeGreaterThan(0);
+      }
+      expect(JSON.stringify(listed.body)).not.toContain('attempt-secret');
+      // The call itself keeps the DatoCMS shape: its last attempt.
+      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
+      expect(retrieved.body['data']).toMatchObject({
+        attributes: { status: 'success', request_payload: '{"version":2}', response_status: 200 },
+      });
+
+      const paged = await api.call(
+        'GET',
+        `/webhook_calls/${call.id}/attempts?page[limit]=1&page[offset]=1`,
+      );
+      expect(paged.body['meta']).toEqual({ total_count: 2 });
+      expect((paged.body['data'] as { id: string }[]).map((a) => a.id)).toEqual([`${call.id}-2`]);
+      for (const missing of ['999999', 'nope', '0']) {
+        const response = await api.call('GET', `/webhook_calls/${missing}/attempts`);
+        expect(response.status, missing).toBe(404);
+        expect(JSON.stringify(response.body)).toContain('NOT_FOUND');
+      }
+      for (const bad of ['page[limit]=0', 'page[limit]=501', 'page[offset]=-1', 'order_by=x']) {
+        const response = await api.call('GET', `/webhook_calls/${call.id}/attempts?${bad}`);
+        expect(response.status, bad).toBe(422);
+        expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async ({
     api,
     db,
