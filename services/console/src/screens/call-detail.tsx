@@ -1,4 +1,4 @@
-import type { WebhookCallResource } from '@herald/contract/tables';
+import type { WebhookCallAttemptResource, WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import {
@@ -8,6 +8,7 @@ import {
   Fact,
   HeadersTable,
   LoadState,
+  TableHead,
   formatTime,
 } from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
@@ -25,10 +26,25 @@ export function CallDetail({ id }: { id: string }) {
       }),
     [client, id],
   );
+  const attempts = useResource(
+    (signal) =>
+      client.get<{ data: WebhookCallAttemptResource[]; meta: { total_count: number } }>(
+        `/webhook_calls/${encodeURIComponent(id)}/attempts?page[limit]=500`,
+        { signal },
+      ),
+    [client, id],
+  );
   const [resending, setResending] = useState(false);
   const [resendError, setResendError] = useState<ApiFailure | null>(null);
   // The call changes while it is retried or resent: keep it current while it is open.
-  useInterval(() => call.reload(true), REFRESH_MS, !call.error);
+  useInterval(
+    () => {
+      call.reload(true);
+      attempts.reload(true);
+    },
+    REFRESH_MS,
+    !call.error,
+  );
 
   const resend = async () => {
     setResending(true);
@@ -37,6 +53,7 @@ export function CallDetail({ id }: { id: string }) {
       await client.post(`/webhook_calls/${encodeURIComponent(id)}/resend_webhook`);
       notify(`Call #${id} resent`);
       call.reload(true);
+      attempts.reload(true);
     } catch (error) {
       setResendError(asFailure(error));
     } finally {
@@ -123,8 +140,63 @@ export function CallDetail({ id }: { id: string }) {
               <BodyView body={attributes.response_payload} label="Response body" />
             </div>
           </div>
+          <Attempts attempts={attempts.data?.data} total={attempts.data?.meta.total_count} />
         </>
       )}
     </section>
+  );
+}
+
+const TRIGGER_LABEL: Record<string, string> = {
+  first: 'First attempt',
+  retry: 'Automatic retry',
+  resend: 'Resend',
+  bulk_resend: 'Bulk resend',
+  replay: 'Replay',
+  test: 'Test',
+};
+
+/** Every attempt of the call, oldest first: what made it, when, how long, what came back. */
+function Attempts({
+  attempts,
+  total,
+}: {
+  attempts: WebhookCallAttemptResource[] | undefined;
+  total: number | undefined;
+}) {
+  if (!attempts) return null;
+  return (
+    <div class="card">
+      <h2>
+        Attempts <span class="muted small">{total ?? attempts.length}</span>
+      </h2>
+      {attempts.length === 0 ? (
+        <p class="muted">Not attempted yet.</p>
+      ) : (
+        <table class="table table-cards" aria-label="Attempts">
+          <TableHead columns={['#', 'Trigger', 'Started', 'Duration', 'Outcome', 'Response']} />
+          <tbody>
+            {attempts.map(({ id, attributes: a }) => (
+              <tr key={id} data-attempt={a.number}>
+                <td data-label="#" class="mono">
+                  {a.number}
+                </td>
+                <td data-label="Trigger">{TRIGGER_LABEL[a.trigger] ?? a.trigger}</td>
+                <td data-label="Started">{formatTime(a.started_at)}</td>
+                <td data-label="Duration" class="mono">
+                  {a.duration_ms === null ? '—' : `${Math.round(a.duration_ms)} ms`}
+                </td>
+                <td data-label="Outcome">
+                  <Badge status={a.outcome} />
+                </td>
+                <td data-label="Response" class="mono">
+                  {a.response_status ?? a.failure_reason ?? '—'}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
   );
 }

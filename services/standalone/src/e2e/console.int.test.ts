@@ -401,6 +401,13 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await vi.waitFor(() => expect(received.length).toBe(2), { timeout: 15_000, interval: 50 });
     expect(received[1]!.headers['webhook-id']).toBe(callId);
     expect(received[1]!.body).toBe(received[0]!.body);
+    // The attempt history shows both: the first attempt, then the resend.
+    const attempts = page.getByRole('table', { name: 'Attempts' });
+    await attempts.locator('tr[data-attempt="2"]').getByText('Resend').waitFor({ timeout: 15_000 });
+    const first = attempts.locator('tr[data-attempt="1"]');
+    await expect.poll(() => first.textContent()).toMatch(/First attempt.*Success.*200/);
+    await attempts.scrollIntoViewIfNeeded();
+    await shot('call-attempts');
   });
 
   it('lists the webhook with its last call and success rate, and previews a received event', async () => {
