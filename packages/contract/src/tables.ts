@@ -22,5 +22,6 @@ export {
   type WebhookCallAttemptResource,
   type WebhookCallResource,
   type WebhookCallStatus,
+  type WebhookStatsResource,
 } from './webhook-calls.js';
 export { ITEM_FILTER_OPERATORS, type ItemFilterOperator } from './item-filters.js';

@@ -72,3 +72,40 @@ export interface WebhookCallAttemptResource {
   };
   relationships: { webhook_call: { data: { type: 'webhook_call'; id: string } } };
 }
+
+/** A webhook's health over a window (extension): GET /webhooks/:id/stats, GET /webhook_stats. */
+export interface WebhookStatsResource {
+  type: 'webhook_stats';
+  /** The webhook's id. */
+  id: string;
+  attributes: {
+    window: '1h' | '24h' | '7d' | '30d';
+    /** The buckets' size: minutes for 1h, hours for the others. */
+    granularity: 'minute' | 'hour';
+    /** Start of the first bucket (the window widened to a whole bucket), and now. */
+    from: string;
+    to: string;
+    attempts: { total: number; success: number; failure: number };
+    /** Calls that ended in the window, by final status. */
+    calls: { succeeded: number; failed: number };
+    /** Successful attempts / attempts; null without attempts. */
+    success_rate: number | null;
+    /** Attempt durations, estimated from ranges; null without attempts. */
+    latency_ms: { p50: number | null; p95: number | null; p99: number | null; mean: number | null };
+    last_success_at: string | null;
+    last_failure_at: string | null;
+    /** Attempts that failed since the last success. */
+    failure_streak: number;
+    backlog: { pending: number; rescheduled: number; oldest_age_seconds: number | null };
+    /** Per bucket with attempts, oldest first (only GET /webhooks/:id/stats). */
+    buckets?: {
+      start: string;
+      attempts_success: number;
+      attempts_failure: number;
+      calls_succeeded: number;
+      calls_failed: number;
+      latency_ms_p50: number | null;
+    }[];
+  };
+  relationships: { webhook: { data: { type: 'webhook'; id: string } } };
+}

@@ -129,3 +129,13 @@ export {
   type WebhookCallRecord,
   type WebhookCallStatus,
 } from './webhook-calls.js';
+export {
+  LATENCY_BOUNDS_MS,
+  STATS_WINDOWS,
+  deleteOldWebhookStats,
+  latencyPercentile,
+  readWebhookStats,
+  type StatsBucket,
+  type StatsWindow,
+  type WebhookStats,
+} from './webhook-stats.js';

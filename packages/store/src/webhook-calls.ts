@@ -1,5 +1,6 @@
 import type { AttemptTrigger, WebhookCallStatus } from '@herald/contract';
 import type { Queryable } from './db.js';
+import { rollUpAttemptsSql } from './webhook-stats.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
 // The statuses of API.md §4.4 are the contract's (the console lists them too).
@@ -81,6 +82,9 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   lastSentAt: row.last_sent_at,
   nextRetryAt: row.next_retry_at,
 });
+
+/** The stats' rollups of the attempts recordWebhookCallAttempts records (webhook-stats.ts). */
+const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted');
 
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
@@ -254,8 +258,11 @@ export async function recordWebhookCallAttempts(
          next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
          held_by = NULL, attempts_count = c.attempts_count + 1
        FROM v WHERE c.id = v.id
-       RETURNING c.id, c.attempts_count
-     )
+       RETURNING c.id, c.attempts_count, c.webhook_id
+     ), attempted AS (
+       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms
+       FROM updated u JOIN v ON v.id = u.id
+     ), ${ROLL_UP_ATTEMPTS}
      INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
        duration_ms, request_url, request_headers, response_status, response_headers,
        response_payload, failure_reason)

@@ -9,6 +9,7 @@ import {
 import {
   deleteExpiredLeases,
   deleteFinishedWebhookCalls,
+  deleteOldWebhookStats,
   listOrphanedWebhookCalls,
   listStrandedWebhookCalls,
   listUnmatchedEvents,
@@ -197,6 +198,8 @@ export class Sweeper {
    */
   async prune(): Promise<number> {
     const { retentionMs, batchSize, pruneStatementsPerPass = 100 } = this.options;
+    // The stats' buckets past their keeping: few rows (one per webhook and minute or hour).
+    await deleteOldWebhookStats(this.options.db, retentionMs);
     if (retentionMs === null) return 0;
     const before = new Date(Date.now() - retentionMs);
     let total = 0;

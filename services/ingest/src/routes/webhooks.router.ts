@@ -6,6 +6,7 @@ import { destroyWebhook } from './webhooks.destroy.js';
 import { listWebhooksRoute } from './webhooks.list.js';
 import { retrieveWebhook } from './webhooks.retrieve.js';
 import { rotateWebhookSecretRoute } from './webhooks.rotate-secret.js';
+import { listWebhookStatsRoute, webhookStatsRoute } from './webhooks.stats.js';
 import { updateWebhookRoute } from './webhooks.update.js';
 
 /** /webhooks (API.md §4.2): admin only — requireRole() with no other role lets admins alone in. */
@@ -18,5 +19,7 @@ export function webhooksRouter(deps: WebhookRouteDeps): Router {
   router.put('/webhooks/:id', admin, updateWebhookRoute(deps));
   router.delete('/webhooks/:id', admin, destroyWebhook(deps));
   router.post('/webhooks/:id/rotate_secret', admin, rotateWebhookSecretRoute(deps));
+  router.get('/webhooks/:id/stats', admin, webhookStatsRoute(deps));
+  router.get('/webhook_stats', admin, listWebhookStatsRoute(deps));
   return router;
 }

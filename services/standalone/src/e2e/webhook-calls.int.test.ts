@@ -272,6 +272,99 @@ describe('/webhook_calls', () => {
     }
   });
 
+  it("reports a webhook's health from its attempts: counts, rate, latency, streak, backlog", async ({
+    api,
+    db,
+    pipeline,
+  }) => {
+    let answer = 200;
+    const own = await startReceiver((_req, res) => res.writeHead(answer).end());
+    try {
+      const env = randomId('env');
+      const hook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(own.url, { events: itemEventsIn(env, ['publish']) }),
+      );
+      const idle = await addWebhook(db, pipeline, webhookInput(own.url, { events: [] }));
+      const send = async (status: 'success' | 'rescheduled') => {
+        const event = itemEvent({ environment: env, eventType: 'publish' });
+        await emitEvents(db, pipeline, [event]);
+        await waitForCall(db, event.id, hook.id, [status]);
+      };
+      for (let i = 0; i < 3; i++) await send('success');
+      answer = 503; // the endpoint goes down: retries are planned a minute later
+      for (let i = 0; i < 2; i++) await send('rescheduled');
+
+      const one = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
+      expect(one.status).toBe(200);
+      const data = one.body['data'] as {
+        id: string;
+        attributes: Record<string, unknown> & {
+          buckets: { attempts_success: number; attempts_failure: number }[];
+        };
+      };
+      expect(data).toMatchObject({
+        type: 'webhook_stats',
+        id: hook.id,
+        attributes: {
+          window: '1h',
+          granularity: 'minute',
+          attempts: { total: 5, success: 3, failure: 2 },
+          calls: { succeeded: 3, failed: 0 },
+          success_rate: 0.6,
+          failure_streak: 2,
+          backlog: { pending: 0, rescheduled: 2 },
+        },
+        relationships: { webhook: { data: { type: 'webhook', id: hook.id } } },
+      });
+      const a = data.attributes;
+      expect(typeof (a['latency_ms'] as { p50: unknown }).p50).toBe('number');
+      expect(Date.parse(a['last_success_at'] as string)).toBeLessThan(
+        Date.parse(a['last_failure_at'] as string),
+      );
+      expect(
+        (a['backlog'] as { oldest_age_seconds: number }).oldest_age_seconds,
+      ).toBeGreaterThanOrEqual(0);
+      expect(a.buckets.reduce((n, b) => n + b.attempts_success, 0)).toBe(3);
+      expect(a.buckets.reduce((n, b) => n + b.attempts_failure, 0)).toBe(2);
+
+      // All webhooks in one call (for the list), without buckets.
+      const all = await api.call('GET', '/webhook_stats?window=1h');
+      expect(all.status).toBe(200);
+      const listed = all.body['data'] as { id: string; attributes: Record<string, unknown> }[];
+      const mine = listed.find((s) => s.id === hook.id)!;
+      expect(mine.attributes).toMatchObject({ attempts: { total: 5 }, success_rate: 0.6 });
+      expect(mine.attributes['buckets']).toBeUndefined();
+      expect(listed.find((s) => s.id === idle.id)!.attributes).toMatchObject({
+        attempts: { total: 0, success: 0, failure: 0 },
+        success_rate: null,
+        latency_ms: { p50: null, p95: null, p99: null, mean: null },
+        last_success_at: null,
+        failure_streak: 0,
+      });
+      // The default window is 24 hours, read from hour buckets.
+      const day = await api.call('GET', `/webhooks/${hook.id}/stats`);
+      expect(day.body['data']).toMatchObject({
+        attributes: { window: '24h', granularity: 'hour', attempts: { total: 5 } },
+      });
+
+      for (const missing of ['999999', 'nope']) {
+        const response = await api.call('GET', `/webhooks/${missing}/stats`);
+        expect(response.status, missing).toBe(404);
+      }
+      for (const bad of ['window=2h', 'window=', 'from=2020-01-01']) {
+        for (const path of [`/webhooks/${hook.id}/stats`, '/webhook_stats']) {
+          const response = await api.call('GET', `${path}?${bad}`);
+          expect(response.status, `${path}?${bad}`).toBe(422);
+          expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
+        }
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
   it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async ({
     api,
     db,

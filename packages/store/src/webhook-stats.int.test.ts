@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import {
+  LATENCY_BOUNDS_MS,
+  STATS_WINDOWS,
+  deleteOldWebhookStats,
+  insertWebhook,
+  latencyPercentile,
+  readWebhookStats,
+  recordWebhookCallAttempts,
+  type StatsWindow,
+  type WebhookCallAttempt,
+} from '@herald/store';
+
+/** A small deterministic generator (mulberry32): the history is the same at every run. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Generated {
+  webhookId: string;
+  status: WebhookCallAttempt['status'];
+  at: Date;
+  durationMs: number;
+}
+
+const slotOf = (ms: number): number => {
+  const i = LATENCY_BOUNDS_MS.findIndex((bound) => ms < bound);
+  return i === -1 ? LATENCY_BOUNDS_MS.length : i;
+};
+
+describe('webhook stats: rollups kept as attempts are recorded', () => {
+  let t: TestDb;
+  let webhooks: string[];
+  const history: Generated[] = [];
+
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+    webhooks = [];
+    for (let i = 0; i < 3; i++) webhooks.push((await insertWebhook(t.db, testWebhookInput())).id);
+    // A fourth, never attempted.
+    webhooks.push((await insertWebhook(t.db, testWebhookInput())).id);
+    const next = random(1405);
+    const now = Date.now();
+    // Attempts from 40 days ago to a minute ago: every window, and beyond the longest.
+    const ages = [40 * 86_400_000, 20 * 86_400_000, 3 * 86_400_000, 20 * 3_600_000, 3_000_000];
+    for (let i = 0; i < 400; i++) {
+      const span = ages[Math.floor(next() * ages.length)]!;
+      const outcome = next();
+      history.push({
+        webhookId: webhooks[Math.floor(next() * 3)]!,
+        status: outcome < 0.6 ? 'success' : outcome < 0.85 ? 'rescheduled' : 'failed',
+        at: new Date(now - 60_000 - Math.floor(next() * span)),
+        durationMs: Math.round(next() ** 3 * 40_000 * 10) / 10,
+      });
+    }
+    // The last attempts of the first webhook fail: its streak.
+    for (let i = 0; i < 4; i++) {
+      history.push({
+        webhookId: webhooks[0]!,
+        status: 'rescheduled',
+        at: new Date(now - 30_000 + i * 1000),
+        durationMs: 30_000 + i,
+      });
+    }
+    history.sort((a, b) => a.at.getTime() - b.at.getTime());
+    // One call per attempt, recorded in batches of random size, in time order.
+    const { rows: events } = await t.db.query<{ id: string }>(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity)
+       SELECT 'stats-' || n, 'main', true, 'item', 'update', 'r' || n, now(), '{}'
+       FROM generate_series(1, $1) AS n RETURNING id`,
+      [history.length],
+    );
+    const { rows: calls } = await t.db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       SELECT e, w, 'item', 'update' FROM unnest($1::text[], $2::bigint[]) AS x (e, w)
+       RETURNING id`,
+      [events.map((e) => e.id), history.map((h) => h.webhookId)],
+    );
+    for (let i = 0; i < history.length;) {
+      const size = 1 + Math.floor(next() * 20);
+      const batch = history.slice(i, i + size).map((h, j) => ({
+        id: calls[i + j]!.id,
+        attempt: {
+          status: h.status,
+          trigger: 'first' as const,
+          durationMs: h.durationMs,
+          requestUrl: 'http://receiver.test/hook',
+          requestHeaders: {},
+          requestPayload: '{}',
+          responseStatus: h.status === 'success' ? 200 : 500,
+          responseHeaders: {},
+          responsePayload: '',
+          failureReason: null,
+          attemptedAutoRetriesCount: 0,
+          lastSentAt: h.at,
+          nextRetryAt: h.status === 'rescheduled' ? new Date(now + 60_000) : null,
+        },
+      }));
+      await recordWebhookCallAttempts(t.db, batch);
+      i += size;
+    }
+  });
+  afterAll(() => t.cleanup());
+
+  it.each(Object.keys(STATS_WINDOWS) as StatsWindow[])(
+    'equal an independent count of the history over %s',
+    async (window) => {
+      const all = await readWebhookStats(t.db, window, null);
+      expect(all.map((s) => s.webhookId)).toEqual(webhooks);
+      for (const stats of all) {
+        const mine = history.filter((h) => h.webhookId === stats.webhookId);
+        const inWindow = mine.filter((h) => h.at >= stats.from);
+        const slots = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+        for (const h of inWindow) slots[slotOf(h.durationMs)]!++;
+        expect(stats.totals).toEqual({
+          attemptsSuccess: inWindow.filter((h) => h.status === 'success').length,
+          attemptsFailure: inWindow.filter((h) => h.status !== 'success').length,
+          callsSucceeded: inWindow.filter((h) => h.status === 'success').length,
+          callsFailed: inWindow.filter((h) => h.status === 'failed').length,
+          latencyBuckets: slots,
+          latencyMsSum: expect.closeTo(
+            inWindow.reduce((sum, h) => sum + h.durationMs, 0),
+            3,
+          ) as number,
+        });
+        // Buckets: whole minutes or hours, each counting the attempts that started in it.
+        const unit = STATS_WINDOWS[window].granularity === 'minute' ? 60_000 : 3_600_000;
+        const perBucket = new Map<number, number>();
+        for (const h of inWindow) {
+          const start = Math.floor(h.at.getTime() / unit) * unit;
+          perBucket.set(start, (perBucket.get(start) ?? 0) + 1);
+        }
+        expect(
+          new Map(
+            stats.buckets.map((b) => [b.start.getTime(), b.attemptsSuccess + b.attemptsFailure]),
+          ),
+        ).toEqual(perBucket);
+        // Percentiles from the ranges; the mean from the sum.
+        expect(latencyPercentile(stats.totals.latencyBuckets, 0.5)).toBe(
+          latencyPercentile(slots, 0.5),
+        );
+        const lastSuccess = mine.filter((h) => h.status === 'success').at(-1)?.at ?? null;
+        expect(stats.lastSuccessAt).toEqual(lastSuccess);
+        expect(stats.lastFailureAt).toEqual(
+          mine.filter((h) => h.status !== 'success').at(-1)?.at ?? null,
+        );
+        expect(stats.failureStreak).toBe(
+          mine.filter((h) => h.status !== 'success' && (!lastSuccess || h.at > lastSuccess)).length,
+        );
+        // Backlog: one call per attempt, so the calls left rescheduled; none pending.
+        expect(stats.backlog).toMatchObject({
+          pending: 0,
+          rescheduled: mine.filter((h) => h.status === 'rescheduled').length,
+        });
+      }
+      // The first webhook's last attempts failed: a streak of at least those four.
+      expect(all[0]!.failureStreak).toBeGreaterThanOrEqual(4);
+      expect(all[3]!.totals.attemptsSuccess + all[3]!.totals.attemptsFailure).toBe(0);
+    },
+  );
+
+  it('reads only the webhooks asked for, and none that does not exist', async () => {
+    const some = await readWebhookStats(t.db, '24h', [webhooks[1]!, '999999', 'nope']);
+    expect(some.map((s) => s.webhookId)).toEqual([webhooks[1]]);
+  });
+
+  it('estimates a percentile within its range, null without attempts', () => {
+    expect(latencyPercentile([0, 0, 0], 0.5)).toBeNull();
+    // 10 attempts in 10–25 ms: the median halfway through the range.
+    const slots = new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0);
+    slots[1] = 10;
+    expect(latencyPercentile(slots, 0.5)).toBe(17.5);
+    // Above the last bound: the bound.
+    slots[LATENCY_BOUNDS_MS.length] = 100;
+    expect(latencyPercentile(slots, 0.99)).toBe(LATENCY_BOUNDS_MS.at(-1));
+  });
+
+  it('prunes minute buckets after two days and hour buckets after the retention', async () => {
+    const count = async (granularity: string, days: number) =>
+      Number(
+        (
+          await t.db.query<{ n: string }>(
+            `SELECT count(*) AS n FROM webhook_stats
+             WHERE granularity = $1 AND bucket_start < now() - $2 * interval '1 day'`,
+            [granularity, days],
+          )
+        ).rows[0]!.n,
+      );
+    expect(await count('minute', 2)).toBeGreaterThan(0);
+    expect(await count('hour', 31)).toBeGreaterThan(0);
+    // Kept forever: only the minutes go.
+    await deleteOldWebhookStats(t.db, null);
+    expect(await count('minute', 2)).toBe(0);
+    expect(await count('hour', 31)).toBeGreaterThan(0);
+    await deleteOldWebhookStats(t.db, 86_400_000);
+    expect(await count('hour', 31)).toBe(0);
+    expect(await count('hour', 1)).toBeGreaterThan(0);
+  });
+});

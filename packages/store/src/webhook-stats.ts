@@ -1,0 +1,262 @@
+import type { Queryable } from './db.js';
+
+/**
+ * The upper bounds (ms) of the attempt-duration ranges the rollups count: an attempt of 37 ms
+ * counts in the range 25–50. The slot after the last bound counts the slower ones. Percentiles
+ * are estimated within a range, so they are as precise as these bounds.
+ */
+export const LATENCY_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000];
+const SLOTS = LATENCY_BOUNDS_MS.length + 1;
+
+/** The windows GET /webhooks/:id/stats takes, with the buckets each is read from. */
+export const STATS_WINDOWS = {
+  '1h': { ms: 3_600_000, granularity: 'minute' },
+  '24h': { ms: 86_400_000, granularity: 'hour' },
+  '7d': { ms: 7 * 86_400_000, granularity: 'hour' },
+  '30d': { ms: 30 * 86_400_000, granularity: 'hour' },
+} as const;
+export type StatsWindow = keyof typeof STATS_WINDOWS;
+
+/** How long minute buckets are kept (the 1-hour window, with margin); hours follow the log. */
+const MINUTE_BUCKETS_KEPT_MS = 2 * 86_400_000;
+/** Hour buckets are kept at least this long, whatever the call log's retention (the 30d window). */
+const HOUR_BUCKETS_KEPT_MS = 31 * 86_400_000;
+
+/**
+ * CTEs that roll the attempts just recorded up into webhook_stats and webhook_health, for the
+ * statement that records them (recordWebhookCallAttempts): `attempts` must be a CTE with one row
+ * per attempt of (webhook_id, status, last_sent_at, duration_ms).
+ */
+export function rollUpAttemptsSql(attempts: string): string {
+  const bounds = `ARRAY[${LATENCY_BOUNDS_MS.join(', ')}]::float8[]`;
+  const slots = Array.from(
+    { length: SLOTS },
+    (_, i) => `count(*) FILTER (WHERE width_bucket(a.duration_ms, ${bounds}) = ${i})::int`,
+  ).join(', ');
+  return `stats AS (
+       INSERT INTO webhook_stats AS s (webhook_id, granularity, bucket_start, attempts_success,
+         attempts_failure, calls_succeeded, calls_failed, latency_buckets, latency_ms_sum)
+       SELECT a.webhook_id, g.granularity, date_trunc(g.granularity, a.last_sent_at),
+         count(*) FILTER (WHERE a.status = 'success'),
+         count(*) FILTER (WHERE a.status <> 'success'),
+         count(*) FILTER (WHERE a.status = 'success'),
+         count(*) FILTER (WHERE a.status = 'failed'),
+         ARRAY[${slots}], coalesce(sum(a.duration_ms), 0)
+       FROM ${attempts} a CROSS JOIN (VALUES ('minute'), ('hour')) AS g (granularity)
+       GROUP BY 1, 2, 3
+       ON CONFLICT (webhook_id, granularity, bucket_start) DO UPDATE SET
+         attempts_success = s.attempts_success + EXCLUDED.attempts_success,
+         attempts_failure = s.attempts_failure + EXCLUDED.attempts_failure,
+         calls_succeeded = s.calls_succeeded + EXCLUDED.calls_succeeded,
+         calls_failed = s.calls_failed + EXCLUDED.calls_failed,
+         latency_buckets = ARRAY(SELECT x + y FROM unnest(s.latency_buckets,
+           EXCLUDED.latency_buckets) AS t (x, y)),
+         latency_ms_sum = s.latency_ms_sum + EXCLUDED.latency_ms_sum
+     ), health AS (
+       INSERT INTO webhook_health AS h (webhook_id, last_success_at, last_failure_at,
+         failure_streak)
+       SELECT webhook_id, max(last_sent_at) FILTER (WHERE status = 'success'),
+         max(last_sent_at) FILTER (WHERE status <> 'success'),
+         -- The failures after the last success among these attempts.
+         count(*) FILTER (WHERE status <> 'success' AND last_sent_at > coalesce(last_success,
+           '-infinity'))
+       FROM (SELECT a.*, max(a.last_sent_at) FILTER (WHERE a.status = 'success')
+               OVER (PARTITION BY a.webhook_id) AS last_success
+             FROM ${attempts} a) a
+       GROUP BY webhook_id
+       ON CONFLICT (webhook_id) DO UPDATE SET
+         last_success_at = greatest(h.last_success_at, EXCLUDED.last_success_at),
+         last_failure_at = greatest(h.last_failure_at, EXCLUDED.last_failure_at),
+         failure_streak = CASE WHEN EXCLUDED.last_success_at IS NOT NULL
+           THEN EXCLUDED.failure_streak ELSE h.failure_streak + EXCLUDED.failure_streak END,
+         updated_at = now()
+     )`;
+}
+
+export interface StatsBucket {
+  start: Date;
+  attemptsSuccess: number;
+  attemptsFailure: number;
+  callsSucceeded: number;
+  callsFailed: number;
+  /** Attempts per duration range (LATENCY_BOUNDS_MS). */
+  latencyBuckets: number[];
+  latencyMsSum: number;
+}
+
+export interface WebhookStats {
+  webhookId: string;
+  window: StatsWindow;
+  granularity: 'minute' | 'hour';
+  /** The start of the first bucket read (the window, widened to a whole bucket). */
+  from: Date;
+  to: Date;
+  buckets: StatsBucket[];
+  totals: Omit<StatsBucket, 'start'>;
+  lastSuccessAt: Date | null;
+  lastFailureAt: Date | null;
+  failureStreak: number;
+  backlog: { pending: number; rescheduled: number; oldestCreatedAt: Date | null };
+}
+
+/**
+ * The stats of these webhooks (or of every webhook that exists) over a window: three indexed
+ * reads (buckets, health, backlog), none of the call log's finished rows. Webhooks without any
+ * attempt have zeros.
+ */
+export async function readWebhookStats(
+  db: Queryable,
+  window: StatsWindow,
+  webhookIds: readonly string[] | null,
+): Promise<WebhookStats[]> {
+  const { ms, granularity } = STATS_WINDOWS[window];
+  const ids = webhookIds === null ? null : webhookIds.filter((id) => /^[1-9]\d{0,17}$/.test(id));
+  const { rows: hooks } = await db.query<{ id: string; from: Date; to: Date }>(
+    `SELECT w.id, date_trunc($2, now() - $3::float8 * interval '1 millisecond') AS from,
+       now() AS to
+     FROM webhooks w WHERE $1::bigint[] IS NULL OR w.id = ANY($1::bigint[]) ORDER BY w.id`,
+    [ids, granularity, ms],
+  );
+  if (hooks.length === 0) return [];
+  const from = hooks[0]!.from;
+  const hookIds = hooks.map((hook) => hook.id);
+  const [buckets, health, backlog] = await Promise.all([
+    db.query<{
+      webhook_id: string;
+      bucket_start: Date;
+      attempts_success: number;
+      attempts_failure: number;
+      calls_succeeded: number;
+      calls_failed: number;
+      latency_buckets: number[];
+      latency_ms_sum: number;
+    }>(
+      `SELECT webhook_id, bucket_start, attempts_success, attempts_failure, calls_succeeded,
+         calls_failed, latency_buckets, latency_ms_sum
+       FROM webhook_stats
+       WHERE webhook_id = ANY($1::bigint[]) AND granularity = $2 AND bucket_start >= $3
+       ORDER BY webhook_id, bucket_start`,
+      [hookIds, granularity, from],
+    ),
+    db.query<{
+      webhook_id: string;
+      last_success_at: Date | null;
+      last_failure_at: Date | null;
+      failure_streak: number;
+    }>(
+      `SELECT webhook_id, last_success_at, last_failure_at, failure_streak FROM webhook_health
+       WHERE webhook_id = ANY($1::bigint[])`,
+      [hookIds],
+    ),
+    db.query<{ webhook_id: string; pending: string; rescheduled: string; oldest: Date | null }>(
+      // webhook_calls_unfinished_by_webhook: only the calls not finished are read.
+      `SELECT webhook_id, count(*) FILTER (WHERE status = 'pending') AS pending,
+         count(*) FILTER (WHERE status = 'rescheduled') AS rescheduled, min(created_at) AS oldest
+       FROM webhook_calls
+       WHERE webhook_id = ANY($1::bigint[]) AND status IN ('pending', 'rescheduled')
+       GROUP BY webhook_id`,
+      [hookIds],
+    ),
+  ]);
+  const healthOf = new Map(health.rows.map((row) => [String(row.webhook_id), row]));
+  const backlogOf = new Map(backlog.rows.map((row) => [String(row.webhook_id), row]));
+  const bucketsOf = new Map<string, StatsBucket[]>();
+  for (const row of buckets.rows) {
+    const list = bucketsOf.get(String(row.webhook_id)) ?? [];
+    list.push({
+      start: row.bucket_start,
+      attemptsSuccess: row.attempts_success,
+      attemptsFailure: row.attempts_failure,
+      callsSucceeded: row.calls_succeeded,
+      callsFailed: row.calls_failed,
+      latencyBuckets: row.latency_buckets,
+      latencyMsSum: row.latency_ms_sum,
+    });
+    bucketsOf.set(String(row.webhook_id), list);
+  }
+  return hooks.map((hook) => {
+    const id = String(hook.id);
+    const list = bucketsOf.get(id) ?? [];
+    const h = healthOf.get(id);
+    const b = backlogOf.get(id);
+    return {
+      webhookId: id,
+      window,
+      granularity,
+      from: hook.from,
+      to: hook.to,
+      buckets: list,
+      totals: sumBuckets(list),
+      lastSuccessAt: h?.last_success_at ?? null,
+      lastFailureAt: h?.last_failure_at ?? null,
+      failureStreak: h?.failure_streak ?? 0,
+      backlog: {
+        pending: Number(b?.pending ?? 0),
+        rescheduled: Number(b?.rescheduled ?? 0),
+        oldestCreatedAt: b?.oldest ?? null,
+      },
+    };
+  });
+}
+
+function sumBuckets(buckets: readonly StatsBucket[]): Omit<StatsBucket, 'start'> {
+  const totals = {
+    attemptsSuccess: 0,
+    attemptsFailure: 0,
+    callsSucceeded: 0,
+    callsFailed: 0,
+    latencyBuckets: new Array<number>(SLOTS).fill(0),
+    latencyMsSum: 0,
+  };
+  for (const bucket of buckets) {
+    totals.attemptsSuccess += bucket.attemptsSuccess;
+    totals.attemptsFailure += bucket.attemptsFailure;
+    totals.callsSucceeded += bucket.callsSucceeded;
+    totals.callsFailed += bucket.callsFailed;
+    totals.latencyMsSum += bucket.latencyMsSum;
+    bucket.latencyBuckets.forEach((count, i) => (totals.latencyBuckets[i]! += count));
+  }
+  return totals;
+}
+
+/**
+ * The duration under which a fraction `q` of the counted attempts fell, estimated by linear
+ * interpolation within its range; null when none was counted. Above the last bound, the bound.
+ */
+export function latencyPercentile(latencyBuckets: readonly number[], q: number): number | null {
+  const total = latencyBuckets.reduce((sum, count) => sum + count, 0);
+  if (total === 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < latencyBuckets.length; i++) {
+    const count = latencyBuckets[i]!;
+    if (count > 0 && seen + count >= rank) {
+      const low = i === 0 ? 0 : LATENCY_BOUNDS_MS[i - 1]!;
+      const high = LATENCY_BOUNDS_MS[i];
+      if (high === undefined) return low;
+      return low + ((high - low) * Math.max(0, rank - seen)) / count;
+    }
+    seen += count;
+  }
+  return LATENCY_BOUNDS_MS.at(-1)!;
+}
+
+/**
+ * Deletes the buckets past their keeping: minutes after 2 days, hours after the call log's
+ * retention (at least 31 days; never when the log is kept forever, `logRetentionMs` null).
+ */
+export async function deleteOldWebhookStats(
+  db: Queryable,
+  logRetentionMs: number | null,
+): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM webhook_stats
+     WHERE (granularity = 'minute' AND bucket_start < now() - $1::float8 * interval '1 millisecond')
+        OR (granularity = 'hour' AND bucket_start < now() - $2::float8 * interval '1 millisecond')`,
+    [
+      MINUTE_BUCKETS_KEPT_MS,
+      logRetentionMs === null ? null : Math.max(HOUR_BUCKETS_KEPT_MS, logRetentionMs),
+    ],
+  );
+  return rowCount;
+}

@@ -1,0 +1,115 @@
+import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { ApiError, type WebhookStatsResource } from '@herald/contract';
+import { context } from '@herald/runtime';
+import {
+  STATS_WINDOWS,
+  latencyPercentile,
+  readWebhookStats,
+  type Db,
+  type StatsWindow,
+  type WebhookStats,
+} from '@herald/store';
+import { webhookNotFound } from '../webhooks/errors.js';
+
+/** The stats' query: the window, 24 hours unless asked. */
+const StatsQuery = z
+  .object({
+    window: z.enum(Object.keys(STATS_WINDOWS) as [StatsWindow, ...StatsWindow[]]).default('24h'),
+  })
+  .strict();
+
+function parseWindow(res: Parameters<RequestHandler>[1]): StatsWindow {
+  const parsed = StatsQuery.safeParse(context(res).query);
+  if (!parsed.success) {
+    throw ApiError.many(
+      parsed.error.issues.map((issue) => ({
+        code: 'INVALID_PARAMS' as const,
+        details: { param: issue.path.join('.'), message: issue.message },
+      })),
+    );
+  }
+  return parsed.data.window;
+}
+
+const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
+/** Milliseconds to a tenth. */
+const ms = (value: number | null): number | null =>
+  value === null ? null : Math.round(value * 10) / 10;
+
+function serializeWebhookStats(stats: WebhookStats, withBuckets: boolean): WebhookStatsResource {
+  const { totals } = stats;
+  const attempts = totals.attemptsSuccess + totals.attemptsFailure;
+  const timed = totals.latencyBuckets.reduce((sum, count) => sum + count, 0);
+  return {
+    type: 'webhook_stats',
+    id: stats.webhookId,
+    attributes: {
+      window: stats.window,
+      granularity: stats.granularity,
+      from: stats.from.toISOString(),
+      to: stats.to.toISOString(),
+      attempts: {
+        total: attempts,
+        success: totals.attemptsSuccess,
+        failure: totals.attemptsFailure,
+      },
+      calls: { succeeded: totals.callsSucceeded, failed: totals.callsFailed },
+      success_rate: attempts === 0 ? null : totals.attemptsSuccess / attempts,
+      latency_ms: {
+        p50: ms(latencyPercentile(totals.latencyBuckets, 0.5)),
+        p95: ms(latencyPercentile(totals.latencyBuckets, 0.95)),
+        p99: ms(latencyPercentile(totals.latencyBuckets, 0.99)),
+        mean: timed === 0 ? null : ms(totals.latencyMsSum / timed),
+      },
+      last_success_at: iso(stats.lastSuccessAt),
+      last_failure_at: iso(stats.lastFailureAt),
+      failure_streak: stats.failureStreak,
+      backlog: {
+        pending: stats.backlog.pending,
+        rescheduled: stats.backlog.rescheduled,
+        oldest_age_seconds: stats.backlog.oldestCreatedAt
+          ? Math.max(
+              0,
+              Math.round((stats.to.getTime() - stats.backlog.oldestCreatedAt.getTime()) / 1000),
+            )
+          : null,
+      },
+      ...(withBuckets
+        ? {
+            buckets: stats.buckets.map((bucket) => ({
+              start: bucket.start.toISOString(),
+              attempts_success: bucket.attemptsSuccess,
+              attempts_failure: bucket.attemptsFailure,
+              calls_succeeded: bucket.callsSucceeded,
+              calls_failed: bucket.callsFailed,
+              latency_ms_p50: ms(latencyPercentile(bucket.latencyBuckets, 0.5)),
+            })),
+          }
+        : {}),
+    },
+    relationships: { webhook: { data: { type: 'webhook', id: stats.webhookId } } },
+  };
+}
+
+/** GET /webhooks/:id/stats?window=1h|24h|7d|30d → 200 with the buckets (extension); 404. */
+export function webhookStatsRoute(deps: { db: Db }): RequestHandler<{ id: string }> {
+  return async (req, res) => {
+    const window = parseWindow(res);
+    const [stats] = await readWebhookStats(deps.db, window, [req.params.id]);
+    if (!stats) throw webhookNotFound(req.params.id);
+    res.json({ data: serializeWebhookStats(stats, true) });
+  };
+}
+
+/** GET /webhook_stats?window=… → 200: every webhook's stats, without buckets (extension). */
+export function listWebhookStatsRoute(deps: { db: Db }): RequestHandler {
+  return async (_req, res) => {
+    const window = parseWindow(res);
+    const all = await readWebhookStats(deps.db, window, null);
+    res.json({
+      data: all.map((stats) => serializeWebhookStats(stats, false)),
+      meta: { total_count: all.length },
+    });
+  };
+}
