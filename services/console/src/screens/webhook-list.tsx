@@ -1,15 +1,12 @@
-import type { WebhookCallResource } from '@herald/contract/tables';
+import type { WebhookStatsResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import { Badge, Empty, ErrorNote, LoadState, TableHead, formatTime } from '../components/ui.js';
 import { useResource, useWebhooks } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
-import { formatRate, summarizeCalls, type CallSummary } from '../lib/call-stats.js';
+import { summarizeHealth, type HealthSummary } from '../lib/webhook-health.js';
 import { formatRoute } from '../lib/route.js';
 import type { Webhook } from '../lib/types.js';
-
-/** How many of the newest calls the list's "recent" columns look at (page[limit] maximum). */
-const RECENT_CALLS = 500;
 
 function eventsSummary(webhook: Webhook): string {
   return webhook.attributes.events
@@ -20,11 +17,12 @@ function eventsSummary(webhook: Webhook): string {
 export function WebhookList() {
   const { client, notify } = useApp();
   const webhooks = useWebhooks(client);
-  const calls = useResource(
+  // Every webhook's health over the last 24 hours, in one call (kept as rollups by Herald).
+  const stats = useResource(
     (signal) =>
-      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
+      client.get<Collection<WebhookStatsResource>>('/webhook_stats', {
         signal,
-        query: { page: { limit: String(RECENT_CALLS) }, order_by: 'created_at_desc' },
+        query: { window: '24h' },
       }),
     [client],
   );
@@ -51,7 +49,9 @@ export function WebhookList() {
     }
   };
 
-  const summaries = calls.data ? summarizeCalls(calls.data.data) : new Map<string, CallSummary>();
+  const summaries = new Map<string, HealthSummary>(
+    (stats.data?.data ?? []).map((s) => [s.id, summarizeHealth(s)]),
+  );
   const list = webhooks.data?.data ?? [];
 
   return (
@@ -75,9 +75,9 @@ export function WebhookList() {
           </a>
         </Empty>
       )}
-      {calls.error && (
+      {stats.error && (
         <p class="muted small" role="status">
-          Recent call statistics are unavailable: {calls.error.message}
+          Webhook statistics are unavailable: {stats.error.message}
         </p>
       )}
       {list.length > 0 && (
@@ -86,8 +86,8 @@ export function WebhookList() {
             columns={[
               'Name',
               'State',
-              'Last call',
-              'Success',
+              'Last attempt',
+              'Success (24 h)',
               <span class="visually-hidden">Actions</span>,
             ]}
           />
@@ -110,29 +110,30 @@ export function WebhookList() {
                     <Badge status={enabled ? 'enabled' : 'disabled'} />
                     {!enabled && reason && <div class="small reason">{reason}</div>}
                   </td>
-                  <td data-label="Last call">
-                    {calls.loading && !calls.data ? (
+                  <td data-label="Last attempt">
+                    {stats.loading && !stats.data ? (
                       <span class="muted">…</span>
-                    ) : summary ? (
+                    ) : summary?.last ? (
                       <a
                         href={formatRoute(['calls'], { webhook: webhook.id })}
                         title="Open this webhook's calls"
                       >
-                        <Badge status={summary.lastStatus} />{' '}
-                        {summary.lastResponseStatus !== null && (
-                          <span class="mono">{summary.lastResponseStatus}</span>
-                        )}
-                        <div class="muted small">{formatTime(summary.lastAt)}</div>
+                        <Badge status={summary.last.outcome} />
+                        <div class="muted small">{formatTime(summary.last.at)}</div>
                       </a>
                     ) : (
                       <span class="muted">No calls yet</span>
                     )}
+                    {summary && summary.failureStreak > 0 && (
+                      <div class="small reason">
+                        {summary.failureStreak} failed in a row
+                        {summary.backlog > 0 && `, ${summary.backlog} waiting`}
+                      </div>
+                    )}
                   </td>
-                  <td data-label="Success">
+                  <td data-label="Success (24 h)">
                     {summary ? (
-                      <span title={`${summary.succeeded} of ${summary.answered} answered calls`}>
-                        {formatRate(summary)}
-                      </span>
+                      <span title={summary.rateTitle}>{summary.rate}</span>
                     ) : (
                       <span class="muted">—</span>
                     )}
@@ -162,7 +163,8 @@ export function WebhookList() {
       )}
       {list.length > 0 && (
         <p id="webhooks-caption" class="muted small">
-          Last call and success rate over the {RECENT_CALLS} most recent calls.
+          The last attempt of each webhook, and the share of its attempts that succeeded in the last
+          24 hours.
         </p>
       )}
     </section>
