@@ -16,6 +16,7 @@ export {
   type WebhookFilterEntityType,
 } from './webhooks.js';
 export {
+  SAMPLE_EVENT_ID,
   ATTEMPT_TRIGGERS,
   WEBHOOK_CALL_STATUSES,
   type AttemptTrigger,

@@ -109,3 +109,6 @@ export interface WebhookStatsResource {
   };
   relationships: { webhook: { data: { type: 'webhook'; id: string } } };
 }
+
+/** The id of the sample event that previews and test sends use when no stored event is named. */
+export const SAMPLE_EVENT_ID = 'sample-event';

@@ -112,6 +112,7 @@ export {
 } from './webhooks.js';
 export {
   WEBHOOK_CALL_STATUSES,
+  createTestWebhookCall,
   createWebhookCalls,
   deleteFinishedWebhookCalls,
   dropWebhookCall,

@@ -1,5 +1,6 @@
 import type { AttemptTrigger, WebhookCallStatus } from '@herald/contract';
 import type { Queryable } from './db.js';
+import type { StoredEvent } from './events.js';
 import { rollUpAttemptsSql } from './webhook-stats.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
@@ -21,7 +22,10 @@ export {
 
 export interface WebhookCallRecord {
   id: string;
+  /** The stored event's id; for a test call, the id of the event it carries. */
   eventId: string;
+  /** A test call's own event (POST /webhooks/:id/test); null for the calls events make. */
+  testEvent: StoredEvent | null;
   webhookId: string;
   entityType: string;
   eventType: string;
@@ -42,6 +46,7 @@ export interface WebhookCallRecord {
 interface WebhookCallRow extends Record<string, unknown> {
   id: string;
   event_id: string;
+  test_event: TestEventJson | null;
   webhook_id: string;
   entity_type: string;
   event_type: string;
@@ -59,13 +64,14 @@ interface WebhookCallRow extends Record<string, unknown> {
   next_retry_at: Date | null;
 }
 
-const COLUMNS = `id, event_id, webhook_id, entity_type, event_type, status, created_at, request_url,
+const COLUMNS = `id, coalesce(event_id, test_event->>'id') AS event_id, test_event, webhook_id, entity_type, event_type, status, created_at, request_url,
   request_headers, request_payload, response_status, response_headers, response_payload,
   failure_reason, attempted_auto_retries_count, last_sent_at, next_retry_at`;
 
 const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   id: row.id,
   eventId: row.event_id,
+  testEvent: row.test_event ? fromTestEventJson(row.test_event) : null,
   webhookId: row.webhook_id,
   entityType: row.entity_type,
   eventType: row.event_type,
@@ -82,6 +88,39 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   lastSentAt: row.last_sent_at,
   nextRetryAt: row.next_retry_at,
 });
+
+/** A StoredEvent as a test call keeps it (webhook_calls.test_event): its dates as ISO strings. */
+type TestEventJson = Omit<StoredEvent, 'occurredAt' | 'acceptedAt' | 'matchedAt'> & {
+  occurredAt: string;
+  acceptedAt: string;
+  matchedAt: string | null;
+};
+
+function fromTestEventJson(json: TestEventJson): StoredEvent {
+  return {
+    ...json,
+    occurredAt: new Date(json.occurredAt),
+    acceptedAt: new Date(json.acceptedAt),
+    matchedAt: json.matchedAt === null ? null : new Date(json.matchedAt),
+  };
+}
+
+/**
+ * A test call of a webhook (POST /webhooks/:id/test): pending, carrying `event` (a sample, or a
+ * copy of a stored event) rather than naming it. Attempted like any call, never auto-retried.
+ */
+export async function createTestWebhookCall(
+  db: Queryable,
+  webhookId: string,
+  event: StoredEvent,
+): Promise<WebhookCallRecord> {
+  const { rows } = await db.query<WebhookCallRow>(
+    `INSERT INTO webhook_calls (webhook_id, entity_type, event_type, test_event)
+     VALUES ($1, $2, $3, $4::json) RETURNING ${COLUMNS}`,
+    [webhookId, event.entityType, event.eventType, JSON.stringify(event)],
+  );
+  return toCall(rows[0]!);
+}
 
 /** The stats' rollups of the attempts recordWebhookCallAttempts records (webhook-stats.ts). */
 const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted');

@@ -1,4 +1,4 @@
-import type { WebhookCallResource } from '@herald/contract/tables';
+import { SAMPLE_EVENT_ID, type WebhookCallResource } from '@herald/contract/tables';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import {
@@ -61,7 +61,8 @@ export function PreviewPanel({
     ...new Set(
       (recentEvents.data?.data ?? [])
         .map((call) => call.attributes['event_id'])
-        .filter((id): id is string => typeof id === 'string'),
+        // A test send's sample event is not stored: it cannot be previewed by id.
+        .filter((id): id is string => typeof id === 'string' && id !== SAMPLE_EVENT_ID),
     ),
   ];
 

@@ -195,23 +195,28 @@ async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
   const call = await ctx.loaders.calls.load(data.callId);
   if (!call || !isDue(call, data)) return;
+  // A test call carries its event (POST /webhooks/:id/test); the others name a stored one.
   const [webhook, event] = await Promise.all([
     ctx.loaders.webhooks.load(call.webhookId),
-    ctx.loaders.events.load(call.eventId),
+    call.testEvent ?? ctx.loaders.events.load(call.eventId),
   ]);
   if (!event) return dropWebhookCall(ctx.db, call.id, 'the event no longer exists');
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
-  if (!webhook.enabled && !data.resend) {
+  // A disabled webhook can still be tested (before it is enabled again) or resent to.
+  if (!webhook.enabled && !data.resend && !call.testEvent) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   }
-  await attempt(ctx, data, call, webhook, event);
+  await attempt(ctx, data, { ...call, test: call.testEvent !== null }, webhook, event);
 }
 
 /** Sends one attempt of a call, then records what it led to (decideOutcome, applyOutcome). */
 async function attempt(
   ctx: DeliverContext,
   data: DeliverJobData,
-  call: Pick<WebhookCallRecord, 'id' | 'status' | 'nextRetryAt' | 'attemptedAutoRetriesCount'>,
+  call: Pick<WebhookCallRecord, 'id' | 'status' | 'nextRetryAt' | 'attemptedAutoRetriesCount'> & {
+    /** A test call: sent once, never retried automatically. */
+    test?: boolean;
+  },
   webhook: WebhookRecord,
   event: StoredEvent,
 ): Promise<void> {
@@ -242,7 +247,7 @@ async function attempt(
       nextRetryAt: call.nextRetryAt,
       retriesCount,
       resend: data.resend === true,
-      autoRetry: webhook.autoRetry,
+      autoRetry: webhook.autoRetry && !call.test,
     },
     { retry: ctx.retry, now: Date.now(), random: Math.random },
   );
@@ -253,9 +258,11 @@ async function attempt(
     retriesCount,
     trigger: data.resend
       ? ('resend' as const)
-      : data.retry
-        ? ('retry' as const)
-        : ('first' as const),
+      : call.test
+        ? ('test' as const)
+        : data.retry
+          ? ('retry' as const)
+          : ('first' as const),
     sentAt,
     durationMs: seconds * 1000,
     request,

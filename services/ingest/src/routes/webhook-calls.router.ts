@@ -4,6 +4,7 @@ import { listWebhookCallAttemptsRoute } from './webhook-calls.attempts.js';
 import { listWebhookCallsRoute } from './webhook-calls.list.js';
 import { resendWebhookCall } from './webhook-calls.resend.js';
 import { retrieveWebhookCall } from './webhook-calls.retrieve.js';
+import { sendWebhookTest } from './webhooks.send-test.js';
 
 /** /webhook_calls (API.md §4.4): admin only, like /webhooks. */
 export function webhookCallsRouter(deps: ApiAppDeps & { deliverQueue: DeliverQueue }): Router {
@@ -13,5 +14,7 @@ export function webhookCallsRouter(deps: ApiAppDeps & { deliverQueue: DeliverQue
   router.get('/webhook_calls/:id', admin, retrieveWebhookCall(deps));
   router.get('/webhook_calls/:id/attempts', admin, listWebhookCallAttemptsRoute(deps));
   router.post('/webhook_calls/:id/resend_webhook', admin, resendWebhookCall(deps));
+  // A webhook's action, here because what it makes is a webhook call (and needs the queue).
+  router.post('/webhooks/:id/test', admin, sendWebhookTest(deps));
   return router;
 }

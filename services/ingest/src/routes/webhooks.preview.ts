@@ -1,5 +1,11 @@
 import { Router, type RequestHandler } from 'express';
-import { ApiError, type CidrList, type ErrorEntry, isObject } from '@herald/contract';
+import {
+  ApiError,
+  SAMPLE_EVENT_ID,
+  type CidrList,
+  type ErrorEntry,
+  isObject,
+} from '@herald/contract';
 import { renderDeliveryRequest } from '@herald/payload';
 import { context, requireRole } from '@herald/runtime';
 import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
@@ -44,7 +50,7 @@ export function webhookPreviewRouter(deps: WebhookPreviewDeps): Router {
 
 function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
   return async (req, res) => {
-    const attributes = readPreviewDocument(req.body);
+    const attributes = readActionDocument(req.body, 'webhook_preview');
     const problems: ErrorEntry[] = [];
     for (const key of Object.keys(attributes)) {
       if (ALLOWED.has(key)) continue;
@@ -121,23 +127,18 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
 }
 
 /** `{"data":{"type":"webhook_preview","attributes":{...}}}`, else INVALID_FORMAT (API.md §1). */
-function readPreviewDocument(body: unknown): Record<string, unknown> {
+/** The attributes of an action's document, `{"data": {"type": <type>, "attributes": {...}}}`. */
+export function readActionDocument(body: unknown, type: string): Record<string, unknown> {
   const fail = (message: string, field: string): never => {
     throw new ApiError('INVALID_FORMAT', { message, field });
   };
   if (!isObject(body)) {
-    return fail(
-      'The body must be {"data": {"type": "webhook_preview", "attributes": {...}}}',
-      'data',
-    );
+    return fail(`The body must be {"data": {"type": "${type}", "attributes": {...}}}`, 'data');
   }
   const data = body['data'];
   if (!isObject(data)) return fail('"data" must be one resource object', 'data');
-  if (data['type'] !== 'webhook_preview') {
-    fail(
-      `data.type must be "webhook_preview", not ${JSON.stringify(data['type'] ?? null)}`,
-      'data.type',
-    );
+  if (data['type'] !== type) {
+    fail(`data.type must be "${type}", not ${JSON.stringify(data['type'] ?? null)}`, 'data.type');
   }
   const attributes = data['attributes'];
   if (attributes === undefined) return {};
@@ -145,7 +146,8 @@ function readPreviewDocument(body: unknown): Record<string, unknown> {
   return attributes;
 }
 
-async function chooseEvent(
+/** The event an action names by `event_id` (a problem when it names none), or a sample one. */
+export async function chooseEvent(
   db: Db,
   given: unknown,
   environment: Environment,
@@ -196,7 +198,7 @@ function sampleEvent(environment: Environment, now = new Date()): StoredEvent {
   const at = now.toISOString();
   const locale = environment.locales[0] ?? 'en';
   return {
-    id: 'sample-event',
+    id: SAMPLE_EVENT_ID,
     seq: '0',
     environment: environment.id,
     isEnvironmentPrimary: environment.isPrimary,

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
 import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
+import { findWebhookCall } from '@herald/store';
 import {
   createTestToken,
   randomId,
@@ -359,6 +360,102 @@ describe('/webhook_calls', () => {
           expect(response.status, `${path}?${bad}`).toBe(422);
           expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
         }
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('sends a test now: a sample or a chosen stored event, logged with the trigger test', async ({
+    api,
+    db,
+    pipeline,
+  }) => {
+    let answer = 200;
+    const own = await startReceiver((_req, res) => res.writeHead(answer).end());
+    try {
+      const env = randomId('env');
+      const hook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(own.url, { events: itemEventsIn(env, ['publish']), enabled: false }),
+      );
+      const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
+      const settled = (id: string, status: string) =>
+        vi.waitFor(
+          async () => {
+            const call = await findWebhookCall(db, id);
+            if (call?.status !== status) throw new Error(`call ${id} is ${call?.status}`);
+            return call;
+          },
+          { timeout: 10_000, interval: 25 },
+        );
+      const attemptsOf = async (id: string) =>
+        (await api.call('GET', `/webhook_calls/${id}/attempts`)).body['data'] as {
+          attributes: { trigger: string; outcome: string };
+        }[];
+
+      // A sample event, to a webhook still disabled.
+      const sample = await test();
+      expect(sample.status).toBe(202);
+      const sampleCall = sample.body['data'] as { id: string; attributes: Record<string, unknown> };
+      expect(sampleCall.attributes).toMatchObject({
+        status: 'pending',
+        entity_type: 'item',
+        event_type: 'publish',
+        event_id: 'sample-event',
+      });
+      await settled(sampleCall.id, 'success');
+      expect(own.requests).toHaveLength(1);
+      expect(own.requests[0]!.headers['webhook-id']).toBe(sampleCall.id);
+      expect(own.requests[0]!.body).toContain('Hello from Herald');
+      expect((await attemptsOf(sampleCall.id)).map((a) => a.attributes)).toMatchObject([
+        { trigger: 'test', outcome: 'success' },
+      ]);
+
+      // A stored event, already delivered: a second call of its own, the first untouched.
+      await api.call('PUT', `/webhooks/${hook.id}`, {
+        data: { type: 'webhook', id: hook.id, attributes: { enabled: true } },
+      });
+      const event = itemEvent({ environment: env, eventType: 'publish' });
+      await emitEvents(db, pipeline, [event]);
+      const delivered = await waitForCall(db, event.id, hook.id, ['success']);
+      answer = 500; // a failing test is failed at once: tests are never retried
+      const chosen = await test({
+        data: { type: 'webhook_test', attributes: { event_id: event.id } },
+      });
+      expect(chosen.status).toBe(202);
+      const chosenCall = chosen.body['data'] as { id: string; attributes: Record<string, unknown> };
+      expect(chosenCall.id).not.toBe(delivered.id);
+      expect(chosenCall.attributes['event_id']).toBe(event.id);
+      const failed = await settled(chosenCall.id, 'failed');
+      expect(failed.nextRetryAt).toBeNull();
+      expect(own.requests.map((r) => r.headers['webhook-id'])).toEqual([
+        sampleCall.id,
+        delivered.id,
+        chosenCall.id,
+      ]);
+      expect(own.requests[2]!.body).toContain(event.entityId);
+      expect((await attemptsOf(chosenCall.id)).map((a) => a.attributes)).toMatchObject([
+        { trigger: 'test', outcome: 'failed' },
+      ]);
+      expect((await api.call('GET', `/webhook_calls/${delivered.id}`)).body['data']).toMatchObject({
+        attributes: { status: 'success' },
+      });
+
+      expect((await api.call('POST', '/webhooks/999999/test')).status).toBe(404);
+      for (const [body, code] of [
+        [
+          { data: { type: 'webhook_test', attributes: { event_id: 'never-sent' } } },
+          'VALIDATION_INCLUSION',
+        ],
+        [{ data: { type: 'webhook', attributes: {} } }, 'INVALID_FORMAT'],
+        [{ data: { type: 'webhook_test', attributes: { url: 'http://x' } } }, 'INVALID_ATTRIBUTES'],
+        [{ data: [] }, 'INVALID_FORMAT'],
+      ] as const) {
+        const response = await test(body);
+        expect(response.status, JSON.stringify(body)).toBe(422);
+        expect(JSON.stringify(response.body)).toContain(code);
       }
     } finally {
       await own.close();
