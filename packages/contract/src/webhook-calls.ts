@@ -97,6 +97,15 @@ export interface WebhookStatsResource {
     /** Attempts that failed since the last success. */
     failure_streak: number;
     backlog: { pending: number; rescheduled: number; oldest_age_seconds: number | null };
+    /**
+     * The circuit breaker: `closed`; `open` (calls wait until `open_until`); `half_open` (the
+     * cool-down is over, one probe decides). `failures`: the run of tripping failures.
+     */
+    circuit: {
+      state: 'closed' | 'open' | 'half_open';
+      open_until: string | null;
+      failures: number;
+    };
     /** Per bucket with attempts, oldest first (only GET /webhooks/:id/stats). */
     buckets?: {
       start: string;

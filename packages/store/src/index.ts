@@ -124,6 +124,7 @@ export {
   markWebhookCallsEnqueued,
   recordWebhookCallAttempts,
   type AttemptTrigger,
+  type CircuitSettings,
   type WebhookCallAttempt,
   type WebhookCallAttemptRecord,
   type WebhookCallListQuery,
@@ -133,7 +134,9 @@ export {
 export {
   LATENCY_BOUNDS_MS,
   STATS_WINDOWS,
+  claimCircuitProbe,
   deleteOldWebhookStats,
+  listOpenCircuits,
   latencyPercentile,
   readWebhookStats,
   type StatsBucket,

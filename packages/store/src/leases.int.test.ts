@@ -96,6 +96,7 @@ describe('leases on held calls', () => {
           status: 'success',
           trigger: 'first',
           durationMs: 12.5,
+          tripsCircuit: false,
           requestUrl: 'http://x',
           requestHeaders: {},
           requestPayload: '{}',

@@ -89,6 +89,12 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   nextRetryAt: row.next_retry_at,
 });
 
+/** A webhook's circuit breaker: open after `failures` tripping failures in a row, `cooldownMs`. */
+export interface CircuitSettings {
+  failures: number;
+  cooldownMs: number;
+}
+
 /** A StoredEvent as a test call keeps it (webhook_calls.test_event): its dates as ISO strings. */
 type TestEventJson = Omit<StoredEvent, 'occurredAt' | 'acceptedAt' | 'matchedAt'> & {
   occurredAt: string;
@@ -123,7 +129,7 @@ export async function createTestWebhookCall(
 }
 
 /** The stats' rollups of the attempts recordWebhookCallAttempts records (webhook-stats.ts). */
-const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted');
+const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted', '$16::int', '$17::float8');
 
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
@@ -245,6 +251,11 @@ export interface WebhookCallAttempt {
   trigger: AttemptTrigger;
   /** From sending the request to its answer (or failure), in milliseconds. */
   durationMs: number;
+  /**
+   * Whether the failure says the endpoint is away (no answer, a timeout, a 5xx, a 429): a run of
+   * those opens the webhook's circuit. False for a success and for other answers.
+   */
+  tripsCircuit: boolean;
   requestUrl: string;
   requestHeaders: Record<string, string>;
   requestPayload: string;
@@ -267,6 +278,8 @@ export interface WebhookCallAttempt {
 export async function recordWebhookCallAttempts(
   db: Queryable,
   attempts: readonly { id: string; attempt: WebhookCallAttempt }[],
+  /** The circuit breaker: opens after `failures` tripping failures in a row (0: never). */
+  circuit: CircuitSettings = { failures: 0, cooldownMs: 0 },
 ): Promise<void> {
   if (attempts.length === 0) return;
   const column = <T>(pick: (a: WebhookCallAttempt) => T) => attempts.map((a) => pick(a.attempt));
@@ -278,10 +291,11 @@ export async function recordWebhookCallAttempts(
       text: `WITH v AS (
        SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
                             $6::int[], $7::text[], $8::text[], $9::text[], $10::int[],
-                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[])
+                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[],
+                            $15::boolean[])
          AS v(id, status, request_url, request_headers, request_payload, response_status,
               response_headers, response_payload, failure_reason, attempted, last_sent_at,
-              next_retry_at, trigger, duration_ms)
+              next_retry_at, trigger, duration_ms, trips)
      ), before AS (
        SELECT c.id, c.request_payload FROM webhook_calls c JOIN v ON v.id = c.id
        WHERE c.attempts_count > 0 AND c.request_payload IS DISTINCT FROM v.request_payload
@@ -299,7 +313,7 @@ export async function recordWebhookCallAttempts(
        FROM v WHERE c.id = v.id
        RETURNING c.id, c.attempts_count, c.webhook_id
      ), attempted AS (
-       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms
+       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips
        FROM updated u JOIN v ON v.id = u.id
      ), ${ROLL_UP_ATTEMPTS}
      INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
@@ -325,6 +339,9 @@ export async function recordWebhookCallAttempts(
       column((a) => a.nextRetryAt),
       column((a) => a.trigger),
       column((a) => a.durationMs),
+      column((a) => a.tripsCircuit),
+      circuit.failures,
+      circuit.cooldownMs,
     ],
   );
 }

@@ -3,7 +3,9 @@ import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import {
   LATENCY_BOUNDS_MS,
   STATS_WINDOWS,
+  claimCircuitProbe,
   deleteOldWebhookStats,
+  listOpenCircuits,
   insertWebhook,
   latencyPercentile,
   readWebhookStats,
@@ -91,6 +93,7 @@ describe('webhook stats: rollups kept as attempts are recorded', () => {
           status: h.status,
           trigger: 'first' as const,
           durationMs: h.durationMs,
+          tripsCircuit: false,
           requestUrl: 'http://receiver.test/hook',
           requestHeaders: {},
           requestPayload: '{}',
@@ -202,5 +205,150 @@ describe('webhook stats: rollups kept as attempts are recorded', () => {
     await deleteOldWebhookStats(t.db, 86_400_000);
     expect(await count('hour', 31)).toBe(0);
     expect(await count('hour', 1)).toBeGreaterThan(0);
+  });
+});
+
+describe('the circuit breaker, kept by the statement that records attempts', () => {
+  let t: TestDb;
+  let webhookId: string;
+  let n = 0;
+  const circuit = { failures: 3, cooldownMs: 60_000 };
+
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+    webhookId = (await insertWebhook(t.db, testWebhookInput())).id;
+  });
+  afterAll(() => t.cleanup());
+
+  /** Records one attempt per status (a new call each), in one batch, in order. */
+  async function record(...results: (number | 'timeout')[]): Promise<void> {
+    const batch = [];
+    for (const result of results) {
+      const id = `circuit-${++n}`;
+      await t.db.query(
+        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
+        [id],
+      );
+      const { rows } = await t.db.query<{ id: string }>(
+        `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+         VALUES ($1, $2, 'item', 'update') RETURNING id`,
+        [id, webhookId],
+      );
+      const ok = typeof result === 'number' && result < 300;
+      batch.push({
+        id: rows[0]!.id,
+        attempt: {
+          status: ok ? ('success' as const) : ('failed' as const),
+          trigger: 'first' as const,
+          durationMs: 5,
+          tripsCircuit: result === 'timeout' || result >= 500 || result === 429,
+          requestUrl: 'http://receiver.test/hook',
+          requestHeaders: {},
+          requestPayload: '{}',
+          responseStatus: typeof result === 'number' ? result : null,
+          responseHeaders: null,
+          responsePayload: null,
+          failureReason: ok ? null : String(result),
+          attemptedAutoRetriesCount: 0,
+          // Strictly increasing within the batch: the order the runs are counted in.
+          lastSentAt: new Date(Date.now() + n),
+          nextRetryAt: null,
+        },
+      });
+    }
+    await recordWebhookCallAttempts(t.db, batch, circuit);
+  }
+  const state = async () => (await readWebhookStats(t.db, '1h', [webhookId]))[0]!.circuit;
+  const expire = () =>
+    t.db.query(
+      `UPDATE webhook_health SET circuit_open_until = now() - interval '1 second'
+       WHERE webhook_id = $1`,
+      [webhookId],
+    );
+
+  it('opens after a run of failures that say the endpoint is away, never on other answers', async () => {
+    await record(503, 'timeout');
+    expect(await state()).toMatchObject({ state: 'closed', failures: 2 });
+    // A 404 is an answer: the endpoint is there, the run starts over.
+    await record(404);
+    expect(await state()).toMatchObject({ state: 'closed', failures: 0 });
+    await record(429, 500);
+    expect(await listOpenCircuits(t.db)).toEqual([]);
+    // In another batch, the run goes on: open.
+    await record('timeout');
+    expect(await state()).toMatchObject({ state: 'open', failures: 3 });
+    const [open] = await listOpenCircuits(t.db);
+    expect(open!.webhookId).toBe(webhookId);
+    expect(open!.waitMs).toBeGreaterThan(55_000);
+    expect(open!.waitMs).toBeLessThanOrEqual(60_000);
+    // No probe while it cools down.
+    expect(await claimCircuitProbe(t.db, webhookId, 10_000)).toBe(false);
+  });
+
+  it('lets one probe go after the cool-down: a failure opens it again, a success closes it', async () => {
+    await expire();
+    expect(await state()).toMatchObject({ state: 'half_open' });
+    expect((await listOpenCircuits(t.db))[0]!.waitMs).toBe(0);
+    expect(await claimCircuitProbe(t.db, webhookId, 10_000)).toBe(true);
+    // Taken: the others wait for its outcome (a claim older than the timeout would be dead).
+    expect(await claimCircuitProbe(t.db, webhookId, 10_000)).toBe(false);
+    await record(502);
+    expect(await state()).toMatchObject({ state: 'open', failures: 4 });
+    expect((await listOpenCircuits(t.db))[0]!.waitMs).toBeGreaterThan(55_000);
+    await expire();
+    expect(await claimCircuitProbe(t.db, webhookId, 10_000)).toBe(true);
+    await record(200);
+    expect(await state()).toEqual({ state: 'closed', openUntil: null, failures: 0 });
+    expect(await listOpenCircuits(t.db)).toEqual([]);
+  });
+
+  it('takes over a probe whose process died (its claim older than the timeout)', async () => {
+    await record(503, 503, 503);
+    await expire();
+    expect(await claimCircuitProbe(t.db, webhookId, 10_000)).toBe(true);
+    expect(await claimCircuitProbe(t.db, webhookId, 0)).toBe(true);
+  });
+
+  it('never opens with a threshold of 0', async () => {
+    await record(200);
+    const off = { failures: 0, cooldownMs: 60_000 };
+    const before = n;
+    for (let i = 0; i < 5; i++) {
+      await t.db.query(
+        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
+        [`off-${i}`],
+      );
+    }
+    const { rows } = await t.db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       SELECT 'off-' || i, $1, 'item', 'update' FROM generate_series(0, 4) AS i RETURNING id`,
+      [webhookId],
+    );
+    await recordWebhookCallAttempts(
+      t.db,
+      rows.map((row, i) => ({
+        id: row.id,
+        attempt: {
+          status: 'failed' as const,
+          trigger: 'first' as const,
+          durationMs: 5,
+          tripsCircuit: true,
+          requestUrl: 'http://receiver.test/hook',
+          requestHeaders: {},
+          requestPayload: '{}',
+          responseStatus: 503,
+          responseHeaders: null,
+          responsePayload: null,
+          failureReason: 'HTTP 503',
+          attemptedAutoRetriesCount: 0,
+          lastSentAt: new Date(Date.now() + before + i),
+          nextRetryAt: null,
+        },
+      })),
+      off,
+    );
+    expect(await state()).toMatchObject({ state: 'closed', failures: 5 });
   });
 });

@@ -25,9 +25,15 @@ const HOUR_BUCKETS_KEPT_MS = 31 * 86_400_000;
 /**
  * CTEs that roll the attempts just recorded up into webhook_stats and webhook_health, for the
  * statement that records them (recordWebhookCallAttempts): `attempts` must be a CTE with one row
- * per attempt of (webhook_id, status, last_sent_at, duration_ms).
+ * per attempt of (webhook_id, status, last_sent_at, duration_ms, trips), `trips` telling whether
+ * the attempt's failure says the endpoint is away. `threshold` and `cooldownMs` are the circuit
+ * breaker's parameters (a threshold of 0 never opens it).
  */
-export function rollUpAttemptsSql(attempts: string): string {
+export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownMs: string): string {
+  // The circuit's run of failures after these attempts: theirs, after the last one that reached
+  // the endpoint (a success, or an answer that does not trip), or theirs added to the earlier run.
+  const failures = `CASE WHEN EXCLUDED.last_reached_at IS NOT NULL
+    THEN EXCLUDED.circuit_failures ELSE h.circuit_failures + EXCLUDED.circuit_failures END`;
   const bounds = `ARRAY[${LATENCY_BOUNDS_MS.join(', ')}]::float8[]`;
   const slots = Array.from(
     { length: SLOTS },
@@ -54,14 +60,24 @@ export function rollUpAttemptsSql(attempts: string): string {
          latency_ms_sum = s.latency_ms_sum + EXCLUDED.latency_ms_sum
      ), health AS (
        INSERT INTO webhook_health AS h (webhook_id, last_success_at, last_failure_at,
-         failure_streak)
+         failure_streak, last_reached_at, circuit_failures, circuit_open_until)
        SELECT webhook_id, max(last_sent_at) FILTER (WHERE status = 'success'),
          max(last_sent_at) FILTER (WHERE status <> 'success'),
          -- The failures after the last success among these attempts.
          count(*) FILTER (WHERE status <> 'success' AND last_sent_at > coalesce(last_success,
-           '-infinity'))
-       FROM (SELECT a.*, max(a.last_sent_at) FILTER (WHERE a.status = 'success')
-               OVER (PARTITION BY a.webhook_id) AS last_success
+           '-infinity')),
+         max(last_sent_at) FILTER (WHERE NOT trips),
+         -- The tripping failures after the last attempt that reached the endpoint.
+         count(*) FILTER (WHERE trips AND last_sent_at > coalesce(last_kept, '-infinity')),
+         -- A first row opens the circuit only if its own run reaches the threshold.
+         CASE WHEN ${threshold} > 0 AND count(*) FILTER (WHERE trips AND last_sent_at >
+             coalesce(last_kept, '-infinity')) >= ${threshold}
+           THEN now() + ${cooldownMs} * interval '1 millisecond' END
+       FROM (SELECT a.*,
+               max(a.last_sent_at) FILTER (WHERE a.status = 'success')
+                 OVER (PARTITION BY a.webhook_id) AS last_success,
+               max(a.last_sent_at) FILTER (WHERE NOT a.trips)
+                 OVER (PARTITION BY a.webhook_id) AS last_kept
              FROM ${attempts} a) a
        GROUP BY webhook_id
        ON CONFLICT (webhook_id) DO UPDATE SET
@@ -69,6 +85,13 @@ export function rollUpAttemptsSql(attempts: string): string {
          last_failure_at = greatest(h.last_failure_at, EXCLUDED.last_failure_at),
          failure_streak = CASE WHEN EXCLUDED.last_success_at IS NOT NULL
            THEN EXCLUDED.failure_streak ELSE h.failure_streak + EXCLUDED.failure_streak END,
+         last_reached_at = greatest(h.last_reached_at, EXCLUDED.last_reached_at),
+         circuit_failures = ${failures},
+         -- Open (again, after a probe that failed) once the run reaches the threshold; closed
+         -- by an attempt that did not trip. The probe's claim ends with its outcome.
+         circuit_open_until = CASE WHEN ${threshold} > 0 AND ${failures} >= ${threshold}
+           THEN now() + ${cooldownMs} * interval '1 millisecond' END,
+         circuit_probe_at = NULL,
          updated_at = now()
      )`;
 }
@@ -97,6 +120,8 @@ export interface WebhookStats {
   lastFailureAt: Date | null;
   failureStreak: number;
   backlog: { pending: number; rescheduled: number; oldestCreatedAt: Date | null };
+  /** The circuit breaker: closed, open until `openUntil`, or half-open (its probe may go). */
+  circuit: { state: 'closed' | 'open' | 'half_open'; openUntil: Date | null; failures: number };
 }
 
 /**
@@ -143,9 +168,13 @@ export async function readWebhookStats(
       last_success_at: Date | null;
       last_failure_at: Date | null;
       failure_streak: number;
+      circuit_failures: number;
+      circuit_open_until: Date | null;
+      circuit_open: boolean;
     }>(
-      `SELECT webhook_id, last_success_at, last_failure_at, failure_streak FROM webhook_health
-       WHERE webhook_id = ANY($1::bigint[])`,
+      `SELECT webhook_id, last_success_at, last_failure_at, failure_streak, circuit_failures,
+         circuit_open_until, circuit_open_until > now() AS circuit_open
+       FROM webhook_health WHERE webhook_id = ANY($1::bigint[])`,
       [hookIds],
     ),
     db.query<{ webhook_id: string; pending: string; rescheduled: string; oldest: Date | null }>(
@@ -190,6 +219,11 @@ export async function readWebhookStats(
       lastSuccessAt: h?.last_success_at ?? null,
       lastFailureAt: h?.last_failure_at ?? null,
       failureStreak: h?.failure_streak ?? 0,
+      circuit: {
+        state: !h?.circuit_open_until ? 'closed' : h.circuit_open ? 'open' : 'half_open',
+        openUntil: h?.circuit_open_until ?? null,
+        failures: h?.circuit_failures ?? 0,
+      },
       backlog: {
         pending: Number(b?.pending ?? 0),
         rescheduled: Number(b?.rescheduled ?? 0),
@@ -259,4 +293,39 @@ export async function deleteOldWebhookStats(
     ],
   );
   return rowCount;
+}
+
+/**
+ * The circuits not closed: each webhook's wait until its cool-down ends (0 when it has: a probe
+ * may go), measured on the database's clock.
+ */
+export async function listOpenCircuits(
+  db: Queryable,
+): Promise<{ webhookId: string; waitMs: number }[]> {
+  const { rows } = await db.query<{ webhook_id: string; wait_ms: number }>({
+    name: 'herald.circuits.open',
+    text: `SELECT webhook_id, greatest(0, extract(epoch FROM circuit_open_until - now()) * 1000)::float8
+       AS wait_ms FROM webhook_health WHERE circuit_open_until IS NOT NULL`,
+  });
+  return rows.map((row) => ({ webhookId: String(row.webhook_id), waitMs: row.wait_ms }));
+}
+
+/**
+ * Takes the one probe of a webhook whose circuit's cool-down has ended: true for the caller that
+ * may send it, false while another's probe runs (a claim older than `probeTimeoutMs` is dead).
+ * The probe's outcome, recorded with the others, closes the circuit or opens it again.
+ */
+export async function claimCircuitProbe(
+  db: Queryable,
+  webhookId: string,
+  probeTimeoutMs: number,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_health SET circuit_probe_at = now()
+     WHERE webhook_id = $1 AND circuit_open_until <= now()
+       AND (circuit_probe_at IS NULL
+            OR circuit_probe_at < now() - $2::float8 * interval '1 millisecond')`,
+    [webhookId, probeTimeoutMs],
+  );
+  return rowCount === 1;
 }

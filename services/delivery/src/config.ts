@@ -37,6 +37,14 @@ export const deliveryEnv = {
   DELIVERY_RETRY_AFTER_MAX_MS: int(0, 7 * 86_400_000).default(86_400_000),
   /** Deliveries in flight at once per webhook, across all workers (API.md §6.2). */
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: int(1, 10_000).default(10),
+  /**
+   * The circuit breaker: after this many attempts of a webhook in a row fail with no answer, a
+   * timeout, a 5xx or a 429, its calls wait DELIVERY_CIRCUIT_COOLDOWN_MS, then one probe decides
+   * whether it closes. 0 turns it off.
+   */
+  DELIVERY_CIRCUIT_FAILURES: int(0, 1_000_000).default(10),
+  /** How long an open circuit keeps a webhook's calls waiting before its probe. */
+  DELIVERY_CIRCUIT_COOLDOWN_MS: int(100, 86_400_000).default(60_000),
   /** Concurrent delivery attempts per process (the shared pool). */
   DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
   /** Concurrent event matches per process. */
@@ -131,6 +139,10 @@ export function deliverySettings(
       retryAfterMaxMs: config.DELIVERY_RETRY_AFTER_MAX_MS,
     },
     maxInFlightPerWebhook: config.DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK,
+    circuit: {
+      failures: config.DELIVERY_CIRCUIT_FAILURES,
+      cooldownMs: config.DELIVERY_CIRCUIT_COOLDOWN_MS,
+    },
     deliverConcurrency: config.DELIVERY_CONCURRENCY,
     matchConcurrency: config.MATCH_CONCURRENCY,
     matchRetries: { attempts: config.MATCH_JOB_ATTEMPTS, backoffMs: config.MATCH_JOB_BACKOFF_MS },

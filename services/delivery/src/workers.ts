@@ -21,8 +21,9 @@ import {
   type MatchJobRetries,
   type Redis,
 } from '@herald/runtime';
-import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
+import { findWebhook, listEnabledWebhooks, type CircuitSettings, type Db } from '@herald/store';
 import type { Registry } from 'prom-client';
+import { Circuits } from './delivery/circuits.js';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
 import { Lease } from './delivery/lease.js';
@@ -52,6 +53,8 @@ export interface DeliverySettings {
   responseMaxBytes: number;
   retry: RetryPolicy;
   maxInFlightPerWebhook: number;
+  /** The circuit breaker (failures 0: off). */
+  circuit: CircuitSettings;
   deliverConcurrency: number;
   matchConcurrency: number;
   /** The match job's retry budget (also ingest's, which enqueues most match jobs). */
@@ -167,7 +170,17 @@ export async function startDelivery(
   await lease.start();
   let closing = false;
 
-  const loaders = deliveryLoaders(db);
+  const loaders = deliveryLoaders(db, settings.circuit);
+  const circuits = new Circuits({
+    db,
+    logger: logger.child({ module: 'circuits' }),
+    pollMs: Math.min(1000, Math.max(100, settings.circuit.cooldownMs / 4)),
+    // An attempt lasts at most the timeout: a claim older than twice that is a dead process's.
+    probeTimeoutMs: 2 * settings.timeoutMs + 1000,
+    probeWaitMs: Math.min(1000, Math.max(100, settings.circuit.cooldownMs / 4)),
+    openGauge: metrics.circuitsOpen,
+  });
+  await circuits.start();
   const deliverContext: DeliverContext = {
     db,
     loaders,
@@ -182,6 +195,7 @@ export async function startDelivery(
     retry: settings.retry,
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
     lease,
+    circuits,
     isWebhookEnabled: (webhookId) => index.has(webhookId),
     announce: async (message) => {
       // Postgres holds the change; a lost announcement is caught up by the periodic reload.
@@ -296,6 +310,7 @@ export async function startDelivery(
       await Promise.all([matchWorker.close(), deliverWorker.close()]);
       await firstAttempts.drain();
       await lease.stop();
+      await circuits.stop();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
       await Promise.all(

@@ -19,6 +19,7 @@ function stats(attributes: Partial<WebhookStatsResource['attributes']> = {}): We
       last_failure_at: null,
       failure_streak: 0,
       backlog: { pending: 0, rescheduled: 0, oldest_age_seconds: null },
+      circuit: { state: 'closed', open_until: null, failures: 0 },
       ...attributes,
     },
     relationships: { webhook: { data: { type: 'webhook', id: '1' } } },
@@ -43,7 +44,19 @@ describe('summarizeHealth', () => {
       rateTitle: '5 of 6 attempts in 24 h',
       failureStreak: 1,
       backlog: 3,
+      circuit: null,
     });
+    const open = summarizeHealth(
+      stats({ circuit: { state: 'open', open_until: '2026-01-01T11:01:00Z', failures: 10 } }),
+    );
+    expect(open.circuit).toMatch(/^Circuit open until /);
+    expect(
+      summarizeHealth(
+        stats({
+          circuit: { state: 'half_open', open_until: '2026-01-01T11:01:00Z', failures: 10 },
+        }),
+      ).circuit,
+    ).toBe('Circuit half-open (probing)');
     // A failing webhook with no attempt in the window still shows its last outcome.
     expect(summarizeHealth(stats({ last_failure_at: '2025-12-01T00:00:00Z' }))).toMatchObject({
       last: { outcome: 'failed' },

@@ -11,6 +11,8 @@ export interface HealthSummary {
   failureStreak: number;
   /** Calls not finished now. */
   backlog: number;
+  /** "Circuit open until 10:42:05", "Circuit half-open (probing)", or null when closed. */
+  circuit: string | null;
 }
 
 /** Summarizes a webhook's stats for the list. */
@@ -30,5 +32,11 @@ export function summarizeHealth(stats: WebhookStatsResource): HealthSummary {
     rateTitle: `${a.attempts.success} of ${a.attempts.total} attempts in ${a.window.replace(/(\d+)/, '$1 ')}`,
     failureStreak: a.failure_streak,
     backlog: a.backlog.pending + a.backlog.rescheduled,
+    circuit:
+      a.circuit.state === 'open'
+        ? `Circuit open until ${new Date(a.circuit.open_until!).toLocaleTimeString()}`
+        : a.circuit.state === 'half_open'
+          ? 'Circuit half-open (probing)'
+          : null,
   };
 }

@@ -124,6 +124,7 @@ export function WebhookList() {
                     ) : (
                       <span class="muted">No calls yet</span>
                     )}
+                    {summary?.circuit && <div class="small reason">{summary.circuit}</div>}
                     {summary && summary.failureStreak > 0 && (
                       <div class="small reason">
                         {summary.failureStreak} failed in a row

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decideOutcome,
   statusClass,
+  tripsCircuit,
   type AttemptedCall,
   type Outcome,
   type OutcomeSettings,
@@ -201,5 +202,15 @@ describe('statusClass', () => {
     expect(statusClass(response(204))).toBe('2xx');
     expect(statusClass(response(503))).toBe('5xx');
     expect(statusClass(error('timeout'))).toBe('timeout');
+  });
+});
+
+describe('tripsCircuit', () => {
+  it('counts no answer, a 5xx and a 429 toward the circuit; a success, other answers and an SSRF refusal not', () => {
+    for (let status = 100; status < 600; status++) {
+      expect(tripsCircuit(response(status)), String(status)).toBe(status >= 500 || status === 429);
+    }
+    for (const kind of ERRORS) expect(tripsCircuit(error(kind)), kind).toBe(true);
+    expect(tripsCircuit(error('blocked'))).toBe(false);
   });
 });

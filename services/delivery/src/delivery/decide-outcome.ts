@@ -65,6 +65,17 @@ export function statusClass(result: SendResult): string {
 }
 
 /**
+ * Whether a result says the endpoint is away, and counts toward opening its circuit: no answer
+ * (a timeout, a reset, a refused connection, a name that does not resolve), a 5xx or a 429. A
+ * success, another answer (the endpoint is there, it refused this one) and an SSRF refusal (the
+ * URL's fault, not the endpoint's) do not.
+ */
+export function tripsCircuit(result: SendResult): boolean {
+  if (result.kind === 'response') return result.status >= 500 || result.status === 429;
+  return result.error !== 'blocked';
+}
+
+/**
  * What an attempt's result means for its call. Pure: the clock and the jitter come in settings.
  * Only a 2xx succeeds; a 410 or an SSRF refusal fails for good, even on a resend; a failed resend
  * leaves the plan as it was; any other failure is retried on the schedule when the webhook auto

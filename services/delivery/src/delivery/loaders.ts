@@ -6,6 +6,7 @@ import {
   findWebhooks,
   loadModels,
   recordWebhookCallAttempts,
+  type CircuitSettings,
   type Db,
   type VersionedModel,
   type WebhookCallAttempt,
@@ -94,7 +95,7 @@ export class ModelCache {
   }
 }
 
-export function deliveryLoaders(db: Db): DeliveryLoaders {
+export function deliveryLoaders(db: Db, circuit?: CircuitSettings): DeliveryLoaders {
   return {
     calls: new BatchLoader(
       (ids) => findWebhookCalls(db, ids),
@@ -113,6 +114,7 @@ export function deliveryLoaders(db: Db): DeliveryLoaders {
       recordWebhookCallAttempts(
         db,
         items.map(({ id, value }) => ({ id, attempt: value })),
+        circuit,
       ),
     ),
   };

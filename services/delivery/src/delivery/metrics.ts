@@ -17,6 +17,10 @@ export interface DeliveryMetrics {
   jobsWaitingForDatabase: Counter<'queue'>;
   /** Calls held by this process in Postgres but not in its memory, released to the sweeper. */
   heldCallsReleased: Counter;
+  /** Webhooks whose circuit is not closed (open, or waiting for its probe's outcome). */
+  circuitsOpen: Gauge;
+  /** Attempts put off because their webhook's circuit was open, by path. */
+  circuitDeferrals: Counter<'path'>;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -90,6 +94,17 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       help:
         'Calls Postgres said this process held that it no longer had in memory (an outcome a ' +
         'Postgres crash forgot, or a reply lost), released for the sweeper to send again',
+      registers,
+    }),
+    circuitsOpen: new Gauge({
+      name: 'herald_circuits_open',
+      help: "Webhooks whose circuit breaker is open or waiting for its probe's outcome",
+      registers,
+    }),
+    circuitDeferrals: new Counter({
+      name: 'herald_circuit_deferrals_total',
+      help: "Attempts put off because their webhook's circuit was open (first: a first attempt; job: a deliver job)",
+      labelNames: ['path'] as const,
       registers,
     }),
     queueDepth: new Gauge({

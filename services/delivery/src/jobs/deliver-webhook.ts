@@ -20,7 +20,12 @@ import {
   type WebhookCallRecord,
   type WebhookRecord,
 } from '@herald/store';
-import { decideOutcome, statusClass, type Outcome } from '../delivery/decide-outcome.js';
+import {
+  decideOutcome,
+  statusClass,
+  tripsCircuit,
+  type Outcome,
+} from '../delivery/decide-outcome.js';
 import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
 import type { InFlightLimiter } from '../delivery/in-flight.js';
@@ -28,6 +33,7 @@ import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
 import type { RetryPolicy } from '../delivery/schedule.js';
+import type { Circuits } from '../delivery/circuits.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 
@@ -49,6 +55,8 @@ export interface DeliverContext {
   inFlightWaitMs: number;
   /** This process's lease on the calls whose first attempts it holds. */
   lease: Lease;
+  /** The webhooks' circuit breakers: whether an attempt may go now. */
+  circuits: Circuits;
   /** Whether the webhook is enabled as far as this process heard (the match index). */
   isWebhookEnabled: (webhookId: string) => boolean;
   /** Tells every process of a webhook change (the channel the API publishes on). */
@@ -79,6 +87,14 @@ const processTag = randomBytes(4).toString('hex');
 const slotToken = (callId: string): string =>
   `${callId}:${processTag}:${(attempts++).toString(36)}`;
 
+/** A deliver job's call waits for its webhook's circuit: the job comes back in `waitMs`. */
+class CircuitOpenError extends Error {
+  constructor(readonly waitMs: number) {
+    super("the webhook's circuit is open");
+    this.name = 'CircuitOpenError';
+  }
+}
+
 /** How long an attempt whose webhook is at its in-flight limit steps aside. */
 const inFlightWait = (ctx: DeliverContext): number => ctx.inFlightWaitMs * (1 + Math.random());
 
@@ -100,6 +116,11 @@ async function handler(
   try {
     await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
   } catch (error) {
+    if (error instanceof CircuitOpenError) {
+      ctx.metrics.circuitDeferrals.inc({ path: 'job' });
+      await job.moveToDelayed(Date.now() + error.waitMs, token);
+      throw new DelayedError();
+    }
     // Before anything was sent (an outcome write waits for the database itself).
     if (!isDbUnavailableError(error)) throw error;
     ctx.metrics.jobsWaitingForDatabase.inc({ queue: QUEUE_WEBHOOK_DELIVER });
@@ -183,6 +204,14 @@ async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
   if (!webhook.enabled || !ctx.isWebhookEnabled(webhook.id)) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   }
+  const admission = await ctx.circuits.admit(webhook.id);
+  if (!admission.send) {
+    // The circuit is open: the call waits as a delayed job, no longer held here.
+    ctx.metrics.circuitDeferrals.inc({ path: 'first' });
+    await enqueueDeliveries(ctx.deliverQueue, [call], () => admission.waitMs);
+    await ctx.lease.release([call.id], false);
+    return;
+  }
   const pending = {
     id: call.id,
     status: 'pending' as const,
@@ -205,6 +234,11 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
   // A disabled webhook can still be tested (before it is enabled again) or resent to.
   if (!webhook.enabled && !data.resend && !call.testEvent) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
+  }
+  // A resend or a test is someone asking now: it goes whatever the circuit says.
+  if (!data.resend && !call.testEvent) {
+    const admission = await ctx.circuits.admit(webhook.id);
+    if (!admission.send) throw new CircuitOpenError(admission.waitMs);
   }
   await attempt(ctx, data, { ...call, test: call.testEvent !== null }, webhook, event);
 }
@@ -303,6 +337,7 @@ async function applyOutcome(
         status: outcome.status,
         trigger: sent.trigger,
         durationMs: sent.durationMs,
+        tripsCircuit: tripsCircuit(result),
         requestUrl: request.url,
         requestHeaders: request.redacted,
         requestPayload: request.body,

@@ -75,6 +75,11 @@ function serializeWebhookStats(stats: WebhookStats, withBuckets: boolean): Webho
             )
           : null,
       },
+      circuit: {
+        state: stats.circuit.state,
+        open_until: iso(stats.circuit.openUntil),
+        failures: stats.circuit.failures,
+      },
       ...(withBuckets
         ? {
             buckets: stats.buckets.map((bucket) => ({
