@@ -136,6 +136,7 @@ export {
   STATS_WINDOWS,
   claimCircuitProbe,
   deleteOldWebhookStats,
+  disableFailingWebhooks,
   listOpenCircuits,
   latencyPercentile,
   readWebhookStats,

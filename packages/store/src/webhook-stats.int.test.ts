@@ -5,6 +5,8 @@ import {
   STATS_WINDOWS,
   claimCircuitProbe,
   deleteOldWebhookStats,
+  disableFailingWebhooks,
+  findWebhook,
   listOpenCircuits,
   insertWebhook,
   latencyPercentile,
@@ -350,5 +352,120 @@ describe('the circuit breaker, kept by the statement that records attempts', () 
       off,
     );
     expect(await state()).toMatchObject({ state: 'closed', failures: 5 });
+  });
+});
+
+describe('sustained failure: a webhook whose attempts all failed for days is disabled', () => {
+  let t: TestDb;
+  let n = 0;
+  const DAY = 86_400_000;
+
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  });
+  afterAll(() => t.cleanup());
+
+  /** A webhook with one call per result (recorded in one batch, in order) and a call waiting. */
+  async function webhookWith(...statuses: ('success' | 'failed')[]): Promise<string> {
+    const webhookId = (await insertWebhook(t.db, testWebhookInput())).id;
+    const batch = [];
+    for (const status of [...statuses, 'waiting' as const]) {
+      const id = `sustained-${++n}`;
+      await t.db.query(
+        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
+        [id],
+      );
+      const { rows } = await t.db.query<{ id: string }>(
+        `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+         VALUES ($1, $2, 'item', 'update') RETURNING id`,
+        [id, webhookId],
+      );
+      if (status === 'waiting') break;
+      batch.push({
+        id: rows[0]!.id,
+        attempt: {
+          status,
+          trigger: 'first' as const,
+          durationMs: 5,
+          tripsCircuit: status === 'failed',
+          requestUrl: 'http://receiver.test/hook',
+          requestHeaders: {},
+          requestPayload: '{}',
+          responseStatus: status === 'success' ? 200 : 503,
+          responseHeaders: null,
+          responsePayload: null,
+          failureReason: status === 'success' ? null : 'HTTP 503',
+          attemptedAutoRetriesCount: 0,
+          lastSentAt: new Date(Date.now() + n),
+          nextRetryAt: null,
+        },
+      });
+    }
+    await recordWebhookCallAttempts(t.db, batch);
+    return webhookId;
+  }
+  const failingSince = async (webhookId: string) =>
+    (
+      await t.db.query<{ since: Date | null }>(
+        'SELECT failing_since AS since FROM webhook_health WHERE webhook_id = $1',
+        [webhookId],
+      )
+    ).rows[0]!.since;
+  /** As if the run of failures, and the webhook's last edit, were `days` old. */
+  const age = async (webhookId: string, days: number, editedDays = days) => {
+    await t.db.query(
+      `UPDATE webhook_health SET failing_since = failing_since - $2 * interval '1 day'
+       WHERE webhook_id = $1`,
+      [webhookId, days],
+    );
+    await t.db.query(
+      `UPDATE webhooks SET updated_at = now() - $2 * interval '1 day' WHERE id = $1`,
+      [webhookId, editedDays],
+    );
+  };
+
+  it('keeps when the run of failures began, and forgets it on a success', async () => {
+    const failing = await webhookWith('success', 'failed', 'failed');
+    const since = await failingSince(failing);
+    expect(since).not.toBeNull();
+    const recovered = await webhookWith('failed', 'success');
+    expect(await failingSince(recovered)).toBeNull();
+  });
+
+  it('disables, with its reason, only a webhook failing longer than the limit and not edited since', async () => {
+    const dead = await webhookWith('failed', 'failed');
+    const edited = await webhookWith('failed');
+    const young = await webhookWith('failed');
+    const healthy = await webhookWith('failed', 'success');
+    await age(dead, 6);
+    await age(edited, 6, 1);
+    await age(young, 4);
+    await age(healthy, 6);
+
+    const disabled = await disableFailingWebhooks(t.db, 5 * DAY);
+    expect(disabled.map((w) => w.id)).toEqual([dead]);
+    expect(disabled[0]!.reason).toMatch(
+      /^every delivery attempt failed since \S+ \(more than 5 days without a success\)$/,
+    );
+    const webhook = await findWebhook(t.db, dead);
+    expect(webhook).toMatchObject({ enabled: false, disabledReason: disabled[0]!.reason });
+    // Its waiting call ended, with the reason.
+    const { rows } = await t.db.query<{ status: string; failure_reason: string }>(
+      'SELECT status, failure_reason FROM webhook_calls WHERE webhook_id = $1 AND last_sent_at IS NULL',
+      [dead],
+    );
+    expect(rows).toEqual([
+      { status: 'failed', failure_reason: `the webhook was disabled: ${disabled[0]!.reason}` },
+    ]);
+    for (const id of [edited, young, healthy]) {
+      expect((await findWebhook(t.db, id))?.enabled, id).toBe(true);
+    }
+    // Once disabled, not again; re-enabled (an edit), its clock starts over.
+    expect(await disableFailingWebhooks(t.db, 5 * DAY)).toEqual([]);
+    await t.db.query('UPDATE webhooks SET enabled = true, updated_at = now() WHERE id = $1', [
+      dead,
+    ]);
+    expect(await disableFailingWebhooks(t.db, 5 * DAY)).toEqual([]);
   });
 });

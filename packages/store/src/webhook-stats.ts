@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import { disableWebhook } from './webhooks.js';
 
 /**
  * The upper bounds (ms) of the attempt-duration ranges the rollups count: an attempt of 37 ms
@@ -60,12 +61,15 @@ export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownM
          latency_ms_sum = s.latency_ms_sum + EXCLUDED.latency_ms_sum
      ), health AS (
        INSERT INTO webhook_health AS h (webhook_id, last_success_at, last_failure_at,
-         failure_streak, last_reached_at, circuit_failures, circuit_open_until)
+         failure_streak, failing_since, last_reached_at, circuit_failures, circuit_open_until)
        SELECT webhook_id, max(last_sent_at) FILTER (WHERE status = 'success'),
          max(last_sent_at) FILTER (WHERE status <> 'success'),
          -- The failures after the last success among these attempts.
          count(*) FILTER (WHERE status <> 'success' AND last_sent_at > coalesce(last_success,
            '-infinity')),
+         -- The first of those failures: when the run of failures began.
+         min(last_sent_at) FILTER (WHERE status <> 'success' AND last_sent_at > coalesce(
+           last_success, '-infinity')),
          max(last_sent_at) FILTER (WHERE NOT trips),
          -- The tripping failures after the last attempt that reached the endpoint.
          count(*) FILTER (WHERE trips AND last_sent_at > coalesce(last_kept, '-infinity')),
@@ -85,6 +89,8 @@ export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownM
          last_failure_at = greatest(h.last_failure_at, EXCLUDED.last_failure_at),
          failure_streak = CASE WHEN EXCLUDED.last_success_at IS NOT NULL
            THEN EXCLUDED.failure_streak ELSE h.failure_streak + EXCLUDED.failure_streak END,
+         failing_since = CASE WHEN EXCLUDED.last_success_at IS NOT NULL
+           THEN EXCLUDED.failing_since ELSE coalesce(h.failing_since, EXCLUDED.failing_since) END,
          last_reached_at = greatest(h.last_reached_at, EXCLUDED.last_reached_at),
          circuit_failures = ${failures},
          -- Open (again, after a probe that failed) once the run reaches the threshold; closed
@@ -328,4 +334,39 @@ export async function claimCircuitProbe(
     [webhookId, probeTimeoutMs],
   );
   return rowCount === 1;
+}
+
+/**
+ * Disables the enabled webhooks whose attempts have all failed for longer than `afterMs`: the
+ * run of failures began that long ago, and so did the webhook's last edit (re-enabling it, or
+ * fixing its URL, starts the clock again). Their waiting calls end as failed, as when an
+ * endpoint answers 410. Returns the webhooks disabled, with their reason.
+ */
+export async function disableFailingWebhooks(
+  db: Queryable,
+  afterMs: number,
+): Promise<{ id: string; reason: string }[]> {
+  const { rows: due } = await db.query<{ id: string; since: Date }>(
+    `SELECT w.id, h.failing_since AS since FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id
+     WHERE h.failing_since < now() - $1::float8 * interval '1 millisecond'
+       AND w.updated_at < now() - $1::float8 * interval '1 millisecond' AND w.enabled`,
+    [afterMs],
+  );
+  const disabled: { id: string; reason: string }[] = [];
+  for (const { id, since } of due) {
+    const days = Math.round((afterMs / 86_400_000) * 10) / 10;
+    const reason =
+      `every delivery attempt failed since ${since.toISOString()} ` +
+      `(more than ${days} days without a success)`;
+    // Only if still enabled and not edited meanwhile (a re-enable just now keeps it).
+    const webhook = await disableWebhook(
+      db,
+      String(id),
+      reason,
+      `the webhook was disabled: ${reason}`,
+      afterMs,
+    );
+    if (webhook) disabled.push({ id: String(id), reason });
+  }
+  return disabled;
 }

@@ -297,16 +297,20 @@ export async function disableWebhook(
   id: string,
   reason: string,
   callsReason = 'the webhook was disabled',
+  /** Only if it is enabled and was not edited for this long (null: whatever its state). */
+  unchangedForMs: number | null = null,
 ): Promise<WebhookRecord | null> {
   if (!isWebhookId(id)) return null;
   const { rows } = await db.query<WebhookRow>(
     `WITH w AS (
        UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now()
-       WHERE id = $1 ${RETURNING}
+       WHERE id = $1 AND ($4::float8 IS NULL
+         OR (enabled AND updated_at < now() - $4::float8 * interval '1 millisecond'))
+       ${RETURNING}
      ), ended AS (
        ${endCallsOf('$3')} AND EXISTS (SELECT 1 FROM w)
      ) ${SELECT} FROM w`,
-    [id, reason, callsReason],
+    [id, reason, callsReason, unchangedForMs],
   );
   return rows[0] ? toWebhook(rows[0]) : null;
 }

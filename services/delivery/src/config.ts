@@ -45,6 +45,11 @@ export const deliveryEnv = {
   DELIVERY_CIRCUIT_FAILURES: int(0, 1_000_000).default(10),
   /** How long an open circuit keeps a webhook's calls waiting before its probe. */
   DELIVERY_CIRCUIT_COOLDOWN_MS: int(100, 86_400_000).default(60_000),
+  /**
+   * A webhook whose attempts have all failed for this long (since its last success, and since
+   * its last edit) is disabled with a `disabled_reason`, its waiting calls ended. 0: never.
+   */
+  DELIVERY_DISABLE_AFTER_FAILING_MS: int(0, 365 * 86_400_000).default(5 * 86_400_000),
   /** Concurrent delivery attempts per process (the shared pool). */
   DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
   /** Concurrent event matches per process. */
@@ -143,6 +148,7 @@ export function deliverySettings(
       failures: config.DELIVERY_CIRCUIT_FAILURES,
       cooldownMs: config.DELIVERY_CIRCUIT_COOLDOWN_MS,
     },
+    disableAfterFailingMs: config.DELIVERY_DISABLE_AFTER_FAILING_MS || null,
     deliverConcurrency: config.DELIVERY_CONCURRENCY,
     matchConcurrency: config.MATCH_CONCURRENCY,
     matchRetries: { attempts: config.MATCH_JOB_ATTEMPTS, backoffMs: config.MATCH_JOB_BACKOFF_MS },

@@ -45,6 +45,7 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     retry: { scheduleMs: [150, 300, 450], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
     maxInFlightPerWebhook: 10,
     circuit: { failures: 10, cooldownMs: 60_000 },
+    disableAfterFailingMs: 5 * 86_400_000,
     deliverConcurrency: 50,
     matchConcurrency: 10,
     matchRetries: { attempts: 10, backoffMs: 1000 },

@@ -430,3 +430,56 @@ describe('the sweeper: webhook calls', () => {
     }
   });
 });
+
+describe('the sweeper: webhooks failing too long', () => {
+  it('disables them once started, and tells every process', async () => {
+    const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
+      connection: redis,
+      prefix: `{${randomId('herald_test')}}`,
+    });
+    const webhook = await insertWebhook(t.db, testWebhookInput());
+    // Every attempt failed for six days, and nobody touched the webhook since.
+    await t.db.query(
+      `INSERT INTO webhook_health (webhook_id, last_failure_at, failure_streak, failing_since)
+       VALUES ($1, now(), 40, now() - interval '6 days')`,
+      [webhook.id],
+    );
+    await t.db.query(`UPDATE webhooks SET updated_at = now() - interval '6 days' WHERE id = $1`, [
+      webhook.id,
+    ]);
+    const told: { id: string; reason: string }[] = [];
+    const sweeper = new Sweeper({
+      db: t.db,
+      matchQueue: queue,
+      deliverQueue,
+      logger: silentLogger(),
+      registry: metrics.registry,
+      intervalMs: 60_000,
+      afterMs: 60_000,
+      eventGraceMs: 0,
+      batchSize: 100,
+      enqueueTimeoutMs: 5000,
+      retentionMs: null,
+      pruneIntervalMs: 3_600_000,
+      leaseMs: 3000,
+      healthyForMs: () => 0,
+      disableAfterFailingMs: 5 * 86_400_000,
+      onDisabled: async (disabled) => {
+        told.push(disabled);
+      },
+    });
+    sweeper.start();
+    try {
+      await expect.poll(() => told.map((w) => w.id)).toEqual([webhook.id]);
+      const { rows } = await t.db.query<{ enabled: boolean; disabled_reason: string }>(
+        'SELECT enabled, disabled_reason FROM webhooks WHERE id = $1',
+        [webhook.id],
+      );
+      expect(rows[0]).toEqual({ enabled: false, disabled_reason: told[0]!.reason });
+    } finally {
+      await sweeper.stop();
+      await deliverQueue.obliterate({ force: true });
+      await deliverQueue.close();
+    }
+  });
+});

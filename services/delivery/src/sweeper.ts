@@ -10,6 +10,7 @@ import {
   deleteExpiredLeases,
   deleteFinishedWebhookCalls,
   deleteOldWebhookStats,
+  disableFailingWebhooks,
   listOrphanedWebhookCalls,
   listStrandedWebhookCalls,
   listUnmatchedEvents,
@@ -129,7 +130,17 @@ export interface SweeperOptions {
    * a big log) goes on at the next passes, so re-enqueueing lost work is never held up long.
    */
   pruneStatementsPerPass?: number;
+  /**
+   * Webhooks whose attempts have all failed for this long (and not edited for as long) are
+   * disabled, their waiting calls ended (null: never). Looked for once a minute at most.
+   */
+  disableAfterFailingMs?: number | null;
+  /** Hears of each webhook disabled so (to tell every process, as a 410 does). */
+  onDisabled?: (webhook: { id: string; reason: string }) => Promise<void>;
 }
+
+/** Time between two looks for webhooks failing too long. */
+const DISABLE_CHECK_INTERVAL_MS = 60_000;
 
 /**
  * The one sweeper (ARCHITECTURE.md decision 1), started once per delivery process by
@@ -147,6 +158,7 @@ export class Sweeper {
   #stopped = false;
   /** When the next pruning is due (0: at the next pass, as at start or after a capped one). */
   #pruneDueAt = 0;
+  #disableDueAt = 0;
   readonly #pruned: Counter;
 
   constructor(private readonly options: SweeperOptions) {
@@ -178,6 +190,12 @@ export class Sweeper {
     await this.sweep({ redisLost: claim === 'written' }).catch((error: unknown) =>
       warn(error, 'sweep failed; will retry'),
     );
+    if (Date.now() >= this.#disableDueAt) {
+      this.#disableDueAt = Date.now() + DISABLE_CHECK_INTERVAL_MS;
+      await this.disableFailing().catch((error: unknown) =>
+        warn(error, 'looking for webhooks failing too long failed; will retry'),
+      );
+    }
     if (Date.now() < this.#pruneDueAt) return;
     this.#pruneDueAt = Date.now() + this.options.pruneIntervalMs;
     await this.prune().catch((error: unknown) =>
@@ -189,6 +207,18 @@ export class Sweeper {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#running;
+  }
+
+  /** Disables the webhooks whose attempts have all failed too long; returns them. */
+  async disableFailing(): Promise<{ id: string; reason: string }[]> {
+    const { disableAfterFailingMs, db, logger } = this.options;
+    if (!disableAfterFailingMs) return [];
+    const disabled = await disableFailingWebhooks(db, disableAfterFailingMs);
+    for (const webhook of disabled) {
+      logger.warn({ webhookId: webhook.id, reason: webhook.reason }, 'webhook disabled: failing');
+      await this.options.onDisabled?.(webhook);
+    }
+    return disabled;
   }
 
   /**

@@ -55,6 +55,8 @@ export interface DeliverySettings {
   maxInFlightPerWebhook: number;
   /** The circuit breaker (failures 0: off). */
   circuit: CircuitSettings;
+  /** Disable a webhook whose attempts have all failed this long (null: never). */
+  disableAfterFailingMs: number | null;
   deliverConcurrency: number;
   matchConcurrency: number;
   /** The match job's retry budget (also ingest's, which enqueues most match jobs). */
@@ -289,6 +291,8 @@ export async function startDelivery(
     leaseId: lease.id,
     // Redis forgets the claim when it is flushed or restarted empty: write it again.
     claimDeployment: () => claimDeployment(db, redis, settings.redisPrefix),
+    disableAfterFailingMs: settings.disableAfterFailingMs,
+    onDisabled: (webhook) => deliverContext.announce({ id: webhook.id, change: 'updated' }),
   });
   sweeper.start();
 
