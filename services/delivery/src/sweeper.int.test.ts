@@ -464,8 +464,9 @@ describe('the sweeper: webhooks failing too long', () => {
       leaseMs: 3000,
       healthyForMs: () => 0,
       disableAfterFailingMs: 5 * 86_400_000,
-      onDisabled: async (disabled) => {
+      onDisabled: (disabled) => {
         told.push(disabled);
+        return Promise.resolve();
       },
     });
     sweeper.start();
