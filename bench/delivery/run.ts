@@ -271,6 +271,7 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
     nestedItemsInPayload: false,
     autoRetry: true,
     redactHeaders: [],
+    deliveryPolicy: {},
   };
 }
 

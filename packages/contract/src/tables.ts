@@ -10,6 +10,7 @@ export {
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   isWebhookEntityType,
+  type DeliveryPolicy,
   type WebhookEntityType,
   type WebhookEventEntry,
   type WebhookFilter,

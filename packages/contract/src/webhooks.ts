@@ -84,3 +84,16 @@ export interface WebhookChangedMessage {
   id: string;
   change: 'created' | 'updated' | 'deleted' | 'secret_rotated';
 }
+
+/**
+ * A webhook's endpoint health policy (extension): each key absent or null takes the deployment's
+ * default. `rate_limit_per_second`: requests per second across every delivery process (none by
+ * default); `circuit_failures` (0: no circuit breaker), `circuit_cooldown_ms`,
+ * `disable_after_failing_ms` (0: never disabled for failing).
+ */
+export interface DeliveryPolicy {
+  rate_limit_per_second?: number | null;
+  circuit_failures?: number | null;
+  circuit_cooldown_ms?: number | null;
+  disable_after_failing_ms?: number | null;
+}

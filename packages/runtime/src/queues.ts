@@ -252,6 +252,8 @@ export interface DeliverCall {
   id: string;
   webhookId: string;
   retry?: number | undefined;
+  /** It holds a slot of its webhook's rate limit at the time the job is due. */
+  rateSlot?: boolean | undefined;
 }
 
 /**
@@ -259,12 +261,17 @@ export interface DeliverCall {
  * (call, retry) (deliverJobId), so re-adding a call whose job still exists is a no-op.
  */
 function deliverJob(
-  { id: callId, webhookId, retry }: DeliverCall,
+  { id: callId, webhookId, retry, rateSlot }: DeliverCall,
   delayMs?: number,
 ): { name: typeof DELIVER_WEBHOOK_JOB; data: DeliverJobData; opts: JobsOptions } {
   return {
     name: DELIVER_WEBHOOK_JOB,
-    data: retry === undefined ? { callId, webhookId } : { callId, webhookId, retry },
+    data: {
+      callId,
+      webhookId,
+      ...(retry === undefined ? {} : { retry }),
+      ...(rateSlot ? { rateSlot } : {}),
+    },
     opts: {
       ...DELIVER_JOB_OPTIONS,
       jobId: deliverJobId(callId, retry),

@@ -129,7 +129,7 @@ export async function createTestWebhookCall(
 }
 
 /** The stats' rollups of the attempts recordWebhookCallAttempts records (webhook-stats.ts). */
-const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted', '$16::int', '$17::float8');
+const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted');
 
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
@@ -313,8 +313,11 @@ export async function recordWebhookCallAttempts(
        FROM v WHERE c.id = v.id
        RETURNING c.id, c.attempts_count, c.webhook_id
      ), attempted AS (
-       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips
-       FROM updated u JOIN v ON v.id = u.id
+       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips,
+         -- The circuit breaker's parameters: the webhook's policy, else the deployment's.
+         coalesce((w.delivery_policy->>'circuit_failures')::int, $16::int) AS threshold,
+         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $17::float8) AS cooldown_ms
+       FROM updated u JOIN v ON v.id = u.id LEFT JOIN webhooks w ON w.id = u.webhook_id
      ), ${ROLL_UP_ATTEMPTS}
      INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
        duration_ms, request_url, request_headers, response_status, response_headers,

@@ -469,3 +469,101 @@ describe('sustained failure: a webhook whose attempts all failed for days is dis
     expect(await disableFailingWebhooks(t.db, 5 * DAY)).toEqual([]);
   });
 });
+
+describe("a webhook's own delivery_policy over the deployment's defaults", () => {
+  let t: TestDb;
+  let n = 0;
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  });
+  afterAll(() => t.cleanup());
+
+  async function failOnce(webhookId: string, circuit: { failures: number; cooldownMs: number }) {
+    const id = `policy-${++n}`;
+    await t.db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
+      [id],
+    );
+    const { rows } = await t.db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       VALUES ($1, $2, 'item', 'update') RETURNING id`,
+      [id, webhookId],
+    );
+    await recordWebhookCallAttempts(
+      t.db,
+      [
+        {
+          id: rows[0]!.id,
+          attempt: {
+            status: 'failed',
+            trigger: 'first',
+            durationMs: 5,
+            tripsCircuit: true,
+            requestUrl: 'http://receiver.test/hook',
+            requestHeaders: {},
+            requestPayload: '{}',
+            responseStatus: 503,
+            responseHeaders: null,
+            responsePayload: null,
+            failureReason: 'HTTP 503',
+            attemptedAutoRetriesCount: 0,
+            lastSentAt: new Date(),
+            nextRetryAt: null,
+          },
+        },
+      ],
+      circuit,
+    );
+  }
+
+  it('opens its circuit at its own threshold, for its own cool-down', async () => {
+    const deployment = { failures: 10, cooldownMs: 60_000 };
+    const own = await insertWebhook(
+      t.db,
+      testWebhookInput({ deliveryPolicy: { circuit_failures: 2, circuit_cooldown_ms: 5000 } }),
+    );
+    const off = await insertWebhook(
+      t.db,
+      testWebhookInput({ deliveryPolicy: { circuit_failures: 0 } }),
+    );
+    const plain = await insertWebhook(t.db, testWebhookInput());
+    for (let i = 0; i < 2; i++) {
+      for (const hook of [own, off, plain]) await failOnce(hook.id, deployment);
+    }
+    const open = await listOpenCircuits(t.db);
+    expect(open.map((c) => c.webhookId)).toEqual([own.id]);
+    expect(open[0]!.waitMs).toBeGreaterThan(4000);
+    expect(open[0]!.waitMs).toBeLessThanOrEqual(5000);
+    for (let i = 0; i < 10; i++) await failOnce(off.id, deployment);
+    expect((await listOpenCircuits(t.db)).map((c) => c.webhookId)).toEqual([own.id]);
+  });
+
+  it('is disabled after its own time failing, even without a deployment default', async () => {
+    const own = await insertWebhook(
+      t.db,
+      testWebhookInput({ deliveryPolicy: { disable_after_failing_ms: 86_400_000 } }),
+    );
+    const never = await insertWebhook(
+      t.db,
+      testWebhookInput({ deliveryPolicy: { disable_after_failing_ms: 0 } }),
+    );
+    const plain = await insertWebhook(t.db, testWebhookInput());
+    for (const hook of [own, never, plain]) {
+      await failOnce(hook.id, { failures: 0, cooldownMs: 0 });
+      await t.db.query(
+        `UPDATE webhook_health SET failing_since = now() - interval '2 days' WHERE webhook_id = $1`,
+        [hook.id],
+      );
+      await t.db.query(`UPDATE webhooks SET updated_at = now() - interval '2 days' WHERE id = $1`, [
+        hook.id,
+      ]);
+    }
+    // No deployment default: only its own time applies.
+    expect((await disableFailingWebhooks(t.db, null)).map((w) => w.id)).toEqual([own.id]);
+    expect((await disableFailingWebhooks(t.db, null)).map((w) => w.id)).toEqual([]);
+    // With a default of one day, the plain one follows; the one set to never does not.
+    expect((await disableFailingWebhooks(t.db, 86_400_000)).map((w) => w.id)).toEqual([plain.id]);
+    expect((await findWebhook(t.db, never.id))?.enabled).toBe(true);
+  });
+});

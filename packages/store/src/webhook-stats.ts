@@ -26,11 +26,11 @@ const HOUR_BUCKETS_KEPT_MS = 31 * 86_400_000;
 /**
  * CTEs that roll the attempts just recorded up into webhook_stats and webhook_health, for the
  * statement that records them (recordWebhookCallAttempts): `attempts` must be a CTE with one row
- * per attempt of (webhook_id, status, last_sent_at, duration_ms, trips), `trips` telling whether
- * the attempt's failure says the endpoint is away. `threshold` and `cooldownMs` are the circuit
- * breaker's parameters (a threshold of 0 never opens it).
+ * per attempt of (webhook_id, status, last_sent_at, duration_ms, trips, threshold, cooldown_ms),
+ * `trips` telling whether the attempt's failure says the endpoint is away, `threshold` and
+ * `cooldown_ms` the webhook's circuit breaker (a threshold of 0 never opens it).
  */
-export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownMs: string): string {
+export function rollUpAttemptsSql(attempts: string): string {
   // The circuit's run of failures after these attempts: theirs, after the last one that reached
   // the endpoint (a success, or an answer that does not trip), or theirs added to the earlier run.
   const failures = `CASE WHEN EXCLUDED.last_reached_at IS NOT NULL
@@ -61,7 +61,8 @@ export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownM
          latency_ms_sum = s.latency_ms_sum + EXCLUDED.latency_ms_sum
      ), health AS (
        INSERT INTO webhook_health AS h (webhook_id, last_success_at, last_failure_at,
-         failure_streak, failing_since, last_reached_at, circuit_failures, circuit_open_until)
+         failure_streak, failing_since, last_reached_at, circuit_failures, circuit_open_until,
+         circuit_threshold, circuit_cooldown_ms)
        SELECT webhook_id, max(last_sent_at) FILTER (WHERE status = 'success'),
          max(last_sent_at) FILTER (WHERE status <> 'success'),
          -- The failures after the last success among these attempts.
@@ -74,9 +75,10 @@ export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownM
          -- The tripping failures after the last attempt that reached the endpoint.
          count(*) FILTER (WHERE trips AND last_sent_at > coalesce(last_kept, '-infinity')),
          -- A first row opens the circuit only if its own run reaches the threshold.
-         CASE WHEN ${threshold} > 0 AND count(*) FILTER (WHERE trips AND last_sent_at >
-             coalesce(last_kept, '-infinity')) >= ${threshold}
-           THEN now() + ${cooldownMs} * interval '1 millisecond' END
+         CASE WHEN max(threshold) > 0 AND count(*) FILTER (WHERE trips AND last_sent_at >
+             coalesce(last_kept, '-infinity')) >= max(threshold)
+           THEN now() + max(cooldown_ms) * interval '1 millisecond' END,
+         max(threshold), max(cooldown_ms)
        FROM (SELECT a.*,
                max(a.last_sent_at) FILTER (WHERE a.status = 'success')
                  OVER (PARTITION BY a.webhook_id) AS last_success,
@@ -95,8 +97,11 @@ export function rollUpAttemptsSql(attempts: string, threshold: string, cooldownM
          circuit_failures = ${failures},
          -- Open (again, after a probe that failed) once the run reaches the threshold; closed
          -- by an attempt that did not trip. The probe's claim ends with its outcome.
-         circuit_open_until = CASE WHEN ${threshold} > 0 AND ${failures} >= ${threshold}
-           THEN now() + ${cooldownMs} * interval '1 millisecond' END,
+         circuit_open_until = CASE WHEN EXCLUDED.circuit_threshold > 0
+             AND ${failures} >= EXCLUDED.circuit_threshold
+           THEN now() + EXCLUDED.circuit_cooldown_ms * interval '1 millisecond' END,
+         circuit_threshold = EXCLUDED.circuit_threshold,
+         circuit_cooldown_ms = EXCLUDED.circuit_cooldown_ms,
          circuit_probe_at = NULL,
          updated_at = now()
      )`;
@@ -344,16 +349,21 @@ export async function claimCircuitProbe(
  */
 export async function disableFailingWebhooks(
   db: Queryable,
-  afterMs: number,
+  /** The deployment's default; null: only webhooks whose policy sets a time are disabled. */
+  defaultAfterMs: number | null,
 ): Promise<{ id: string; reason: string }[]> {
-  const { rows: due } = await db.query<{ id: string; since: Date }>(
-    `SELECT w.id, h.failing_since AS since FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id
-     WHERE h.failing_since < now() - $1::float8 * interval '1 millisecond'
-       AND w.updated_at < now() - $1::float8 * interval '1 millisecond' AND w.enabled`,
-    [afterMs],
+  const { rows: due } = await db.query<{ id: string; since: Date; after_ms: number }>(
+    `SELECT id, since, after_ms FROM (
+       SELECT w.id, h.failing_since AS since, w.updated_at, coalesce(
+           (w.delivery_policy->>'disable_after_failing_ms')::float8, $1::float8) AS after_ms
+       FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id
+       WHERE h.failing_since IS NOT NULL AND w.enabled) f
+     WHERE after_ms > 0 AND since < now() - after_ms * interval '1 millisecond'
+       AND updated_at < now() - after_ms * interval '1 millisecond'`,
+    [defaultAfterMs],
   );
   const disabled: { id: string; reason: string }[] = [];
-  for (const { id, since } of due) {
+  for (const { id, since, after_ms: afterMs } of due) {
     const days = Math.round((afterMs / 86_400_000) * 10) / 10;
     const reason =
       `every delivery attempt failed since ${since.toISOString()} ` +

@@ -36,6 +36,7 @@ const input = (name: string): WebhookInput => ({
   nestedItemsInPayload: false,
   autoRetry: true,
   redactHeaders: [],
+  deliveryPolicy: {},
 });
 
 describe.each(['postgres', 'pglite'] as const)('webhooks repository on %s', (kind) => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { WebhookEventEntry } from '@herald/contract';
+import type { DeliveryPolicy, WebhookEventEntry } from '@herald/contract';
 import type { Queryable } from './db.js';
 
 /** A stored webhook, secrets included: the HTTP layer decides what to show. */
@@ -18,6 +18,8 @@ export interface WebhookRecord {
   autoRetry: boolean;
   /** Extension: header names (any case) whose values the call log keeps as `***`. */
   redactHeaders: string[];
+  /** Extension: the endpoint health policy ({} takes every default). */
+  deliveryPolicy: DeliveryPolicy;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -42,6 +44,7 @@ export interface WebhookInput {
   nestedItemsInPayload: boolean;
   autoRetry: boolean;
   redactHeaders: string[];
+  deliveryPolicy: DeliveryPolicy;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -58,12 +61,13 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   nestedItemsInPayload: { column: 'nested_items_in_payload' },
   autoRetry: { column: 'auto_retry' },
   redactHeaders: { column: 'redact_headers', json: true },
+  deliveryPolicy: { column: 'delivery_policy', json: true },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
+  delivery_policy, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -81,6 +85,7 @@ export interface WebhookRow extends Record<string, unknown> {
   nested_items_in_payload: boolean;
   auto_retry: boolean;
   redact_headers: string[];
+  delivery_policy: DeliveryPolicy;
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -104,6 +109,7 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   nestedItemsInPayload: row.nested_items_in_payload,
   autoRetry: row.auto_retry,
   redactHeaders: row.redact_headers,
+  deliveryPolicy: row.delivery_policy,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -132,8 +138,8 @@ export async function insertWebhook(
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
        http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-       signing_secret)
-     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13)
+       signing_secret, delivery_policy)
+     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json)
      ${RETURNING}`,
     [
       input.name,
@@ -149,6 +155,7 @@ export async function insertWebhook(
       input.autoRetry,
       JSON.stringify(input.redactHeaders),
       signingSecret,
+      JSON.stringify(input.deliveryPolicy ?? {}),
     ],
   );
   return toWebhook(rows[0]!);

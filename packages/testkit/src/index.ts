@@ -215,6 +215,7 @@ export function testWebhookInput(overrides: Partial<WebhookInput> = {}): Webhook
     nestedItemsInPayload: false,
     autoRetry: true,
     redactHeaders: [],
+    deliveryPolicy: {},
     ...overrides,
   };
 }

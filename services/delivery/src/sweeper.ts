@@ -132,7 +132,8 @@ export interface SweeperOptions {
   pruneStatementsPerPass?: number;
   /**
    * Webhooks whose attempts have all failed for this long (and not edited for as long) are
-   * disabled, their waiting calls ended (null: never). Looked for once a minute at most.
+   * disabled, their waiting calls ended; a webhook's delivery_policy may set its own time (null:
+   * only those). Looked for once a minute at most.
    */
   disableAfterFailingMs?: number | null;
   /** Hears of each webhook disabled so (to tell every process, as a 410 does). */
@@ -211,8 +212,8 @@ export class Sweeper {
 
   /** Disables the webhooks whose attempts have all failed too long; returns them. */
   async disableFailing(): Promise<{ id: string; reason: string }[]> {
-    const { disableAfterFailingMs, db, logger } = this.options;
-    if (!disableAfterFailingMs) return [];
+    const { disableAfterFailingMs = null, db, logger } = this.options;
+    // Without a default, the webhooks whose policy sets a time still are.
     const disabled = await disableFailingWebhooks(db, disableAfterFailingMs);
     for (const webhook of disabled) {
       logger.warn({ webhookId: webhook.id, reason: webhook.reason }, 'webhook disabled: failing');

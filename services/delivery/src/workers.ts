@@ -24,6 +24,7 @@ import {
 import { findWebhook, listEnabledWebhooks, type CircuitSettings, type Db } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { Circuits } from './delivery/circuits.js';
+import { RateLimiter } from './delivery/rate-limit.js';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
 import { Lease } from './delivery/lease.js';
@@ -198,6 +199,7 @@ export async function startDelivery(
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
     lease,
     circuits,
+    rateLimiter: new RateLimiter(redis, settings.redisPrefix),
     isWebhookEnabled: (webhookId) => index.has(webhookId),
     announce: async (message) => {
       // Postgres holds the change; a lost announcement is caught up by the periodic reload.

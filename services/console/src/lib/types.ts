@@ -29,6 +29,8 @@ export interface WebhookAttributes {
   auto_retry: boolean;
   /** Extension: header names whose values the call log shows as `***`. */
   redact_headers?: string[];
+  /** Extension: the endpoint health policy (rate limit, circuit breaker, disable after failing). */
+  delivery_policy?: Record<string, number | null>;
   signing_secret?: string;
   disabled_reason?: string | null;
   created_at?: string;

@@ -19,8 +19,8 @@ export interface DeliveryMetrics {
   heldCallsReleased: Counter;
   /** Webhooks whose circuit is not closed (open, or waiting for its probe's outcome). */
   circuitsOpen: Gauge;
-  /** Attempts put off because their webhook's circuit was open, by path. */
-  circuitDeferrals: Counter<'path'>;
+  /** Attempts put off by their webhook's rate limit or open circuit, by path and reason. */
+  putOff: Counter<'path' | 'reason'>;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -101,10 +101,10 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       help: "Webhooks whose circuit breaker is open or waiting for its probe's outcome",
       registers,
     }),
-    circuitDeferrals: new Counter({
-      name: 'herald_circuit_deferrals_total',
-      help: "Attempts put off because their webhook's circuit was open (first: a first attempt; job: a deliver job)",
-      labelNames: ['path'] as const,
+    putOff: new Counter({
+      name: 'herald_attempts_put_off_total',
+      help: "Attempts put off by their webhook's rate limit or open circuit (path: first attempt or deliver job)",
+      labelNames: ['path', 'reason'] as const,
       registers,
     }),
     queueDepth: new Gauge({

@@ -34,6 +34,7 @@ import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
 import type { RetryPolicy } from '../delivery/schedule.js';
 import type { Circuits } from '../delivery/circuits.js';
+import type { RateLimiter } from '../delivery/rate-limit.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 
@@ -57,6 +58,8 @@ export interface DeliverContext {
   lease: Lease;
   /** The webhooks' circuit breakers: whether an attempt may go now. */
   circuits: Circuits;
+  /** The webhooks' rate limits (delivery_policy.rate_limit_per_second), across processes. */
+  rateLimiter: RateLimiter;
   /** Whether the webhook is enabled as far as this process heard (the match index). */
   isWebhookEnabled: (webhookId: string) => boolean;
   /** Tells every process of a webhook change (the channel the API publishes on). */
@@ -87,11 +90,33 @@ const processTag = randomBytes(4).toString('hex');
 const slotToken = (callId: string): string =>
   `${callId}:${processTag}:${(attempts++).toString(36)}`;
 
-/** A deliver job's call waits for its webhook's circuit: the job comes back in `waitMs`. */
-class CircuitOpenError extends Error {
-  constructor(readonly waitMs: number) {
-    super("the webhook's circuit is open");
-    this.name = 'CircuitOpenError';
+/** Why an attempt waits, and how long: the webhook's rate limit or its open circuit. */
+type PutOff = { send: false; waitMs: number; reason: 'rate_limit' | 'circuit'; rateSlot: boolean };
+
+/**
+ * Whether an attempt of `webhook` may go now. Its rate limit first (a call that waited for its
+ * booked slot does not book again), then its circuit breaker.
+ */
+async function admit(
+  ctx: DeliverContext,
+  webhook: WebhookRecord,
+  rateSlot: boolean,
+): Promise<{ send: true } | PutOff> {
+  const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
+  if (perSecond && !rateSlot) {
+    const waitMs = await ctx.rateLimiter.book(webhook.id, perSecond);
+    if (waitMs > 0) return { send: false, waitMs, reason: 'rate_limit', rateSlot: true };
+  }
+  const circuit = await ctx.circuits.admit(webhook.id);
+  if (circuit.send) return circuit;
+  return { send: false, waitMs: circuit.waitMs, reason: 'circuit', rateSlot: false };
+}
+
+/** A deliver job's call must wait (rate limit, open circuit): the job comes back later. */
+class PutOffError extends Error {
+  constructor(readonly putOff: PutOff) {
+    super(`the call waits for its webhook's ${putOff.reason.replace('_', ' ')}`);
+    this.name = 'PutOffError';
   }
 }
 
@@ -116,9 +141,15 @@ async function handler(
   try {
     await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
   } catch (error) {
-    if (error instanceof CircuitOpenError) {
-      ctx.metrics.circuitDeferrals.inc({ path: 'job' });
-      await job.moveToDelayed(Date.now() + error.waitMs, token);
+    if (error instanceof PutOffError) {
+      const { waitMs, reason, rateSlot } = error.putOff;
+      ctx.metrics.putOff.inc({ path: 'job', reason });
+      // The job comes back holding its booked slot, or without one (it books when it can go).
+      if (rateSlot !== (data.rateSlot === true)) {
+        const { rateSlot: _held, ...rest } = data;
+        await job.updateData(rateSlot ? { ...rest, rateSlot } : rest);
+      }
+      await job.moveToDelayed(Date.now() + waitMs, token);
       throw new DelayedError();
     }
     // Before anything was sent (an outcome write waits for the database itself).
@@ -204,11 +235,12 @@ async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
   if (!webhook.enabled || !ctx.isWebhookEnabled(webhook.id)) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   }
-  const admission = await ctx.circuits.admit(webhook.id);
+  const admission = await admit(ctx, webhook, false);
   if (!admission.send) {
-    // The circuit is open: the call waits as a delayed job, no longer held here.
-    ctx.metrics.circuitDeferrals.inc({ path: 'first' });
-    await enqueueDeliveries(ctx.deliverQueue, [call], () => admission.waitMs);
+    // Its rate limit or its open circuit: the call waits as a delayed job, no longer held here.
+    ctx.metrics.putOff.inc({ path: 'first', reason: admission.reason });
+    const delayed = { id: call.id, webhookId: call.webhookId, rateSlot: admission.rateSlot };
+    await enqueueDeliveries(ctx.deliverQueue, [delayed], () => admission.waitMs);
     await ctx.lease.release([call.id], false);
     return;
   }
@@ -235,10 +267,10 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
   if (!webhook.enabled && !data.resend && !call.testEvent) {
     return dropWebhookCall(ctx.db, call.id, 'the webhook is disabled');
   }
-  // A resend or a test is someone asking now: it goes whatever the circuit says.
+  // A resend or a test is someone asking now: it goes whatever the limits say.
   if (!data.resend && !call.testEvent) {
-    const admission = await ctx.circuits.admit(webhook.id);
-    if (!admission.send) throw new CircuitOpenError(admission.waitMs);
+    const admission = await admit(ctx, webhook, data.rateSlot === true);
+    if (!admission.send) throw new PutOffError(admission);
   }
   await attempt(ctx, data, { ...call, test: call.testEvent !== null }, webhook, event);
 }

@@ -55,6 +55,7 @@ describe('POST /webhooks', () => {
       nested_items_in_payload: false,
       auto_retry: true,
       redact_headers: [],
+      delivery_policy: {},
       disabled_reason: null,
     });
     expect(Buffer.from(data.attributes.signing_secret.slice(6), 'base64')).toHaveLength(32);
@@ -69,6 +70,7 @@ describe('POST /webhooks', () => {
       nested_items_in_payload: true,
       auto_retry: false,
       redact_headers: ['X-Tenant', 'x-other'],
+      delivery_policy: { rate_limit_per_second: 2.5, circuit_failures: 0 },
       http_basic_user: 'user',
       http_basic_password: 'password',
       custom_payload: '{"type":"{{event_type}}","id":"{{#entity}}{{id}}{{/entity}}"}',

@@ -138,6 +138,45 @@ const RULES: Rule[] = [
     'VALIDATION_TYPE',
   ],
   ['redact_headers null', { redact_headers: null }, 'redact_headers', 'VALIDATION_TYPE'],
+  // delivery_policy (extension)
+  ['delivery_policy not an object', { delivery_policy: [] }, 'delivery_policy', 'VALIDATION_TYPE'],
+  ['delivery_policy null', { delivery_policy: null }, 'delivery_policy', 'VALIDATION_TYPE'],
+  [
+    'an unknown delivery_policy key',
+    { delivery_policy: { retries: 3 } },
+    'delivery_policy.retries',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'a rate limit that is not a number',
+    { delivery_policy: { rate_limit_per_second: '5' } },
+    'delivery_policy.rate_limit_per_second',
+    'VALIDATION_TYPE',
+  ],
+  [
+    'a rate limit of 0',
+    { delivery_policy: { rate_limit_per_second: 0 } },
+    'delivery_policy.rate_limit_per_second',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'circuit_failures not an integer',
+    { delivery_policy: { circuit_failures: 2.5 } },
+    'delivery_policy.circuit_failures',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'a circuit cool-down under 100 ms',
+    { delivery_policy: { circuit_cooldown_ms: 99 } },
+    'delivery_policy.circuit_cooldown_ms',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'a negative disable_after_failing_ms',
+    { delivery_policy: { disable_after_failing_ms: -1 } },
+    'delivery_policy.disable_after_failing_ms',
+    'VALIDATION_FORMAT',
+  ],
   [
     'more than 50 redact_headers',
     { redact_headers: Array.from({ length: 51 }, (_, i) => `X-H${i}`) },
@@ -541,6 +580,15 @@ describe('POST /webhooks validation', () => {
       { headers: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`X-H${i}`, 'v'])) },
       { redact_headers: Array.from({ length: 50 }, (_, i) => `X-H${i}`) },
       { redact_headers: [] },
+      { delivery_policy: {} },
+      {
+        delivery_policy: {
+          rate_limit_per_second: 0.5,
+          circuit_failures: 0,
+          circuit_cooldown_ms: 100,
+          disable_after_failing_ms: null,
+        },
+      },
       { events: [] },
       { custom_payload: 'x'.repeat(64 * 1024) },
       { custom_payload: '{{=<% %>=}}{"id": "<% entity.id %>"}' },

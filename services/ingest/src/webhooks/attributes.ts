@@ -42,6 +42,7 @@ const WRITABLE = {
   nested_items_in_payload: 'nestedItemsInPayload',
   auto_retry: 'autoRetry',
   redact_headers: 'redactHeaders',
+  delivery_policy: 'deliveryPolicy',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -52,6 +53,7 @@ const READ_ONLY = ['signing_secret', 'disabled_reason', 'created_at', 'updated_a
 const OPTIONAL_ON_CREATE = {
   enabled: true,
   redact_headers: true,
+  delivery_policy: true,
   payload_api_version: true,
   nested_items_in_payload: true,
   auto_retry: true,
@@ -280,6 +282,53 @@ const HttpHeaders = present(
     }
   }),
 );
+
+/** A policy key: a number in range, or null for the deployment's default. */
+const policyNumber = (key: string, min: number, max: number, integer = true) =>
+  z.union([z.null(), z.unknown()]).superRefine((value, ctx) => {
+    if (value === null) return;
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+      report(
+        ctx,
+        'VALIDATION_TYPE',
+        `delivery_policy.${key} must be a number or null (the default)`,
+      );
+    } else if ((integer && !Number.isInteger(value)) || value < min || value > max) {
+      report(
+        ctx,
+        'VALIDATION_FORMAT',
+        `delivery_policy.${key} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, or null (the default)`,
+      );
+    }
+  });
+
+/**
+ * Extension: the endpoint health policy, each key absent or null taking the deployment's
+ * default: a rate limit, the circuit breaker, the sustained-failure disable.
+ */
+const DeliveryPolicySchema = jsonObject(
+  'delivery_policy must be an object ({} for the defaults)',
+).superRefine((policy, ctx) => {
+  const keys = {
+    rate_limit_per_second: policyNumber('rate_limit_per_second', 0.01, 10_000, false),
+    circuit_failures: policyNumber('circuit_failures', 0, 1_000_000),
+    circuit_cooldown_ms: policyNumber('circuit_cooldown_ms', 100, 86_400_000),
+    disable_after_failing_ms: policyNumber('disable_after_failing_ms', 0, 365 * 86_400_000),
+  };
+  for (const [key, value] of Object.entries(policy)) {
+    const schema = keys[key as keyof typeof keys];
+    if (!schema) {
+      report(
+        ctx,
+        'VALIDATION_FORMAT',
+        `delivery_policy has no key "${key}"; its keys: ${Object.keys(keys).join(', ')}`,
+        [key],
+      );
+    } else {
+      check(ctx, schema, value, [key]);
+    }
+  }
+});
 
 /** Extension: header names (any case) whose values the call log keeps as `***`. */
 const RedactHeaders = z
@@ -517,6 +566,7 @@ function webhookAttributes(allowCidrs: CidrList) {
     url: webhookUrl(allowCidrs),
     headers: HttpHeaders,
     redact_headers: RedactHeaders,
+    delivery_policy: DeliveryPolicySchema,
     events: Events,
     custom_payload: CustomPayload,
     http_basic_user: HttpBasicUser,
@@ -549,7 +599,10 @@ export function validateCreate(
 ): ValidationResult<WebhookInput> {
   const result = validate(schemasFor(context).create, attributes);
   if (!result.ok) return result;
-  return { ok: true, value: { ...DEFAULTS, redactHeaders: [], ...result.value } as WebhookInput };
+  return {
+    ok: true,
+    value: { ...DEFAULTS, redactHeaders: [], deliveryPolicy: {}, ...result.value } as WebhookInput,
+  };
 }
 
 /** Validates an update: any subset, same rules. */

@@ -18,6 +18,7 @@ export function serializeWebhook(webhook: WebhookRecord) {
       nested_items_in_payload: webhook.nestedItemsInPayload,
       auto_retry: webhook.autoRetry,
       redact_headers: webhook.redactHeaders,
+      delivery_policy: webhook.deliveryPolicy,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       created_at: webhook.createdAt.toISOString(),
