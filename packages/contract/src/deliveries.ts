@@ -13,7 +13,7 @@ export const DeliverJobData = z.object({
   webhookId: z.string().regex(/^[1-9]\d{0,17}$/),
   retry: z.number().int().min(1).optional(),
   resend: z.boolean().optional(),
-  /** The call holds a slot of its webhook's rate limit at the time the job is due: it goes. */
+  /** The call has its turn in its webhook's rate limit queue (it waited for it). */
   rateSlot: z.boolean().optional(),
 });
 export type DeliverJobData = z.infer<typeof DeliverJobData>;

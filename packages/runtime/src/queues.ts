@@ -252,7 +252,7 @@ export interface DeliverCall {
   id: string;
   webhookId: string;
   retry?: number | undefined;
-  /** It holds a slot of its webhook's rate limit at the time the job is due. */
+  /** It has its turn in its webhook's rate limit queue. */
   rateSlot?: boolean | undefined;
 }
 

@@ -1,41 +1,82 @@
 import type { Redis } from 'ioredis';
 
-// Per webhook, the key holds when its next request may go (Redis time, microseconds). Booking
-// takes that slot (now, if it is past) and moves it one interval on; it returns how long until
-// the slot, in milliseconds. A call then waits once, until its own slot, instead of asking again
-// and again while others take theirs. One key and one round trip, atomic across every process.
-const BOOK = `
+// Per webhook, two times (Redis time, microseconds):
+// - KEYS[1], when the next request may be sent: GCRA (the generic cell rate algorithm) with no
+//   burst. A request may go when that time has come; it then moves one interval on, so requests
+//   are never closer than the interval, whichever process sends them.
+// - KEYS[2], the end of the queue of calls waiting for their turn, one interval apart: a backlog
+//   comes back one call at a time, not all at once again and again.
+// A call without a turn (ARGV[2] = 0) joins the queue when someone waits, or when the limit does
+// not allow a request yet; so it never takes the place of a call whose turn has come. A call with
+// a turn is sent as soon as the limit allows. Returns {wait ms, 1 if the call now has a turn}.
+const ADMIT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
-if slot < now then slot = now end
-local next = slot + tonumber(ARGV[1])
-redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.ceil((next - now) / 1000) + 1000)
-return math.ceil((slot - now) / 1000)
+local interval = tonumber(ARGV[1])
+local hasTurn = ARGV[2] == '1'
+local sent = tonumber(redis.call('GET', KEYS[1]) or '0')
+local queue = tonumber(redis.call('GET', KEYS[2]) or '0')
+local function keep(key, value)
+  redis.call('SET', key, string.format('%.0f', value), 'PX', math.ceil((value - now) / 1000) + 1000)
+end
+if hasTurn or queue <= now then
+  if sent <= now then
+    keep(KEYS[1], math.max(sent, now) + interval)
+    return {0, 0}
+  end
+  if hasTurn then return {math.ceil((sent - now) / 1000), 1} end
+end
+local slot = math.max(queue, sent, now)
+keep(KEYS[2], slot + interval)
+return {math.ceil((slot - now) / 1000), 1}
 `;
 
-type BookCommand = (key: string, intervalUs: number) => Promise<number>;
+type AdmitCommand = (
+  sentKey: string,
+  queueKey: string,
+  intervalUs: number,
+  hasTurn: 0 | 1,
+) => Promise<[number, number]>;
 
 /**
  * Each webhook's rate limit (delivery_policy.rate_limit_per_second), held in Redis so that it
- * holds across every delivery process: requests are spaced by 1/rate seconds, no burst.
+ * holds across every delivery process: requests are spaced by 1/rate seconds, no burst, and the
+ * calls that must wait take turns.
  */
 export class RateLimiter {
+  readonly #admit: AdmitCommand;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly redisPrefix: string,
   ) {
-    if (!('heraldRateBook' in redis)) {
-      redis.defineCommand('heraldRateBook', { numberOfKeys: 1, lua: BOOK });
+    if (!('heraldRateAdmit' in redis)) {
+      redis.defineCommand('heraldRateAdmit', { numberOfKeys: 2, lua: ADMIT });
     }
+    this.#admit = (redis as unknown as { heraldRateAdmit: AdmitCommand }).heraldRateAdmit.bind(
+      redis,
+    );
   }
 
-  /** Books the next slot of this webhook: 0 when it is now, else the wait until it, in ms. */
-  async book(webhookId: string, perSecond: number): Promise<number> {
-    const book = (this.redis as unknown as { heraldRateBook: BookCommand }).heraldRateBook.bind(
-      this.redis,
-    );
+  /**
+   * Whether a request of this webhook may be sent now (`waitMs` 0; it is counted), else how long
+   * its call waits, and whether it then has its turn (`turn`: come back with `hasTurn`).
+   */
+  async admit(
+    webhookId: string,
+    perSecond: number,
+    hasTurn: boolean,
+  ): Promise<{ waitMs: number; turn: boolean }> {
     const intervalUs = Math.max(1, Math.round(1_000_000 / perSecond));
-    return Number(await book(`${this.redisPrefix}:rate:${webhookId}`, intervalUs));
+    const key = `${this.redisPrefix}:rate`;
+    const [wait, turn] = await this.#admit(
+      `${key}-sent:${webhookId}`,
+      `${key}-queue:${webhookId}`,
+      intervalUs,
+      hasTurn ? 1 : 0,
+    );
+    if (Number(wait) === 0 && Number(turn) === 0) return { waitMs: 0, turn: false };
+    // A little after the time, not before (a call back early waits again).
+    return { waitMs: Number(wait) + Math.max(1, Math.ceil(intervalUs / 20_000)), turn: true };
   }
 }

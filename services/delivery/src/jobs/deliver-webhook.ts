@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job } from 'bullmq';
 import {
   DELIVER_WEBHOOK_JOB,
@@ -90,12 +91,18 @@ const processTag = randomBytes(4).toString('hex');
 const slotToken = (callId: string): string =>
   `${callId}:${processTag}:${(attempts++).toString(36)}`;
 
-/** Why an attempt waits, and how long: the webhook's rate limit or its open circuit. */
+/**
+ * The longest wait for a rate limit's turn spent in the process (holding the attempt's in-flight
+ * slot) rather than as a delayed job, whose promotion and pickup take tens of milliseconds.
+ */
+const RATE_WAIT_HERE_MS = 300;
+
+/** Why an attempt waits, how long, and whether it then has its turn in the rate limit's queue. */
 type PutOff = { send: false; waitMs: number; reason: 'rate_limit' | 'circuit'; rateSlot: boolean };
 
 /**
- * Whether an attempt of `webhook` may go now. Its rate limit first (a call that waited for its
- * booked slot does not book again), then its circuit breaker.
+ * Whether an attempt of `webhook` may go now: its rate limit first (`rateSlot`: the call waited
+ * for its turn), then its circuit breaker.
  */
 async function admit(
   ctx: DeliverContext,
@@ -103,9 +110,15 @@ async function admit(
   rateSlot: boolean,
 ): Promise<{ send: true } | PutOff> {
   const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
-  if (perSecond && !rateSlot) {
-    const waitMs = await ctx.rateLimiter.book(webhook.id, perSecond);
-    if (waitMs > 0) return { send: false, waitMs, reason: 'rate_limit', rateSlot: true };
+  for (let hasTurn = rateSlot; perSecond;) {
+    const { waitMs, turn } = await ctx.rateLimiter.admit(webhook.id, perSecond, hasTurn);
+    if (waitMs === 0) break;
+    // A turn soon is waited for here: a delayed job's round trip takes longer than that.
+    if (waitMs > RATE_WAIT_HERE_MS) {
+      return { send: false, waitMs, reason: 'rate_limit', rateSlot: turn };
+    }
+    await sleep(waitMs);
+    hasTurn = turn;
   }
   const circuit = await ctx.circuits.admit(webhook.id);
   if (circuit.send) return circuit;
@@ -144,9 +157,9 @@ async function handler(
     if (error instanceof PutOffError) {
       const { waitMs, reason, rateSlot } = error.putOff;
       ctx.metrics.putOff.inc({ path: 'job', reason });
-      // The job comes back holding its booked slot, or without one (it books when it can go).
+      // The job comes back with its turn in the rate limit's queue, or without one.
       if (rateSlot !== (data.rateSlot === true)) {
-        const { rateSlot: _held, ...rest } = data;
+        const { rateSlot: _had, ...rest } = data;
         await job.updateData(rateSlot ? { ...rest, rateSlot } : rest);
       }
       await job.moveToDelayed(Date.now() + waitMs, token);

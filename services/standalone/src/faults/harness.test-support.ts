@@ -313,6 +313,8 @@ export class Receiver {
 // ---------------------------------------------------------------------------------------------
 
 export interface Outcome {
+  /** The event the request carried. */
+  id: string;
   sentAt: number;
   at: number;
   /** The HTTP status, or the error's code (ECONNREFUSED, ECONNRESET, UND_ERR_SOCKET, timeout…). */
@@ -405,10 +407,10 @@ export class Load {
       .then(async (response) => {
         await response.arrayBuffer();
         if (response.status === 202) this.accepted.set(id, now());
-        this.outcomes.push({ sentAt, at: now(), outcome: String(response.status) });
+        this.outcomes.push({ id, sentAt, at: now(), outcome: String(response.status) });
       })
       .catch((error: unknown) => {
-        this.outcomes.push({ sentAt, at: now(), outcome: errorCode(error) });
+        this.outcomes.push({ id, sentAt, at: now(), outcome: errorCode(error) });
       })
       .finally(() => this.#inFlight.delete(request));
     this.#inFlight.add(request);
@@ -462,7 +464,7 @@ export class Scenario {
   #database: string | undefined;
   #dataDir: string | undefined;
   #counter = 0;
-  readonly #afterLoad: (() => void)[] = [];
+  readonly #afterLoad: (() => void | Promise<void>)[] = [];
   readonly #timeline: string[] = [];
   readonly #createdAt = now();
 
@@ -545,7 +547,7 @@ export class Scenario {
   }
 
   /** A check of the fault's own, run once the load has stopped (it pushes to `problems`). */
-  afterLoad(check: () => void): void {
+  afterLoad(check: () => void | Promise<void>): void {
     this.#afterLoad.push(check);
   }
 
@@ -693,7 +695,7 @@ export class Scenario {
     );
     await this.load.stop();
     this.mark('load stopped');
-    for (const check of this.#afterLoad) check();
+    for (const check of this.#afterLoad) await check();
     if (!resumed) {
       this.problems.push(
         `only ${this.load.acceptedSince(restored)} events accepted in the 30 s after the restart`,
@@ -753,6 +755,17 @@ export class Scenario {
     } catch {
       return Number.POSITIVE_INFINITY;
     }
+  }
+
+  /** Which of these events the database holds (split stack: straight from Postgres). */
+  async storedEvents(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const list = ids.map((id) => `'${id.replace(/'/g, "''")}'`).join(', ');
+    const out = await this.infra.postgres.psql(
+      `SELECT id FROM events WHERE id IN (${list})`,
+      this.database,
+    );
+    return new Set(out.split('\n').filter(Boolean));
   }
 
   /** What Herald's own store says, for a failing fault (split stack: straight from Postgres). */
