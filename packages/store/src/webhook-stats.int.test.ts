@@ -12,6 +12,8 @@ import {
   latencyPercentile,
   readWebhookStats,
   recordWebhookCallAttempts,
+  type CircuitSettings,
+  type Db,
   type StatsWindow,
   type WebhookCallAttempt,
 } from '@herald/store';
@@ -37,6 +39,65 @@ const slotOf = (ms: number): number => {
   const i = LATENCY_BOUNDS_MS.findIndex((bound) => ms < bound);
   return i === -1 ? LATENCY_BOUNDS_MS.length : i;
 };
+
+let made = 0;
+
+/** New calls of `webhookId` (each with an event of its own), not attempted yet; their ids. */
+async function insertCalls(db: Db, webhookId: string, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const eventId = `attempted-${++made}`;
+    await db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
+      [eventId],
+    );
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       VALUES ($1, $2, 'item', 'update') RETURNING id`,
+      [eventId, webhookId],
+    );
+    ids.push(rows[0]!.id);
+  }
+  return ids;
+}
+
+/**
+ * One new call of `webhookId` per result (an HTTP status, or no answer), their attempts recorded
+ * in one batch, in order: start times strictly increase, the order the runs are counted in.
+ */
+async function recordResults(
+  db: Db,
+  webhookId: string,
+  results: readonly (number | 'timeout')[],
+  circuit?: CircuitSettings,
+): Promise<void> {
+  const ids = await insertCalls(db, webhookId, results.length);
+  const start = Date.now();
+  const batch = results.map((result, i) => {
+    const ok = typeof result === 'number' && result < 300;
+    return {
+      id: ids[i]!,
+      attempt: {
+        status: ok ? ('success' as const) : ('failed' as const),
+        trigger: 'first' as const,
+        durationMs: 5,
+        tripsCircuit: result === 'timeout' || result >= 500 || result === 429,
+        requestUrl: 'http://receiver.test/hook',
+        requestHeaders: {},
+        requestPayload: '{}',
+        responseStatus: typeof result === 'number' ? result : null,
+        responseHeaders: null,
+        responsePayload: null,
+        failureReason: ok ? null : String(result),
+        attemptedAutoRetriesCount: 0,
+        lastSentAt: new Date(start + ++made),
+        nextRetryAt: null,
+      },
+    };
+  });
+  await recordWebhookCallAttempts(db, batch, circuit);
+}
 
 describe('webhook stats: rollups kept as attempts are recorded', () => {
   let t: TestDb;
@@ -213,7 +274,6 @@ describe('webhook stats: rollups kept as attempts are recorded', () => {
 describe('the circuit breaker, kept by the statement that records attempts', () => {
   let t: TestDb;
   let webhookId: string;
-  let n = 0;
   const circuit = { failures: 3, cooldownMs: 60_000 };
 
   beforeAll(async () => {
@@ -222,45 +282,8 @@ describe('the circuit breaker, kept by the statement that records attempts', () 
   });
   afterAll(() => t.cleanup());
 
-  /** Records one attempt per status (a new call each), in one batch, in order. */
-  async function record(...results: (number | 'timeout')[]): Promise<void> {
-    const batch = [];
-    for (const result of results) {
-      const id = `circuit-${++n}`;
-      await t.db.query(
-        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
-           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
-        [id],
-      );
-      const { rows } = await t.db.query<{ id: string }>(
-        `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-         VALUES ($1, $2, 'item', 'update') RETURNING id`,
-        [id, webhookId],
-      );
-      const ok = typeof result === 'number' && result < 300;
-      batch.push({
-        id: rows[0]!.id,
-        attempt: {
-          status: ok ? ('success' as const) : ('failed' as const),
-          trigger: 'first' as const,
-          durationMs: 5,
-          tripsCircuit: result === 'timeout' || result >= 500 || result === 429,
-          requestUrl: 'http://receiver.test/hook',
-          requestHeaders: {},
-          requestPayload: '{}',
-          responseStatus: typeof result === 'number' ? result : null,
-          responseHeaders: null,
-          responsePayload: null,
-          failureReason: ok ? null : String(result),
-          attemptedAutoRetriesCount: 0,
-          // Strictly increasing within the batch: the order the runs are counted in.
-          lastSentAt: new Date(Date.now() + n),
-          nextRetryAt: null,
-        },
-      });
-    }
-    await recordWebhookCallAttempts(t.db, batch, circuit);
-  }
+  const record = (...results: (number | 'timeout')[]) =>
+    recordResults(t.db, webhookId, results, circuit);
   const state = async () => (await readWebhookStats(t.db, '1h', [webhookId]))[0]!.circuit;
   const expire = () =>
     t.db.query(
@@ -314,50 +337,16 @@ describe('the circuit breaker, kept by the statement that records attempts', () 
 
   it('never opens with a threshold of 0', async () => {
     await record(200);
-    const off = { failures: 0, cooldownMs: 60_000 };
-    const before = n;
-    for (let i = 0; i < 5; i++) {
-      await t.db.query(
-        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
-           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
-        [`off-${i}`],
-      );
-    }
-    const { rows } = await t.db.query<{ id: string }>(
-      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-       SELECT 'off-' || i, $1, 'item', 'update' FROM generate_series(0, 4) AS i RETURNING id`,
-      [webhookId],
-    );
-    await recordWebhookCallAttempts(
-      t.db,
-      rows.map((row, i) => ({
-        id: row.id,
-        attempt: {
-          status: 'failed' as const,
-          trigger: 'first' as const,
-          durationMs: 5,
-          tripsCircuit: true,
-          requestUrl: 'http://receiver.test/hook',
-          requestHeaders: {},
-          requestPayload: '{}',
-          responseStatus: 503,
-          responseHeaders: null,
-          responsePayload: null,
-          failureReason: 'HTTP 503',
-          attemptedAutoRetriesCount: 0,
-          lastSentAt: new Date(Date.now() + before + i),
-          nextRetryAt: null,
-        },
-      })),
-      off,
-    );
+    await recordResults(t.db, webhookId, [503, 503, 503, 503, 503], {
+      failures: 0,
+      cooldownMs: 60_000,
+    });
     expect(await state()).toMatchObject({ state: 'closed', failures: 5 });
   });
 });
 
 describe('sustained failure: a webhook whose attempts all failed for days is disabled', () => {
   let t: TestDb;
-  let n = 0;
   const DAY = 86_400_000;
 
   beforeAll(async () => {
@@ -368,41 +357,12 @@ describe('sustained failure: a webhook whose attempts all failed for days is dis
   /** A webhook with one call per result (recorded in one batch, in order) and a call waiting. */
   async function webhookWith(...statuses: ('success' | 'failed')[]): Promise<string> {
     const webhookId = (await insertWebhook(t.db, testWebhookInput())).id;
-    const batch = [];
-    for (const status of [...statuses, 'waiting' as const]) {
-      const id = `sustained-${++n}`;
-      await t.db.query(
-        `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
-           entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
-        [id],
-      );
-      const { rows } = await t.db.query<{ id: string }>(
-        `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-         VALUES ($1, $2, 'item', 'update') RETURNING id`,
-        [id, webhookId],
-      );
-      if (status === 'waiting') break;
-      batch.push({
-        id: rows[0]!.id,
-        attempt: {
-          status,
-          trigger: 'first' as const,
-          durationMs: 5,
-          tripsCircuit: status === 'failed',
-          requestUrl: 'http://receiver.test/hook',
-          requestHeaders: {},
-          requestPayload: '{}',
-          responseStatus: status === 'success' ? 200 : 503,
-          responseHeaders: null,
-          responsePayload: null,
-          failureReason: status === 'success' ? null : 'HTTP 503',
-          attemptedAutoRetriesCount: 0,
-          lastSentAt: new Date(Date.now() + n),
-          nextRetryAt: null,
-        },
-      });
-    }
-    await recordWebhookCallAttempts(t.db, batch);
+    await recordResults(
+      t.db,
+      webhookId,
+      statuses.map((status) => (status === 'success' ? 200 : 503)),
+    );
+    await insertCalls(t.db, webhookId, 1);
     return webhookId;
   }
   const failingSince = async (webhookId: string) =>
@@ -472,50 +432,13 @@ describe('sustained failure: a webhook whose attempts all failed for days is dis
 
 describe("a webhook's own delivery_policy over the deployment's defaults", () => {
   let t: TestDb;
-  let n = 0;
   beforeAll(async () => {
     t = await createTestDb('postgres');
   });
   afterAll(() => t.cleanup());
 
-  async function failOnce(webhookId: string, circuit: { failures: number; cooldownMs: number }) {
-    const id = `policy-${++n}`;
-    await t.db.query(
-      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
-         entity_id, occurred_at, entity) VALUES ($1, 'main', true, 'item', 'update', $1, now(), '{}')`,
-      [id],
-    );
-    const { rows } = await t.db.query<{ id: string }>(
-      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
-       VALUES ($1, $2, 'item', 'update') RETURNING id`,
-      [id, webhookId],
-    );
-    await recordWebhookCallAttempts(
-      t.db,
-      [
-        {
-          id: rows[0]!.id,
-          attempt: {
-            status: 'failed',
-            trigger: 'first',
-            durationMs: 5,
-            tripsCircuit: true,
-            requestUrl: 'http://receiver.test/hook',
-            requestHeaders: {},
-            requestPayload: '{}',
-            responseStatus: 503,
-            responseHeaders: null,
-            responsePayload: null,
-            failureReason: 'HTTP 503',
-            attemptedAutoRetriesCount: 0,
-            lastSentAt: new Date(),
-            nextRetryAt: null,
-          },
-        },
-      ],
-      circuit,
-    );
-  }
+  const failOnce = (webhookId: string, circuit: CircuitSettings) =>
+    recordResults(t.db, webhookId, [503], circuit);
 
   it('opens its circuit at its own threshold, for its own cool-down', async () => {
     const deployment = { failures: 10, cooldownMs: 60_000 };
