@@ -1,0 +1,271 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { Agent, request } from 'undici';
+import { createApp } from '@herald/ingest';
+import { createRedis, createLogger } from '@herald/runtime';
+import {
+  createPostgresDb,
+  createToken,
+  insertWebhook,
+  listWebhookCalls,
+  migrate,
+  readWebhookStats,
+  type Queryable,
+  type StatsWindow,
+} from '@herald/store';
+import { deleteTestRedisKeys, testDeps, testWebhookInput } from '@herald/testkit';
+import { productionHttp } from '../lib/http.js';
+
+/**
+ * pnpm bench:calls [--calls=N] [--webhooks=N] [--samples=N] [--regenerate]
+ * The call log at scale (issue #14): GET /webhooks/:id/stats, GET /webhook_stats and
+ * GET /webhook_calls against a log of N calls (default 10 million), side by side with a baseline
+ * that runs the same store functions through `pg` behind a bare node:http server (no express, no
+ * auth, no validation, no serializer), in the same run.
+ */
+
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, '').split('=');
+    return [k!, v ?? 'true'] as const;
+  }),
+);
+const DATABASE = 'herald_bench_calls';
+const URL_ = process.env['BENCH_DATABASE_URL'] ?? `postgres://postgres@127.0.0.1:5432/${DATABASE}`;
+const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const CALLS = Number(args.get('calls') ?? 10_000_000);
+const WEBHOOKS = Number(args.get('webhooks') ?? 100);
+const SAMPLES = Number(args.get('samples') ?? 200);
+
+/** Creates the database if missing, migrates it, and fills it unless it holds the data set. */
+async function generate(): Promise<boolean> {
+  const admin = new pg.Client({ connectionString: URL_.replace(/\/[^/]+$/, '/postgres') });
+  await admin.connect();
+  const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+  if (args.has('regenerate') && exists.rowCount) await admin.query(`DROP DATABASE ${DATABASE}`);
+  if (!exists.rowCount || args.has('regenerate')) await admin.query(`CREATE DATABASE ${DATABASE}`);
+  await admin.end();
+  const db = createPostgresDb({ connectionString: URL_, maxConnections: 2 });
+  try {
+    await migrate(db);
+    const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_calls');
+    if (Number(rows[0]!.n) === CALLS) return false;
+    for (let i = 0; i < WEBHOOKS; i++) {
+      await insertWebhook(db, testWebhookInput({ name: `bench-${i}` }));
+    }
+    const events = Math.ceil(CALLS / WEBHOOKS);
+    // One event per (CALLS / WEBHOOKS), each matched by every webhook, over the last 30 days.
+    await db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity, matched_at)
+       SELECT 'e' || n, 'main', true, 'item', 'update', 'r' || n,
+         now() - (n::float8 / $1) * interval '30 days', '{}', now()
+       FROM generate_series(1, $1) AS n`,
+      [events],
+    );
+    // 99 % success, 1 % failed, a few pending: the last attempt's request and answer each.
+    await db.query(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, status,
+         created_at, request_url, request_headers, request_payload, response_status,
+         response_payload, last_sent_at, attempts_count, enqueued_at)
+       SELECT e.id, w.id, 'item', 'update',
+         CASE WHEN (w.id + e.seq) % 2000 = 0 THEN 'pending'
+              WHEN (w.id + e.seq) % 100 = 0 THEN 'failed' ELSE 'success' END,
+         e.occurred_at, 'https://example.com/hook', '{"Content-Type":"application/json"}',
+         '{"event_type":"update","entity":{"id":"' || e.entity_id || '"}}', 200, 'ok',
+         e.occurred_at, 1, e.occurred_at
+       FROM events e CROSS JOIN (SELECT id FROM webhooks ORDER BY id LIMIT $1) w
+       ORDER BY e.seq`,
+      [WEBHOOKS],
+    );
+    // The rollups the attempts would have kept: hours for 30 days, minutes for 2 days.
+    await db.query(
+      `INSERT INTO webhook_stats (webhook_id, granularity, bucket_start, attempts_success,
+         attempts_failure, calls_succeeded, calls_failed, latency_buckets, latency_ms_sum)
+       SELECT w.id, g.granularity, b.start, 990, 10, 990, 10,
+         ARRAY[100, 300, 300, 200, 50, 30, 10, 5, 3, 1, 1, 0], 42000
+       FROM webhooks w
+       CROSS JOIN (VALUES ('hour', interval '30 days'), ('minute', interval '2 days'))
+         AS g (granularity, span)
+       CROSS JOIN LATERAL generate_series(date_trunc(g.granularity, now() - g.span),
+         now(), ('1 ' || g.granularity)::interval) AS b (start)`,
+    );
+    await db.query(
+      `INSERT INTO webhook_health (webhook_id, last_success_at, last_failure_at, failure_streak)
+       SELECT id, now() - interval '1 minute', now() - interval '2 hours', 0 FROM webhooks`,
+    );
+    await db.query('ANALYZE');
+    return true;
+  } finally {
+    await db.close();
+  }
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+interface Scenario {
+  name: string;
+  path: (webhookId: string) => string;
+  /** The same store read, for the baseline. */
+  baseline: (db: Queryable, webhookId: string) => Promise<unknown>;
+  target?: string;
+}
+
+const stats = (window: StatsWindow): Scenario => ({
+  name: `GET /webhooks/:id/stats?window=${window}`,
+  path: (id) => `/webhooks/${id}/stats?window=${window}`,
+  baseline: (db, id) => readWebhookStats(db, window, [id]),
+  target: 'p50 ≤ 20 ms',
+});
+
+const SCENARIOS: Scenario[] = [
+  stats('1h'),
+  stats('24h'),
+  stats('30d'),
+  {
+    name: 'GET /webhook_stats?window=24h (every webhook)',
+    path: () => '/webhook_stats?window=24h',
+    baseline: (db) => readWebhookStats(db, '24h', null),
+  },
+  {
+    name: 'GET /webhook_calls (first page)',
+    path: () => '/webhook_calls',
+    baseline: (db) =>
+      listWebhookCalls(db, {
+        eq: {},
+        range: {},
+        orderBy: { column: 'created_at', desc: false },
+        offset: 0,
+        limit: 30,
+      }),
+    target: 'p50 ≤ 20 ms (not met yet)',
+  },
+  {
+    name: 'GET /webhook_calls, one webhook, newest first',
+    path: (id) => `/webhook_calls?filter[fields][webhook_id][eq]=${id}&order_by=created_at_desc`,
+    baseline: (db, id) =>
+      listWebhookCalls(db, {
+        eq: { webhook_id: id },
+        range: {},
+        orderBy: { column: 'created_at', desc: true },
+        offset: 0,
+        limit: 30,
+      }),
+    target: 'p50 ≤ 20 ms (not met yet)',
+  },
+];
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const generated = await generate();
+  process.stderr.write(
+    generated
+      ? `generated ${CALLS.toLocaleString('en')} calls in ${((Date.now() - started) / 1000).toFixed(0)} s\n`
+      : `reusing the ${CALLS.toLocaleString('en')} calls in ${URL_} (--regenerate to rebuild)\n`,
+  );
+  if (args.has('generate-only')) return;
+
+  const db = createPostgresDb({ connectionString: URL_, maxConnections: 10 });
+  const redis = createRedis(REDIS_URL, 'producer', createLogger({ name: 'bench', level: 'warn' }));
+  const { token } = await createToken(db, { name: 'bench', role: 'admin' });
+  const herald = createServer(createApp(testDeps(db, redis, productionHttp())));
+  const heraldUrl = await listen(herald);
+  const pool = new pg.Pool({ connectionString: URL_, max: 10 });
+  const byPath = new Map<string, () => Promise<unknown>>();
+  const { rows: hooks } = await pool.query<{ id: string }>(
+    'SELECT id::text FROM webhooks ORDER BY id LIMIT 1',
+  );
+  const webhookId = hooks[0]!.id;
+  for (const s of SCENARIOS) byPath.set(s.path(webhookId), () => s.baseline(pool, webhookId));
+  const baseline = createServer((req, res) => {
+    byPath.get(req.url ?? '')!()
+      .then((result) => {
+        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8' });
+        res.end(JSON.stringify(result));
+      })
+      .catch((error: unknown) => {
+        res.writeHead(500);
+        res.end(String(error));
+      });
+  });
+  const baselineUrl = await listen(baseline);
+
+  const dispatcher = new Agent({ connections: 4 });
+  const call = async (base: string, path: string): Promise<number> => {
+    const t0 = process.hrtime.bigint();
+    const { statusCode, body } = await request(`${base}${path}`, {
+      headers: { authorization: `Bearer ${token}` },
+      dispatcher,
+    });
+    await body.text();
+    if (statusCode !== 200) throw new Error(`${base}${path} → ${statusCode}`);
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+
+  const rows: string[][] = [];
+  for (const s of SCENARIOS) {
+    const path = s.path(webhookId);
+    for (let i = 0; i < 5; i++) {
+      await call(heraldUrl, path);
+      await call(baselineUrl, path);
+    }
+    const samples = path.startsWith('/webhook_calls') ? Math.min(SAMPLES, 20) : SAMPLES;
+    const h: number[] = [];
+    const b: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      h.push(await call(heraldUrl, path));
+      b.push(await call(baselineUrl, path));
+    }
+    h.sort((x, y) => x - y);
+    b.sort((x, y) => x - y);
+    rows.push([
+      s.name,
+      percentile(h, 0.5).toFixed(2),
+      percentile(h, 0.95).toFixed(2),
+      percentile(b, 0.5).toFixed(2),
+      percentile(b, 0.95).toFixed(2),
+      String(samples),
+      s.target ?? '',
+    ]);
+  }
+
+  const header = [
+    'scenario',
+    'Herald p50 ms',
+    'p95',
+    'baseline p50 ms',
+    'p95',
+    'samples',
+    'target',
+  ];
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join(' | ')} |`;
+  console.log(`\nCall log of ${CALLS.toLocaleString('en')} calls, ${WEBHOOKS} webhooks\n`);
+  console.log(line(header));
+  console.log(
+    `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`,
+  );
+  for (const row of rows) console.log(line(row));
+
+  herald.close();
+  baseline.close();
+  await dispatcher.close();
+  await pool.end();
+  await db.close();
+  await deleteTestRedisKeys();
+  await redis.quit();
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
