@@ -5,7 +5,8 @@ export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
 
 /**
  * A deliver job carries ids only (never payloads or secrets). `retry` is the auto retry it carries
- * out (1–7; absent for the first attempt); `resend` marks a manual resend (API.md §4.4).
+ * out (1–7; absent for the first attempt); `resend` marks a manual resend (docs/api.md,
+ * Webhook calls).
  */
 export const DeliverJobData = z.object({
   callId: z.string().regex(/^[1-9]\d{0,17}$/),

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 
-/** Every error code of the wire contract (API.md §1) with the HTTP status it is sent with. */
+/**
+ * Every error code of the wire contract (docs/api.md, Errors) with the HTTP status it is sent with.
+ */
 export const ERROR_STATUS = {
   INVALID_REQUEST: 400,
   INVALID_JSON_BODY: 400,

@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from './webhooks.js';
 
 /**
- * Entity types and the event types each one has (API.md §5.1): the table webhooks.ts states (where
- * the browser can import it), under the name the event side uses.
+ * Entity types and the event types each one has (docs/api.md, Events and filters): the table
+ * webhooks.ts states (where the browser can import it), under the name the event side uses.
  */
 export const EVENT_TYPES_BY_ENTITY = WEBHOOK_EVENT_TYPES;
 
@@ -28,11 +28,11 @@ export function isEventTypeOf(entityType: EntityType, eventType: unknown): event
   );
 }
 
-/** Ids of records and models (API.md §1 "Ids"). */
+/** Ids of records and models (docs/api.md, POST /events). */
 export const EntityId = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 characters from A-Z a-z 0-9 _ -');
-/** Event ids: the producer's idempotency key (API.md §1 "Ids"). */
+/** Event ids: the producer's idempotency key (docs/api.md, POST /events). */
 export const EventId = z
   .string()
   .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'must be 1–128 characters from A-Z a-z 0-9 _ . : -');
@@ -73,7 +73,9 @@ export const Entity = z.looseObject({
 });
 export type Entity = z.infer<typeof Entity>;
 
-/** The meta of an item entity (API.md §3.1); everything optional, unknown keys kept. */
+/**
+ * The meta of an item entity (docs/api.md, POST /events); everything optional, unknown keys kept.
+ */
 export const ItemMeta = z.looseObject({
   created_at: Timestamp.nullish(),
   updated_at: Timestamp.nullish(),
@@ -124,7 +126,7 @@ export const ItemTypeEntity = z.looseObject({
 });
 export type ItemTypeEntity = z.infer<typeof ItemTypeEntity>;
 
-/** Field types of API.md §3.1. */
+/** Field types (docs/api.md, POST /events: field values). */
 export const FIELD_TYPES = [
   'string',
   'text',
@@ -195,7 +197,7 @@ export const EventInput = z.object({
 export type EventInput = z.infer<typeof EventInput>;
 
 export const EVENTS_PER_REQUEST_MAX = 1000;
-/** API.md §5: 300 KB per entity. */
+/** docs/api.md, POST /events and Limits: 300 KB per entity. */
 export const ENTITY_BYTES_MAX = 300 * 1024;
 
 /** The 202 body of POST /events. */

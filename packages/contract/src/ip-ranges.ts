@@ -1,9 +1,10 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * Address ranges Herald refuses to connect to (API.md §6.3), used at webhook creation for IP-literal
- * URLs and by delivery for every resolved address at connect time. Written out as explicit CIDRs
- * (rather than relying on a library's range names) so the list is reviewable in one place.
+ * Address ranges Herald refuses to connect to (docs/api.md, The webhook resource), used at webhook
+ * creation for IP-literal URLs and by delivery for every resolved address at connect time. Written
+ * out as explicit CIDRs (rather than relying on a library's range names) so the list is reviewable
+ * in one place.
  */
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;

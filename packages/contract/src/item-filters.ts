@@ -1,4 +1,4 @@
-/** The operators of GET /items field filters (API.md §3.3), snake_case. */
+/** The operators of GET /items field filters (docs/api.md, Field filters), snake_case. */
 export const ITEM_FILTER_OPERATORS = [
   'eq',
   'neq',

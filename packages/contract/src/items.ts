@@ -1,7 +1,8 @@
 /**
- * The item resource of API.md §3.1, built from stored records. It lives in the contract because
- * three services produce it: read (GET /items), delivery (the webhook payload's `entity`, API.md
- * §6.1) and ingest (which stores the blocks it extracts here). It is pure: callers load the rows.
+ * The item resource (docs/api.md, GET /items), built from stored records. It lives in the contract
+ * because three services produce it: read (GET /items), delivery (the webhook payload's `entity`,
+ * docs/api.md, What a webhook call sends) and ingest (which stores the blocks it extracts here). It
+ * is pure: callers load the rows.
  */
 
 /** A model as far as serialization and validation need it. */
@@ -75,7 +76,7 @@ export interface ItemResource {
   meta: ItemMetaResource;
 }
 
-/** A block expanded by `nested=true`: no meta (API.md §3.1). */
+/** A block expanded by `nested=true`: no meta (docs/api.md, GET /items). */
 export interface BlockResource {
   type: 'item';
   id: string;
@@ -113,8 +114,8 @@ export function versionAttributes(
 }
 
 /**
- * The item resource of API.md §3.1 for one version of a stored record; null when the record has
- * no version of that kind (never published, for `published`).
+ * The item resource (docs/api.md, GET /items) for one version of a stored record; null when the
+ * record has no version of that kind (never published, for `published`).
  */
 export function serializeItem(
   item: StoredItem,

@@ -1,4 +1,4 @@
-/** API token roles (API.md §1 "Roles"). */
+/** API token roles (docs/api.md, Tokens and roles). */
 export const ROLES = ['admin', 'read_only', 'producer'] as const;
 export type Role = (typeof ROLES)[number];
 

@@ -1,4 +1,7 @@
-/** API.md §4.4: pending (not yet answered), success, failed, rescheduled (retry planned). */
+/**
+ * docs/api.md, The webhook call resource: pending (not yet answered), success, failed, rescheduled
+ * (retry planned).
+ */
 export type WebhookCallStatus = 'pending' | 'success' | 'failed' | 'rescheduled';
 export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
   'pending',
@@ -8,8 +11,9 @@ export const WEBHOOK_CALL_STATUSES: readonly WebhookCallStatus[] = [
 ];
 
 /**
- * The webhook_call resource of API.md §4.4 as ingest serves it and the console reads it.
- * `event_id` (the producer's event id) and `failure_reason` are Herald's extensions.
+ * The webhook_call resource (docs/api.md, The webhook call resource) as ingest serves it and the
+ * console reads it. `event_id` (the producer's event id) and `failure_reason` are Herald's
+ * extensions.
  */
 export interface WebhookCallResource {
   type: 'webhook_call';

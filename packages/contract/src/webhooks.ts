@@ -1,12 +1,12 @@
 import { CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 
 /**
- * Webhook wire vocabulary shared by ingest (validation), delivery (matching) and the console:
- * the entity/event type table of API.md §5.1, the filter kinds of §4.2, and the change
+ * Webhook wire vocabulary shared by ingest (validation), delivery (matching) and the console: the
+ * entity/event type table and the filter kinds (docs/api.md, Events and filters), and the change
  * notifications published when a webhook changes.
  */
 
-/** API.md §5.1: each entity type and the event types it has. */
+/** docs/api.md, Events and filters: each entity type and the event types it has. */
 export const WEBHOOK_EVENT_TYPES = {
   item: ['create', 'update', 'delete', 'publish', 'unpublish'],
   item_type: ['create', 'update', 'delete'],
@@ -25,7 +25,7 @@ export function isWebhookEntityType(value: string): value is WebhookEntityType {
   return Object.hasOwn(WEBHOOK_EVENT_TYPES, value);
 }
 
-/** True when `eventType` is one of `entityType`'s event types (§5.1). */
+/** True when `eventType` is one of `entityType`'s event types (docs/api.md, Events and filters). */
 export function isWebhookEventType(entityType: WebhookEntityType, eventType: string): boolean {
   return (WEBHOOK_EVENT_TYPES[entityType] as readonly string[]).includes(eventType);
 }
@@ -33,7 +33,7 @@ export function isWebhookEventType(entityType: WebhookEntityType, eventType: str
 /** Entity types whose webhook entries take no filters. */
 export const UNFILTERED_ENTITY_TYPES: readonly WebhookEntityType[] = ['cda_cache_tags'];
 
-/** The narrowing kinds a filter may name (§4.2). */
+/** The narrowing kinds a filter may name (docs/api.md, Events and filters). */
 export const WEBHOOK_FILTER_ENTITY_TYPES = [
   'item_type',
   'item',
@@ -68,7 +68,7 @@ export function entryFilters(entry: WebhookEventEntry): WebhookFilter[] {
   return entry.filter ? [entry.filter] : [];
 }
 
-/** The only payload_api_version (API.md §4.2). */
+/** The only payload_api_version (docs/api.md, The webhook resource). */
 export const PAYLOAD_API_VERSIONS = ['3'] as const;
 
 /** How long a rotated-out signing secret keeps signing beside the new one. */

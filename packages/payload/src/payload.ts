@@ -8,7 +8,7 @@ import {
 } from '@herald/contract';
 import { loadBlocks, loadModels, type Queryable, type StoredEvent } from '@herald/store';
 
-/** API.md §6.1: the default body, keys in this order. */
+/** docs/api.md, What a webhook call sends: the default body, keys in this order. */
 export interface DefaultPayload {
   webhook_call_id: string;
   event_triggered_at: string;

@@ -1,7 +1,7 @@
 /**
- * Which request headers the call log keeps as `***` (API.md §4.4). Migration
- * 008_redact_credential_headers.sql applies the same rule, in SQL, to calls logged before it:
- * change both together.
+ * Which request headers the call log keeps as `***` (docs/api.md, The webhook call resource).
+ * Migration 008_redact_credential_headers.sql applies the same rule, in SQL, to calls logged before
+ * it: change both together.
  */
 
 /**

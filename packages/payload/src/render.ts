@@ -1,8 +1,9 @@
 import Mustache from 'mustache';
 
 /**
- * Mustache rendering of a webhook's url and custom_payload (API.md §6.1). The escape function is
- * passed per render (Mustache's config argument), never set on the global Mustache object.
+ * Mustache rendering of a webhook's url and custom_payload (docs/api.md,
+ * What a webhook call sends). The escape function is passed per render (Mustache's config
+ * argument), never set on the global Mustache object.
  */
 
 /** Escapes for the inside of a JSON string: quotes, backslashes, control characters. */

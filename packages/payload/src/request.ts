@@ -35,15 +35,16 @@ export interface DeliveryRequest {
   /** Headers as sent. */
   headers: Record<string, string>;
   /**
-   * Headers as the call log stores them (API.md §4.4): credentials and the webhook's
-   * `redact_headers` replaced by `***` (redact-headers.ts).
+   * Headers as the call log stores them (docs/api.md, The webhook call resource): credentials and
+   * the webhook's `redact_headers` replaced by `***` (redact-headers.ts).
    */
   redacted: Record<string, string>;
 }
 
 /**
- * The request a call sends (API.md §6.1): rendered url, body and headers. The deliver worker and
- * POST /webhooks/preview both call this, so a preview is exactly what delivery would send.
+ * The request a call sends (docs/api.md, What a webhook call sends): rendered url, body and
+ * headers. The deliver worker and POST /webhooks/preview both call this, so a preview is exactly
+ * what delivery would send.
  */
 export async function renderDeliveryRequest(
   db: Queryable,
@@ -86,7 +87,10 @@ export async function renderDeliveryRequest(
   return { url, body, headers, redacted };
 }
 
-/** Headers as sent, and as logged (API.md §6.1, §4.4). */
+/**
+ * Headers as sent, and as logged (docs/api.md, What a webhook call sends;
+ * The webhook call resource).
+ */
 function buildHeaders(
   input: DeliveryRequestInput,
   body: string,

@@ -93,7 +93,7 @@ export const httpEnv = {
   HERALD_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
   /** Largest accepted JSON body. */
   HTTP_BODY_LIMIT_BYTES: int(1024, 100 * 1024 * 1024).default(5 * 1024 * 1024),
-  /** Rate-limit window (API.md §1: 3 seconds). */
+  /** Rate-limit window (docs/api.md, Rate limits: 3 seconds). */
   RATE_LIMIT_WINDOW_MS: int(100, 3_600_000).default(3000),
   /** Requests per window per admin token (DatoCMS uses 60). */
   RATE_LIMIT_ADMIN: int(1, 10_000_000).default(100_000),

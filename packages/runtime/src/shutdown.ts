@@ -13,10 +13,10 @@ export interface SignalSettings {
 }
 
 /**
- * The process's one shutdown mechanism (ARCHITECTURE.md, API.md §7). On a signal: readiness turns
- * 503 (on SIGTERM, for a delay during which everything else is still served), then the hooks run
- * in reverse order of registration (last opened, first closed): intake stops, in-flight work
- * finishes within the grace period, connections close.
+ * The process's one shutdown mechanism (docs/architecture.md; docs/api.md, Operations). On a
+ * signal: readiness turns 503 (on SIGTERM, for a delay during which everything else is still
+ * served), then the hooks run in reverse order of registration (last opened, first closed): intake
+ * stops, in-flight work finishes within the grace period, connections close.
  */
 export class Lifecycle {
   #draining = false;

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { parseCidrList } from '@herald/contract';
 
 /**
- * The SSRF allow-list (API.md §6.3), read by ingest (webhook URLs at creation) and delivery (every
- * resolved address at connect time): spread `ssrfEnv` into each service's config.
+ * The SSRF allow-list (docs/api.md, The webhook resource), read by ingest (webhook URLs at
+ * creation) and delivery (every resolved address at connect time): spread `ssrfEnv` into each
+ * service's config.
  */
 export const ssrfEnv = {
   /**

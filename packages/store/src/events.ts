@@ -1,6 +1,6 @@
 import type { Queryable } from './db.js';
 
-/** An event about to be stored (API.md §5). */
+/** An event about to be stored (docs/api.md, POST /events). */
 export interface NewEvent {
   id: string;
   environment: string;

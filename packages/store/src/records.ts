@@ -3,7 +3,7 @@ import type { Queryable } from './db.js';
 import type { NewEvent } from './events.js';
 
 /**
- * How an item event changes a record (API.md §5.2):
+ * How an item event changes a record (docs/api.md, POST /events):
  * - `save`: create/update of a draft-mode model → the current version;
  * - `publish`: publish, or create/update of a model without draft mode → current and published;
  * - `unpublish`: the current version stays (as sent), the published one goes.

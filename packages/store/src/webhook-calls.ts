@@ -4,7 +4,8 @@ import type { StoredEvent } from './events.js';
 import { rollUpAttemptsSql } from './webhook-stats.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
 
-// The statuses of API.md §4.4 are the contract's (the console lists them too).
+// The statuses of docs/api.md (The webhook call resource) are the contract's (the console lists
+// them too).
 export {
   WEBHOOK_CALL_STATUSES,
   type AttemptTrigger,

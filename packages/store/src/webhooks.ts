@@ -30,7 +30,7 @@ export interface WebhookRecord {
   updatedAt: Date;
 }
 
-/** What a client sets (API.md §4.2), already validated. */
+/** What a client sets (docs/api.md, The webhook resource), already validated. */
 export interface WebhookInput {
   name: string;
   url: string;

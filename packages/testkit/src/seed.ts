@@ -15,8 +15,8 @@ import {
 
 /**
  * Writes models and records through the store's repositories, the way the events path does
- * (API.md §5.2): for the store's own tests, and for the read service's, which need records
- * without the ingest service.
+ * (docs/api.md, POST /events): for the store's own tests, and for the read service's, which need
+ * records without the ingest service.
  */
 
 export interface SeedField {

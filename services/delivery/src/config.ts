@@ -17,8 +17,8 @@ export const deliveryEnv = {
   /** Time allowed for a whole delivery attempt (connect, send, answer). */
   DELIVERY_TIMEOUT_MS: int(100, 120_000).default(8000),
   /**
-   * Delays between auto retries, comma-separated ms (API.md §6.2: 2 min, 6 min, 30 min, 1 h, 5 h,
-   * 1 day, 2 days after the previous failure; tests shrink it).
+   * Delays between auto retries, comma-separated ms (docs/api.md, What a webhook call sends: 2 min,
+   * 6 min, 30 min, 1 h, 5 h, 1 day, 2 days after the previous failure; tests shrink it).
    */
   DELIVERY_RETRY_SCHEDULE_MS: z
     .string()
@@ -33,9 +33,9 @@ export const deliveryEnv = {
     }),
   /** Jitter of each retry delay, as a fraction (0.1 = ±10 %). */
   DELIVERY_RETRY_JITTER: z.coerce.number().min(0).max(1).default(0.1),
-  /** The longest a Retry-After header may push the next attempt (API.md: 1 day). */
+  /** The longest a Retry-After header may push the next attempt (1 day by default). */
   DELIVERY_RETRY_AFTER_MAX_MS: int(0, 7 * 86_400_000).default(86_400_000),
-  /** Deliveries in flight at once per webhook, across all workers (API.md §6.2). */
+  /** Deliveries in flight at once per webhook, across all workers (docs/architecture.md). */
   DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: int(1, 10_000).default(10),
   /**
    * The circuit breaker: after this many attempts of a webhook in a row fail with no answer, a

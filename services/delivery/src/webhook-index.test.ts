@@ -4,7 +4,9 @@ import { entryFilters, type WebhookEventEntry } from '@herald/contract';
 import type { WebhookRecord } from '@herald/store';
 import { WebhookIndex, type MatchableEvent } from './webhook-index.js';
 
-/** API.md §4.3 read literally: every entry of every enabled webhook, no index. */
+/**
+ * docs/api.md (Events and filters) read literally: every entry of every enabled webhook, no index.
+ */
 function reference(webhooks: WebhookRecord[], event: MatchableEvent): string[] {
   return webhooks
     .filter((w) => w.enabled)

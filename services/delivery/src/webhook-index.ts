@@ -7,7 +7,7 @@ interface IndexedEntry {
   filters: { kind: WebhookFilterEntityType; ids: ReadonlySet<string> }[];
 }
 
-/** What matching reads of an event (API.md §4.3). */
+/** What matching reads of an event (docs/api.md, Events and filters). */
 export type MatchableEvent = Pick<
   StoredEvent,
   | 'environment'
@@ -78,10 +78,10 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 }
 
 /**
- * The enabled webhooks by entity_type → event_type → (filter kind → id) → entries, so that
- * matching an event costs time in proportion to the entries that could match it, not to all
- * webhooks (API.md §4.3): an entry filtered by item, build_trigger, item_type or environment ids
- * is only looked at when the event carries one of those ids.
+ * The enabled webhooks by entity_type → event_type → (filter kind → id) → entries, so that matching
+ * an event costs time in proportion to the entries that could match it, not to all webhooks
+ * (docs/api.md, Events and filters): an entry filtered by item, build_trigger, item_type or
+ * environment ids is only looked at when the event carries one of those ids.
  */
 export class WebhookIndex {
   #byType = new Map<string, Map<string, Bucket>>();

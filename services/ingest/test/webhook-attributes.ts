@@ -1,4 +1,7 @@
-/** The attributes a webhook create must send; the last three may be null (API.md §4.2). */
+/**
+ * The attributes a webhook create must send; the last three may be null (docs/api.md,
+ * The webhook resource).
+ */
 export const REQUIRED_ATTRIBUTES = [
   'name',
   'url',

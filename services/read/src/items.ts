@@ -55,7 +55,7 @@ function requestError(error: unknown, param: string): ApiError | null {
   return null;
 }
 
-/** GET /items (API.md §3.2): validates, compiles, counts, loads a page, serializes. */
+/** GET /items (docs/api.md): validates, compiles, counts, loads a page, serializes. */
 export async function listItems(
   deps: ItemsDeps,
   environment: Environment,
@@ -146,8 +146,8 @@ export async function retrieveItem(
   version: ItemVersion,
   nested: boolean,
 ): Promise<ItemResource | null> {
-  // An id outside the grammar of ids (API.md §1) names no record; Postgres would refuse some of
-  // them (a NUL character) rather than find nothing.
+  // An id outside the grammar of ids (docs/api.md, POST /events) names no record; Postgres would
+  // refuse some of them (a NUL character) rather than find nothing.
   if (!EntityId.safeParse(id).success) return null;
   const { rows } = await deps.db.query<PageRow>(
     `SELECT ${RECORD_COLUMNS}, CASE WHEN m.tree THEN EXISTS (SELECT 1 FROM records c
@@ -164,7 +164,7 @@ export async function retrieveItem(
 /** A row of the page query: the record and, for tree models, whether it has children. */
 type PageRow = RecordRow & { has_children: boolean | null };
 
-/** Serializes records of one version (API.md §3.1), with their blocks when nested. */
+/** Serializes records of one version (docs/api.md, GET /items), with their blocks when nested. */
 async function serializeItems(
   db: Queryable,
   environment: string,

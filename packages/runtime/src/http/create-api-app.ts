@@ -112,11 +112,11 @@ function closeWhileDraining(lifecycle: { readonly draining: boolean }): RequestH
 }
 
 /**
- * The HTTP plumbing shared by the API services (API.md §1), around the given routers: request ids
- * and standard headers, health and metrics, query parsing with limits, Accept, auth and rate
- * limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown routes, and
- * the error envelope. `publicRouters` are mounted right after health, before auth and the API's
- * header checks: for what is public by design (the console's static files).
+ * The HTTP plumbing shared by the API services (docs/api.md, Conventions), around the given
+ * routers: request ids and standard headers, health and metrics, query parsing with limits, Accept,
+ * auth and rate limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown
+ * routes, and the error envelope. `publicRouters` are mounted right after health, before auth and
+ * the API's header checks: for what is public by design (the console's static files).
  */
 export function createApiApp(
   deps: ApiAppDeps,

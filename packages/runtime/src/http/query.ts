@@ -2,7 +2,10 @@ import qs from 'qs';
 import { ApiError, errorMessage } from '@herald/contract';
 import { findJsonProblem } from './json-walk.js';
 
-/** API.md §1: more than 1,000 parameters or nesting deeper than 5 is a 422, never dropped. */
+/**
+ * docs/api.md, Documents: more than 1,000 parameters or nesting deeper than 5 is a 422, never
+ * dropped.
+ */
 export const QUERY_MAX_PARAMS = 1000;
 export const QUERY_MAX_DEPTH = 5;
 

@@ -1,5 +1,5 @@
 /**
- * The API's error envelope (API.md §1) turned into what screens show: a headline for the
+ * The API's error envelope (docs/api.md, Errors) turned into what screens show: a headline for the
  * problem, and field errors keyed by their dotted path (`events.1.event_types.0`) so that a form
  * can put each one beside the control it is about.
  */

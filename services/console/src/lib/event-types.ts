@@ -12,7 +12,9 @@ export function eventTypesOf(entityType: string): readonly string[] {
 /** Every event type of any entity type, once, for the call log's filter. */
 export const ALL_EVENT_TYPES = [...new Set(Object.values(WEBHOOK_EVENT_TYPES).flat())].sort();
 
-/** Whether a webhook entry for this entity type may carry filters (API.md §4.2). */
+/**
+ * Whether a webhook entry for this entity type may carry filters (docs/api.md, Events and filters).
+ */
 export function takesFilters(entityType: string): boolean {
   return !(UNFILTERED_ENTITY_TYPES as readonly string[]).includes(entityType);
 }

@@ -1,5 +1,5 @@
 /**
- * Builds Rack/PHP bracket query strings (API.md §1) from nested plain objects:
+ * Builds Rack/PHP bracket query strings (docs/api.md, Documents) from nested plain objects:
  * `{filter: {fields: {title: {eq: 'x'}}}}` → `filter[fields][title][eq]=x`. Empty strings,
  * undefined and null are left out so that a cleared form field simply drops its parameter.
  */

@@ -38,7 +38,7 @@ function operand(operator: string, value: string): QueryValue {
   return value;
 }
 
-/** The GET /items query parameters (API.md §3.2) for the screen's state. */
+/** The GET /items query parameters (docs/api.md, GET /items) for the screen's state. */
 export function recordsParams(query: RecordsQuery): Record<string, QueryValue> {
   const fields: Record<string, Record<string, QueryValue>> = {};
   for (const row of query.filters) {

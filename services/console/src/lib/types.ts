@@ -1,6 +1,7 @@
 /**
- * The wire resources the console reads (API.md §3.1, §4.1), as plain types; webhook calls (§4.4)
- * are the contract's WebhookCallResource.
+ * The wire resources the console reads (docs/api.md: the item resource of GET /items, The webhook
+ * resource), as plain types; webhook calls (The webhook call resource) are the contract's
+ * WebhookCallResource.
  */
 
 interface WebhookFilter {

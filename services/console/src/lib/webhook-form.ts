@@ -1,8 +1,8 @@
 import type { WebhookAttributes, WebhookEventEntry } from './types.js';
 
 /**
- * The webhook form's state, and how it becomes the attributes of API.md §4.2 (and of the preview
- * request). Kept free of the DOM so it is unit-tested.
+ * The webhook form's state, and how it becomes a webhook's attributes (docs/api.md, The webhook
+ * resource; and the preview request's). Kept free of the DOM so it is unit-tested.
  */
 export interface HeaderRow {
   key: number;
@@ -154,7 +154,10 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
   };
 }
 
-/** The attributes of a `webhook_preview` request (API.md §4.2): what shapes the request sent. */
+/**
+ * The attributes of a `webhook_preview` request (docs/api.md, POST /webhooks/preview): what shapes
+ * the request sent.
+ */
 export function previewAttributes(
   form: WebhookForm,
   eventId: string,

@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { Agent, request } from 'undici';
 import { checkAddress, isIpAddress, type CidrList, errorMessage } from '@herald/contract';
 
-/** A resolved or literal address in a blocked range (API.md §6.3). */
+/** A resolved or literal address in a blocked range (docs/api.md, The webhook resource). */
 class BlockedAddressError extends Error {
   readonly code = 'HERALD_BLOCKED_ADDRESS';
   constructor(reason: string) {

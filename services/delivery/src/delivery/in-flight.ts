@@ -26,8 +26,9 @@ export interface SlotRequest {
 }
 
 /**
- * The per-webhook in-flight limit (API.md §6.2), counted in Redis so that it holds across worker
- * processes. One slow endpoint then occupies at most `limit` of the shared pool.
+ * The per-webhook in-flight limit (docs/architecture.md, An event, step by step), counted in Redis
+ * so that it holds across worker processes. One slow endpoint then occupies at most `limit` of the
+ * shared pool.
  *
  * Round trips are shared: the slots of a whole deliver-calls job are asked for in one pipeline,
  * and the releases made in the same tick go together in one pipeline.

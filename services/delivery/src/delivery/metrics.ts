@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /**
- * Delivery metrics (API.md §7). Labels are bounded: outcome (success, rescheduled, failed),
- * status_class (2xx…5xx, timeout, reset, dns, refused, blocked, error) and the queue name.
+ * Delivery metrics (docs/api.md, Operations). Labels are bounded: outcome (success, rescheduled,
+ * failed), status_class (2xx…5xx, timeout, reset, dns, refused, blocked, error) and the queue name.
  */
 export interface DeliveryMetrics {
   deliveries: Counter<'outcome' | 'status_class'>;

@@ -2,7 +2,7 @@ export interface RetryPolicy {
   scheduleMs: readonly number[];
   /** Jitter as a fraction of each delay (0.1 = ±10 %). */
   jitter: number;
-  /** The longest a Retry-After may push an attempt (API.md: 1 day). */
+  /** The longest a Retry-After may push an attempt (1 day by default). */
   retryAfterMaxMs: number;
 }
 

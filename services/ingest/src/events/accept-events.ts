@@ -36,10 +36,11 @@ interface Batch {
 }
 
 /**
- * Accepts a validated batch durably (API.md §5, ARCHITECTURE.md): in one transaction, stores the
- * events (a repeated id is a duplicate, never stored or applied twice) and applies the new ones
- * to the record store, validating item attributes against their models. Any problem throws a
- * 422 and rolls the whole batch back. Enqueuing is the caller's job, after this resolves.
+ * Accepts a validated batch durably (docs/api.md, POST /events; docs/architecture.md): in one
+ * transaction, stores the events (a repeated id is a duplicate, never stored or applied twice) and
+ * applies the new ones to the record store, validating item attributes against their models. Any
+ * problem throws a 422 and rolls the whole batch back. Enqueuing is the caller's job, after this
+ * resolves.
  */
 export async function acceptEvents(
   db: Db,

@@ -43,9 +43,9 @@ const TREE_ATTRIBUTES = new Set(['position', 'parent_id']);
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
 /**
- * Validates a record's attributes against its model (API.md §5.2: unknown field or wrong value
- * shape → 422) and extracts expanded blocks, recursively. Problems are pushed to ctx.errors with
- * `path` as the prefix of their field names.
+ * Validates a record's attributes against its model (docs/api.md, POST /events: unknown field or
+ * wrong value shape → 422) and extracts expanded blocks, recursively. Problems are pushed to
+ * ctx.errors with `path` as the prefix of their field names.
  */
 export function extractItem(
   model: ModelInfo,
@@ -240,7 +240,9 @@ const isFile = (v: unknown): boolean =>
 const isColorPart = (v: unknown): boolean =>
   Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 255;
 
-/** Value shapes by field type (API.md §3.1); unknown types are accepted as they come. */
+/**
+ * Value shapes by field type (docs/api.md, POST /events); unknown types are accepted as they come.
+ */
 function valueShapeOk(fieldType: string, value: unknown): boolean {
   if (value === null) return true;
   switch (fieldType) {

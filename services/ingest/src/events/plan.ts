@@ -223,8 +223,8 @@ class Planner {
         null;
     } else if (event.kind === 'item') {
       // An event that names its model is taken at its word, even if the stored record says
-      // otherwise: it is what the webhooks' payload carries. One that does not (a delete) gets
-      // the record's model, so that item_type filters hold for it (API.md §4.3).
+      // otherwise: it is what the webhooks' payload carries. One that does not (a delete) gets the
+      // record's model, so that item_type filters hold for it (docs/api.md, Events and filters).
       const named = event.item.relationships?.item_type.data.id;
       const known = named ? undefined : this.recordModels?.get(environment)?.get(event.item.id);
       itemTypeId = named ?? known?.itemTypeId ?? null;

@@ -38,9 +38,10 @@ function issuesToEntries(prefix: string, error: z.ZodError, input: unknown): Err
 }
 
 /**
- * Validates the body of POST /events as a whole batch (API.md §5): `data` is one event or 1–1000
- * of them; each event's shape, its event type for its entity type, its entity's size and shape.
- * Throws one ApiError listing every problem found (capped), naming `data.<index>.<field>`.
+ * Validates the body of POST /events as a whole batch (docs/api.md, POST /events): `data` is one
+ * event or 1–1000 of them; each event's shape, its event type for its entity type, its entity's
+ * size and shape. Throws one ApiError listing every problem found (capped), naming
+ * `data.<index>.<field>`.
  */
 export function validateEventsBody(body: unknown): ValidEvent[] {
   if (!body || typeof body !== 'object' || Array.isArray(body) || !('data' in body)) {

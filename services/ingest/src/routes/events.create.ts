@@ -39,7 +39,7 @@ function countRejected(deps: EventsDeps, body: unknown): void {
 }
 
 /**
- * POST /events (API.md §5): validate the batch whole, store it and apply it to the record store
+ * POST /events (docs/api.md): validate the batch whole, store it and apply it to the record store
  * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
  * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
  */

@@ -69,7 +69,7 @@ export const decimalInteger = (min: number, max: number) =>
 const range = z.object({ gt: dateBound.optional(), lt: dateBound.optional() }).strict();
 const eq = z.object({ eq: z.string().min(1) }).strict();
 
-/** GET /webhook_calls query (API.md §4.4). */
+/** GET /webhook_calls query (docs/api.md, GET /webhook_calls). */
 const WebhookCallListQuery = z
   .object({
     page: z

@@ -6,7 +6,7 @@ import { resendWebhookCall } from './webhook-calls.resend.js';
 import { retrieveWebhookCall } from './webhook-calls.retrieve.js';
 import { sendWebhookTest } from './webhooks.send-test.js';
 
-/** /webhook_calls (API.md §4.4): admin only, like /webhooks. */
+/** /webhook_calls (docs/api.md, Webhook calls): admin only, like /webhooks. */
 export function webhookCallsRouter(deps: ApiAppDeps & { deliverQueue: DeliverQueue }): Router {
   const router = Router();
   const admin = requireRole();

@@ -9,7 +9,7 @@ import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 import { uniquenessProblem } from '../webhooks/uniqueness.js';
 
-/** POST /webhooks → 201 with the webhook, its signing secret generated (API.md §4.2). */
+/** POST /webhooks → 201 with the webhook, its signing secret generated (docs/api.md). */
 export function createWebhook(deps: WebhookRouteDeps): RequestHandler {
   return async (req, res) => {
     const attributes = readWebhookDocument(req.body, {});

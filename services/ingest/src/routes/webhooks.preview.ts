@@ -38,7 +38,7 @@ const MASKED_SIGNATURE = 'v1,***';
 const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
 /**
- * POST /webhooks/preview (API.md §4.2, extension): renders the url, headers (secrets masked) and
+ * POST /webhooks/preview (docs/api.md, extension): renders the url, headers (secrets masked) and
  * body that delivery would send for the given settings, for a stored event or a sample one, with
  * delivery's own code (renderDeliveryRequest). Validation is creation's. Nothing is sent.
  */
@@ -126,7 +126,10 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
   };
 }
 
-/** `{"data":{"type":"webhook_preview","attributes":{...}}}`, else INVALID_FORMAT (API.md §1). */
+/**
+ * `{"data":{"type":"webhook_preview","attributes":{...}}}`, else INVALID_FORMAT
+ * (docs/api.md, Documents).
+ */
 /** The attributes of an action's document, `{"data": {"type": <type>, "attributes": {...}}}`. */
 export function readActionDocument(body: unknown, type: string): Record<string, unknown> {
   const fail = (message: string, field: string): never => {

@@ -9,7 +9,10 @@ import { rotateWebhookSecretRoute } from './webhooks.rotate-secret.js';
 import { listWebhookStatsRoute, webhookStatsRoute } from './webhooks.stats.js';
 import { updateWebhookRoute } from './webhooks.update.js';
 
-/** /webhooks (API.md §4.2): admin only — requireRole() with no other role lets admins alone in. */
+/**
+ * /webhooks (docs/api.md, Webhooks): admin only — requireRole() with no other role lets admins
+ * alone in.
+ */
 export function webhooksRouter(deps: WebhookRouteDeps): Router {
   const router = Router();
   const admin = requireRole();

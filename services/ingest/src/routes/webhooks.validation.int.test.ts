@@ -4,7 +4,9 @@ import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
 
-/** Every rule of API.md §4.2: status, code, details.field and details.code. */
+/**
+ * Every rule of docs/api.md, The webhook resource: status, code, details.field and details.code.
+ */
 const it = appTest(createApp);
 
 interface ErrorBody {

@@ -2,9 +2,9 @@ import type { z } from 'zod';
 import { ApiError, type ErrorEntry, type ValidationCode } from '@herald/contract';
 
 /**
- * zod issues as the contract's INVALID_FIELD entries (API.md §1), one mapping for the service's
- * validators. zod's own issue codes map to validation codes; a refinement names its code, and any
- * details to send beside the message, in its `params` (see `rule` and `report`).
+ * zod issues as the contract's INVALID_FIELD entries (docs/api.md, Errors), one mapping for the
+ * service's validators. zod's own issue codes map to validation codes; a refinement names its code,
+ * and any details to send beside the message, in its `params` (see `rule` and `report`).
  */
 
 interface IssueParams {

@@ -3,7 +3,10 @@ import type { WebhookCallRecord } from '@herald/store';
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
-/** The webhook_call resource of API.md §4.4 (`event_id` and `failure_reason` are extensions). */
+/**
+ * The webhook_call resource (docs/api.md, The webhook call resource; `event_id` and
+ * `failure_reason` are extensions).
+ */
 export function serializeWebhookCall(call: WebhookCallRecord): WebhookCallResource {
   return {
     type: 'webhook_call' as const,

@@ -21,11 +21,11 @@ import type { WebhookInput } from '@herald/store';
 import { check, issueToEntry, parse, report, rule } from '../validation/zod-errors.js';
 
 /**
- * Webhook attributes (API.md §4.2) as a zod schema, shared by create, update and preview. Every
- * failure names the exact element (`events.1.event_types.0`) with one of the contract's validation
- * codes and a message a person can act on, and all of them are reported together. Where one
- * field's rules depend on another (event types on the entity type) or on what came before (names
- * given twice), a superRefine applies the field schemas in order.
+ * Webhook attributes (docs/api.md, The webhook resource) as a zod schema, shared by create, update
+ * and preview. Every failure names the exact element (`events.1.event_types.0`) with one of the
+ * contract's validation codes and a message a person can act on, and all of them are reported
+ * together. Where one field's rules depend on another (event types on the entity type) or on what
+ * came before (names given twice), a superRefine applies the field schemas in order.
  */
 
 /** Attributes a client may set, by wire name. */
@@ -49,7 +49,10 @@ type WireAttribute = keyof typeof WRITABLE;
 /** Attributes the response carries that no request sets. */
 const READ_ONLY = ['signing_secret', 'disabled_reason', 'created_at', 'updated_at'];
 
-/** Keys a create may leave out (the others it must send, null where allowed: API.md §4.2). */
+/**
+ * Keys a create may leave out (the others it must send, null where allowed: docs/api.md,
+ * The webhook resource).
+ */
 const OPTIONAL_ON_CREATE = {
   enabled: true,
   redact_headers: true,
@@ -638,7 +641,10 @@ function validate(
   return { ok: false, errors };
 }
 
-/** An attribute no request sets: INVALID_ATTRIBUTES, not a field problem (API.md §4.2). */
+/**
+ * An attribute no request sets: INVALID_ATTRIBUTES, not a field problem (docs/api.md,
+ * The webhook resource).
+ */
 function unknownAttribute(key: string): ErrorEntry {
   return {
     code: 'INVALID_ATTRIBUTES',

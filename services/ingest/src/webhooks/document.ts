@@ -2,7 +2,8 @@ import { ApiError } from '@herald/contract';
 
 /**
  * Reads a JSON:API request document `{"data":{"type":"webhook","attributes":{...}}}`. A body that
- * is JSON but not that shape is INVALID_FORMAT (API.md §1); attributes are validated elsewhere.
+ * is JSON but not that shape is INVALID_FORMAT (docs/api.md, Documents); attributes are validated
+ * elsewhere.
  */
 export function readWebhookDocument(
   body: unknown,

@@ -1,6 +1,9 @@
 import type { WebhookRecord } from '@herald/store';
 
-/** The webhook resource of API.md §4.1 (admins only see it, so the signing secret is shown). */
+/**
+ * The webhook resource (docs/api.md, The webhook resource); admins only see it, so the signing
+ * secret is shown.
+ */
 export function serializeWebhook(webhook: WebhookRecord) {
   return {
     type: 'webhook' as const,

@@ -10,11 +10,11 @@ import {
 import { regexCostProblem } from './regex-cost.js';
 
 /**
- * GET /items query parameters (API.md §3.2, §3.3) → a validated query (the AST that compile.ts
- * turns into SQL). Two steps: parseListParams checks the shape of the raw (qs-parsed) parameters
- * without the database; resolveListQuery checks them against the models named by filter[type]
- * and the environment's locales. Every problem is the 422 the spec names, with the parameter
- * and the reason in `details`.
+ * GET /items query parameters (docs/api.md, GET /items and Field filters) → a validated query (the
+ * AST that compile.ts turns into SQL). Two steps: parseListParams checks the shape of the raw
+ * (qs-parsed) parameters without the database; resolveListQuery checks them against the models
+ * named by filter[type] and the environment's locales. Every problem is the 422 the spec names,
+ * with the parameter and the reason in `details`.
  */
 
 const PAGE_LIMIT_DEFAULT = 30;
@@ -306,7 +306,7 @@ const TEXT_OPS: readonly Operator[] = [
 const LINK_OPS: readonly Operator[] = ['eq', 'neq', 'in', 'not_in', 'exists'];
 const LINKS_OPS: readonly Operator[] = ['eq', 'any_in', 'all_in', 'not_in', 'exists'];
 
-/** API.md §3.3: operators and comparison kind per field type. */
+/** docs/api.md, Field filters: operators and comparison kind per field type. */
 const FIELD_TYPES: Readonly<
   Record<string, { operators: readonly Operator[]; kind: ValueKind; sortable: boolean }>
 > = {

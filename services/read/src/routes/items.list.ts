@@ -7,9 +7,9 @@ import type { ReadGate } from '../read-gate.js';
 export type ItemsRouteDeps = Omit<ItemsDeps, 'db'> & { gate: ReadGate };
 
 /**
- * GET /items (API.md §3.2, §3.3). The query string is validated by query/list-query.ts (its
- * rules need the model, so they are code rather than one zod schema) and compiled to SQL by
- * query/compile.ts.
+ * GET /items (docs/api.md, GET /items and Field filters). The query string is validated by
+ * query/list-query.ts (its rules need the model, so they are code rather than one zod schema) and
+ * compiled to SQL by query/compile.ts.
  */
 export function itemsListRoute(deps: ItemsRouteDeps): Router {
   const router = Router();

@@ -5,7 +5,7 @@ import { context, requireRole } from '@herald/runtime';
 import { retrieveItem } from '../items.js';
 import type { ItemsRouteDeps } from './items.list.js';
 
-/** GET /items/:id query parameters (API.md §3.2: `nested`, `version`). */
+/** GET /items/:id query parameters (docs/api.md, GET /items/:id: `nested`, `version`). */
 const ItemsRetrieveQuery = z.looseObject({
   nested: z.enum(['true', 'false']).optional(),
   version: z.enum(['published', 'current']).optional(),

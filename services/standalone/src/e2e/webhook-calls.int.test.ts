@@ -23,8 +23,9 @@ import {
   webhookInput,
 } from '../../../delivery/src/harness.test-support.js';
 
-// The /webhook_calls API of services/ingest (API.md §4.4) against calls made by real deliveries:
-// the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes jobs.
+// The /webhook_calls API of services/ingest (docs/api.md, Webhook calls) against calls made by real
+// deliveries: the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes
+// jobs.
 const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
 }).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
