@@ -140,6 +140,8 @@ export {
   listOpenCircuits,
   latencyPercentile,
   readWebhookStats,
+  recordAttemptRollups,
+  type AttemptRollup,
   type StatsBucket,
   type StatsWindow,
   type WebhookStats,

@@ -129,8 +129,54 @@ export async function createTestWebhookCall(
   return toCall(rows[0]!);
 }
 
-/** The stats' rollups of the attempts recordWebhookCallAttempts records (webhook-stats.ts). */
-const ROLL_UP_ATTEMPTS = rollUpAttemptsSql('attempted');
+/**
+ * The statement that records attempts (recordWebhookCallAttempts), in parts: each call takes the
+ * attempt as its last one, and the attempt joins the call's history. Every CTE reads the rows as
+ * they were before the statement: `before` has each call's body before this attempt.
+ */
+const RECORD_CALLS = `WITH v AS (
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+                            $6::int[], $7::text[], $8::text[], $9::text[], $10::int[],
+                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[],
+                            $15::boolean[])
+         AS v(id, status, request_url, request_headers, request_payload, response_status,
+              response_headers, response_payload, failure_reason, attempted, last_sent_at,
+              next_retry_at, trigger, duration_ms, trips)
+     ), before AS (
+       SELECT c.id, c.request_payload FROM webhook_calls c JOIN v ON v.id = c.id
+       WHERE c.attempts_count > 0 AND c.request_payload IS DISTINCT FROM v.request_payload
+     ), kept AS (
+       UPDATE webhook_call_attempts a SET request_payload = b.request_payload
+       FROM before b WHERE a.call_id = b.id AND a.request_payload IS NULL
+     ), updated AS (
+       UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
+         request_headers = v.request_headers::json, request_payload = v.request_payload,
+         response_status = v.response_status, response_headers = v.response_headers::json,
+         response_payload = v.response_payload, failure_reason = v.failure_reason,
+         attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
+         next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
+         held_by = NULL, attempts_count = c.attempts_count + 1
+       FROM v WHERE c.id = v.id
+       RETURNING c.id, c.attempts_count, c.webhook_id
+`;
+const RECORD_HISTORY = `     INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
+       duration_ms, request_url, request_headers, response_status, response_headers,
+       response_payload, failure_reason)
+     SELECT u.id, u.attempts_count, v.trigger, v.status, v.last_sent_at, v.duration_ms,
+       v.request_url, v.request_headers::json, v.response_status, v.response_headers::json,
+       v.response_payload, v.failure_reason
+     FROM updated u JOIN v ON v.id = u.id`;
+/** The stats' rollups of those attempts (webhook-stats.ts), with each webhook's circuit settings. */
+const ROLL_UP = `attempted AS (
+       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips,
+         -- The circuit breaker's parameters: the webhook's policy, else the deployment's.
+         coalesce((w.delivery_policy->>'circuit_failures')::int, $16::int) AS threshold,
+         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $17::float8) AS cooldown_ms
+       FROM updated u JOIN v ON v.id = u.id LEFT JOIN webhooks w ON w.id = u.webhook_id
+     ), ${rollUpAttemptsSql('attempted')}`;
+const RECORD_ATTEMPTS_AND_ROLL_UP = `${RECORD_CALLS}     ), ${ROLL_UP}\n${RECORD_HISTORY}`;
+/** Without the rollups: the delivery workers add them up and write them apart (AttemptRollups). */
+const RECORD_ATTEMPTS = `${RECORD_CALLS}     )\n${RECORD_HISTORY}`;
 
 const isCallId = (id: string): boolean => /^[1-9]\d{0,17}$/.test(id);
 
@@ -281,53 +327,15 @@ export async function recordWebhookCallAttempts(
   attempts: readonly { id: string; attempt: WebhookCallAttempt }[],
   /** The circuit breaker: opens after `failures` tripping failures in a row (0: never). */
   circuit: CircuitSettings = { failures: 0, cooldownMs: 0 },
+  /** false: leave the stats' rollups to the caller (recordAttemptRollups, later, in bulk). */
+  rollUp = true,
 ): Promise<void> {
   if (attempts.length === 0) return;
   const column = <T>(pick: (a: WebhookCallAttempt) => T) => attempts.map((a) => pick(a.attempt));
   await db.query(
-    {
-      name: 'herald.webhook_calls.record_attempts',
-      // Every CTE reads the rows as they were before the statement: `before` has each call's
-      // body before this attempt.
-      text: `WITH v AS (
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                            $6::int[], $7::text[], $8::text[], $9::text[], $10::int[],
-                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[],
-                            $15::boolean[])
-         AS v(id, status, request_url, request_headers, request_payload, response_status,
-              response_headers, response_payload, failure_reason, attempted, last_sent_at,
-              next_retry_at, trigger, duration_ms, trips)
-     ), before AS (
-       SELECT c.id, c.request_payload FROM webhook_calls c JOIN v ON v.id = c.id
-       WHERE c.attempts_count > 0 AND c.request_payload IS DISTINCT FROM v.request_payload
-     ), kept AS (
-       UPDATE webhook_call_attempts a SET request_payload = b.request_payload
-       FROM before b WHERE a.call_id = b.id AND a.request_payload IS NULL
-     ), updated AS (
-       UPDATE webhook_calls AS c SET status = v.status, request_url = v.request_url,
-         request_headers = v.request_headers::json, request_payload = v.request_payload,
-         response_status = v.response_status, response_headers = v.response_headers::json,
-         response_payload = v.response_payload, failure_reason = v.failure_reason,
-         attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
-         next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
-         held_by = NULL, attempts_count = c.attempts_count + 1
-       FROM v WHERE c.id = v.id
-       RETURNING c.id, c.attempts_count, c.webhook_id
-     ), attempted AS (
-       SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips,
-         -- The circuit breaker's parameters: the webhook's policy, else the deployment's.
-         coalesce((w.delivery_policy->>'circuit_failures')::int, $16::int) AS threshold,
-         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $17::float8) AS cooldown_ms
-       FROM updated u JOIN v ON v.id = u.id LEFT JOIN webhooks w ON w.id = u.webhook_id
-     ), ${ROLL_UP_ATTEMPTS}
-     INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
-       duration_ms, request_url, request_headers, response_status, response_headers,
-       response_payload, failure_reason)
-     SELECT u.id, u.attempts_count, v.trigger, v.status, v.last_sent_at, v.duration_ms,
-       v.request_url, v.request_headers::json, v.response_status, v.response_headers::json,
-       v.response_payload, v.failure_reason
-     FROM updated u JOIN v ON v.id = u.id`,
-    },
+    rollUp
+      ? { name: 'herald.webhook_calls.record_attempts', text: RECORD_ATTEMPTS_AND_ROLL_UP }
+      : { name: 'herald.webhook_calls.record_attempts_only', text: RECORD_ATTEMPTS },
     [
       attempts.map((a) => a.id),
       column((a) => a.status),
@@ -344,8 +352,7 @@ export async function recordWebhookCallAttempts(
       column((a) => a.trigger),
       column((a) => a.durationMs),
       column((a) => a.tripsCircuit),
-      circuit.failures,
-      circuit.cooldownMs,
+      ...(rollUp ? [circuit.failures, circuit.cooldownMs] : []),
     ],
   );
 }

@@ -380,3 +380,45 @@ export async function disableFailingWebhooks(
   }
   return disabled;
 }
+
+/** An attempt as the rollups count it. */
+export interface AttemptRollup {
+  webhookId: string;
+  status: 'success' | 'failed' | 'rescheduled';
+  lastSentAt: Date;
+  durationMs: number;
+  tripsCircuit: boolean;
+}
+
+/** The rollups of attempts recorded without them, with each webhook's circuit settings. */
+const RECORD_ROLLUPS = `WITH attempted AS (
+       SELECT r.webhook_id, r.status, r.last_sent_at, r.duration_ms, r.trips,
+         coalesce((w.delivery_policy->>'circuit_failures')::int, $6::int) AS threshold,
+         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $7::float8) AS cooldown_ms
+       FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::float8[], $5::boolean[])
+         AS r (webhook_id, status, last_sent_at, duration_ms, trips)
+       LEFT JOIN webhooks w ON w.id = r.webhook_id
+     ), ${rollUpAttemptsSql('attempted')}
+     SELECT count(*) FROM attempted`;
+
+/**
+ * Adds attempts already recorded (recordWebhookCallAttempts with rollUp false) to the stats,
+ * the health and the circuits, in one statement: what a delivery process gathered over a moment,
+ * so that each webhook's rows are written once per moment, not once per batch of outcomes.
+ */
+export async function recordAttemptRollups(
+  db: Queryable,
+  attempts: readonly AttemptRollup[],
+  circuit: { failures: number; cooldownMs: number },
+): Promise<void> {
+  if (attempts.length === 0) return;
+  await db.query({ name: 'herald.webhook_stats.roll_up', text: RECORD_ROLLUPS }, [
+    attempts.map((a) => a.webhookId),
+    attempts.map((a) => a.status),
+    attempts.map((a) => a.lastSentAt),
+    attempts.map((a) => a.durationMs),
+    attempts.map((a) => a.tripsCircuit),
+    circuit.failures,
+    circuit.cooldownMs,
+  ]);
+}

@@ -25,6 +25,7 @@ import { findWebhook, listEnabledWebhooks, type CircuitSettings, type Db } from 
 import type { Registry } from 'prom-client';
 import { Circuits } from './delivery/circuits.js';
 import { RateLimiter } from './delivery/rate-limit.js';
+import { AttemptRollups } from './delivery/rollups.js';
 import { HttpClient } from './delivery/http-client.js';
 import { InFlightLimiter } from './delivery/in-flight.js';
 import { Lease } from './delivery/lease.js';
@@ -42,6 +43,9 @@ import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
 
 /** Everything the delivery workers need, parsed from DeliveryConfig by main.ts. */
+/** How often a delivery process writes its attempts' stats rollups (AttemptRollups). */
+const ROLLUP_INTERVAL_MS = 250;
+
 export interface DeliverySettings {
   redisUrl: string;
   redisPrefix: string;
@@ -173,7 +177,15 @@ export async function startDelivery(
   await lease.start();
   let closing = false;
 
-  const loaders = deliveryLoaders(db, settings.circuit);
+  // Stats, health and circuits follow the outcomes within a quarter second.
+  const rollups = new AttemptRollups(
+    db,
+    logger.child({ module: 'rollups' }),
+    settings.circuit,
+    ROLLUP_INTERVAL_MS,
+  );
+  rollups.start();
+  const loaders = deliveryLoaders(db, rollups);
   const circuits = new Circuits({
     db,
     logger: logger.child({ module: 'circuits' }),
@@ -317,6 +329,7 @@ export async function startDelivery(
       await firstAttempts.drain();
       await lease.stop();
       await circuits.stop();
+      await rollups.stop();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
       await Promise.all(

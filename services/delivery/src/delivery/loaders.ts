@@ -1,12 +1,12 @@
 import type { ModelInfo } from '@herald/contract';
 import type { ModelSource } from '@herald/payload';
+import type { AttemptRollups } from './rollups.js';
 import {
   findEvents,
   findWebhookCalls,
   findWebhooks,
   loadModels,
   recordWebhookCallAttempts,
-  type CircuitSettings,
   type Db,
   type VersionedModel,
   type WebhookCallAttempt,
@@ -24,7 +24,7 @@ export interface DeliveryLoaders {
   /** Models for serializing entities (ModelCache). */
   models: ModelCache;
   /** Attempts' outcomes, written several per statement. */
-  attempts: BatchWriter<WebhookCallAttempt>;
+  attempts: BatchWriter<WebhookCallAttempt & { webhookId: string }>;
 }
 
 const modelKey = (environment: string, id: string) => `${environment}\u0000${id}`;
@@ -95,7 +95,11 @@ export class ModelCache {
   }
 }
 
-export function deliveryLoaders(db: Db, circuit?: CircuitSettings): DeliveryLoaders {
+/**
+ * `rollups`: where the attempts' stats go once their outcomes are recorded (AttemptRollups);
+ * without it, each batch's statement writes them itself.
+ */
+export function deliveryLoaders(db: Db, rollups?: AttemptRollups): DeliveryLoaders {
   return {
     calls: new BatchLoader(
       (ids) => findWebhookCalls(db, ids),
@@ -110,12 +114,18 @@ export function deliveryLoaders(db: Db, circuit?: CircuitSettings): DeliveryLoad
       (event) => event.id,
     ),
     models: new ModelCache(db),
-    attempts: new BatchWriter((items) =>
-      recordWebhookCallAttempts(
-        db,
-        items.map(({ id, value }) => ({ id, attempt: value })),
-        circuit,
-      ),
-    ),
+    attempts: new BatchWriter(async (items) => {
+      const attempts = items.map(({ id, value }) => ({ id, attempt: value }));
+      await recordWebhookCallAttempts(db, attempts, undefined, rollups === undefined);
+      rollups?.add(
+        items.map(({ value }) => ({
+          webhookId: value.webhookId,
+          status: value.status,
+          lastSentAt: value.lastSentAt,
+          durationMs: value.durationMs,
+          tripsCircuit: value.tripsCircuit,
+        })),
+      );
+    }),
   };
 }

@@ -379,6 +379,7 @@ async function applyOutcome(
   await writeUntilStored(
     () =>
       ctx.loaders.attempts.write(callId, {
+        webhookId: webhook.id,
         status: outcome.status,
         trigger: sent.trigger,
         durationMs: sent.durationMs,

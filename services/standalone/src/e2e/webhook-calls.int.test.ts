@@ -298,6 +298,11 @@ describe('/webhook_calls', () => {
       answer = 503; // the endpoint goes down: retries are planned a minute later
       for (let i = 0; i < 2; i++) await send('rescheduled');
 
+      // The delivery processes write their stats every quarter second.
+      await vi.waitFor(async () => {
+        const stats = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
+        expect(stats.body['data']).toMatchObject({ attributes: { attempts: { total: 5 } } });
+      });
       const one = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
       expect(one.status).toBe(200);
       const data = one.body['data'] as {
