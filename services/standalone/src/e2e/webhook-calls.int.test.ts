@@ -12,6 +12,7 @@ import {
   startReceiver,
   testApi,
   testDeps,
+  type TestApi,
 } from '@herald/testkit';
 import {
   addWebhook,
@@ -48,6 +49,20 @@ const it = pipelineTest({
   });
   return testApi(server.url, await createTestToken(db, 'admin'));
 });
+
+/** Each path answers `status` with `code` in the error envelope. */
+async function expectRefused(
+  api: TestApi,
+  paths: readonly string[],
+  status: number,
+  code: string,
+): Promise<void> {
+  for (const path of paths) {
+    const response = await api.call('GET', path);
+    expect(response.status, path).toBe(status);
+    expect(JSON.stringify(response.body), path).toContain(code);
+  }
+}
 
 let failing = true;
 it.beforeAll(({ api: _api, receiver }) => {
@@ -259,16 +274,11 @@ describe('/webhook_calls', () => {
       );
       expect(paged.body['meta']).toEqual({ total_count: 2 });
       expect((paged.body['data'] as { id: string }[]).map((a) => a.id)).toEqual([`${call.id}-2`]);
-      for (const missing of ['999999', 'nope', '0']) {
-        const response = await api.call('GET', `/webhook_calls/${missing}/attempts`);
-        expect(response.status, missing).toBe(404);
-        expect(JSON.stringify(response.body)).toContain('NOT_FOUND');
-      }
-      for (const bad of ['page[limit]=0', 'page[limit]=501', 'page[offset]=-1', 'order_by=x']) {
-        const response = await api.call('GET', `/webhook_calls/${call.id}/attempts?${bad}`);
-        expect(response.status, bad).toBe(422);
-        expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
-      }
+      const missing = ['999999', 'nope', '0'].map((id) => `/webhook_calls/${id}/attempts`);
+      await expectRefused(api, missing, 404, 'NOT_FOUND');
+      const bad = ['page[limit]=0', 'page[limit]=501', 'page[offset]=-1', 'order_by=x'];
+      const badPaths = bad.map((query) => `/webhook_calls/${call.id}/attempts?${query}`);
+      await expectRefused(api, badPaths, 422, 'INVALID_PARAMS');
     } finally {
       await own.close();
     }
@@ -356,17 +366,13 @@ describe('/webhook_calls', () => {
         attributes: { window: '24h', granularity: 'hour', attempts: { total: 5 } },
       });
 
-      for (const missing of ['999999', 'nope']) {
-        const response = await api.call('GET', `/webhooks/${missing}/stats`);
-        expect(response.status, missing).toBe(404);
-      }
-      for (const bad of ['window=2h', 'window=', 'from=2020-01-01']) {
-        for (const path of [`/webhooks/${hook.id}/stats`, '/webhook_stats']) {
-          const response = await api.call('GET', `${path}?${bad}`);
-          expect(response.status, `${path}?${bad}`).toBe(422);
-          expect(JSON.stringify(response.body)).toContain('INVALID_PARAMS');
-        }
-      }
+      const missing = ['999999', 'nope'].map((id) => `/webhooks/${id}/stats`);
+      await expectRefused(api, missing, 404, 'NOT_FOUND');
+      const bad = ['window=2h', 'window=', 'from=2020-01-01'].flatMap((query) => [
+        `/webhooks/${hook.id}/stats?${query}`,
+        `/webhook_stats?${query}`,
+      ]);
+      await expectRefused(api, bad, 422, 'INVALID_PARAMS');
     } finally {
       await own.close();
     }
