@@ -50,6 +50,13 @@ export const deliveryEnv = {
    * its last edit) is disabled with a `disabled_reason`, its waiting calls ended. 0: never.
    */
   DELIVERY_DISABLE_AFTER_FAILING_MS: int(0, 365 * 86_400_000).default(5 * 86_400_000),
+  /**
+   * Bulk jobs (bulk resends, replays) one delivery process runs at once; each job is run by one
+   * process, and its attempts share the delivery pool. 0: this process runs none.
+   */
+  BULK_JOBS_PER_PROCESS: int(0, 100).default(2),
+  /** How often a delivery process looks for a bulk job to run (new, or a dead process's). */
+  BULK_JOBS_POLL_MS: int(50, 600_000).default(1000),
   /** Concurrent delivery attempts per process (the shared pool). */
   DELIVERY_CONCURRENCY: int(1, 10_000).default(200),
   /** Concurrent event matches per process. */
@@ -149,6 +156,8 @@ export function deliverySettings(
       cooldownMs: config.DELIVERY_CIRCUIT_COOLDOWN_MS,
     },
     disableAfterFailingMs: config.DELIVERY_DISABLE_AFTER_FAILING_MS || null,
+    bulkJobsPerProcess: config.BULK_JOBS_PER_PROCESS,
+    bulkJobsPollMs: config.BULK_JOBS_POLL_MS,
     deliverConcurrency: config.DELIVERY_CONCURRENCY,
     matchConcurrency: config.MATCH_CONCURRENCY,
     matchRetries: { attempts: config.MATCH_JOB_ATTEMPTS, backoffMs: config.MATCH_JOB_BACKOFF_MS },

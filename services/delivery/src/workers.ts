@@ -34,11 +34,13 @@ import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 import type { RetryPolicy } from './delivery/schedule.js';
 import { Semaphore } from './delivery/semaphore.js';
 import {
+  attemptForJob,
   createFirstAttempts,
   deliverWebhook,
   type DeliverContext,
 } from './jobs/deliver-webhook.js';
 import { matchEvent, type MatchContext } from './jobs/match-event.js';
+import { BulkJobs } from './bulk-jobs.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
 
@@ -62,6 +64,9 @@ export interface DeliverySettings {
   circuit: CircuitSettings;
   /** Disable a webhook whose attempts have all failed this long (null: never). */
   disableAfterFailingMs: number | null;
+  /** Bulk jobs this process runs at once (0: none), and how often it looks for one. */
+  bulkJobsPerProcess: number;
+  bulkJobsPollMs: number;
   deliverConcurrency: number;
   matchConcurrency: number;
   /** The match job's retry budget (also ingest's, which enqueues most match jobs). */
@@ -310,6 +315,19 @@ export async function startDelivery(
   });
   sweeper.start();
 
+  const bulkJobs = new BulkJobs({
+    db,
+    logger: logger.child({ module: 'bulk-jobs' }),
+    lease,
+    pollMs: settings.bulkJobsPollMs,
+    maxJobs: settings.bulkJobsPerProcess,
+    attempt: (item, stopping) => attemptForJob(deliverContext, item, () => closing || stopping()),
+    onItems: (outcomes) => {
+      for (const outcome of outcomes) metrics.bulkItems.inc({ outcome });
+    },
+  });
+  if (settings.bulkJobsPerProcess > 0) bulkJobs.start();
+
   return {
     index,
     matchQueue,
@@ -323,6 +341,8 @@ export async function startDelivery(
       metrics.collectQueues = undefined;
       clearInterval(reloadTimer);
       await sweeper.stop();
+      // Running bulk jobs stop after their batch; they stay held and are taken over later.
+      await bulkJobs.stop();
       // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
       // then the first attempts the match worker started finish too.
       await Promise.all([matchWorker.close(), deliverWorker.close()]);

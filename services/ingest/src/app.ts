@@ -2,6 +2,7 @@ import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
 import { HERALD_USER_AGENT } from '@herald/payload';
 import { EnvironmentResolver, createApiApp, type DeliverQueue } from '@herald/runtime';
+import { bulkJobsRouter } from './routes/bulk-jobs.router.js';
 import { consoleRouter } from './routes/console.static.js';
 import { eventsRouter, type EventsDeps } from './routes/events.create.js';
 import { webhookCallsRouter } from './routes/webhook-calls.router.js';
@@ -20,7 +21,7 @@ export type IngestDeps = EventsDeps & {
   consoleDir?: string | undefined;
 };
 
-/** The ingest service's routes: /webhooks, /webhook_calls, /events. */
+/** The ingest service's routes: /webhooks, /webhook_calls, /bulk_jobs, /events. */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
   const ssrfAllowCidrs = deps.ssrfAllowCidrs ?? [];
@@ -35,6 +36,7 @@ export function ingestRouter(deps: IngestDeps): Router {
   );
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));
   router.use(webhookCallsRouter(deps));
+  router.use(bulkJobsRouter(deps));
   router.use(eventsRouter(deps));
   return router;
 }

@@ -21,6 +21,8 @@ export interface DeliveryMetrics {
   circuitsOpen: Gauge;
   /** Attempts put off by their webhook's rate limit or open circuit, by path and reason. */
   putOff: Counter<'path' | 'reason'>;
+  /** Items of bulk jobs finished, by outcome (succeeded, failed, skipped). */
+  bulkItems: Counter<'outcome'>;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
@@ -101,9 +103,15 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       help: "Webhooks whose circuit breaker is open or waiting for its probe's outcome",
       registers,
     }),
+    bulkItems: new Counter({
+      name: 'herald_bulk_job_items_total',
+      help: 'Items of bulk jobs (bulk resends, replays) finished, by outcome: succeeded, failed, or skipped (not sent)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     putOff: new Counter({
       name: 'herald_attempts_put_off_total',
-      help: "Attempts put off by their webhook's rate limit or open circuit (path: first attempt or deliver job)",
+      help: "Attempts put off by their webhook's rate limit or open circuit (path: first attempt, deliver job or bulk job)",
       labelNames: ['path', 'reason'] as const,
       registers,
     }),

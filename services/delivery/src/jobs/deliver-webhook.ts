@@ -298,7 +298,9 @@ async function attempt(
   },
   webhook: WebhookRecord,
   event: StoredEvent,
-): Promise<void> {
+  /** A bulk job's attempt (its trigger); otherwise the job data and the call say which. */
+  jobTrigger?: 'bulk_resend' | 'replay',
+): Promise<Outcome> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
   const sentAt = new Date();
   const request = await renderDeliveryRequest(ctx.db, {
@@ -335,19 +337,22 @@ async function attempt(
     webhook,
     event,
     retriesCount,
-    trigger: data.resend
-      ? ('resend' as const)
-      : call.test
-        ? ('test' as const)
-        : data.retry
-          ? ('retry' as const)
-          : ('first' as const),
+    trigger: jobTrigger
+      ? jobTrigger
+      : data.resend
+        ? ('resend' as const)
+        : call.test
+          ? ('test' as const)
+          : data.retry
+            ? ('retry' as const)
+            : ('first' as const),
     sentAt,
     durationMs: seconds * 1000,
     request,
     result,
   };
   await applyOutcome(ctx, outcome, sent);
+  return outcome;
 }
 
 /** An attempt made: what was sent, and what came back. */
@@ -439,3 +444,56 @@ async function applyOutcome(
 }
 
 export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };
+
+/** What a bulk job's item came to: sent (and how it went), or not sent, and why. */
+export type JobAttemptResult =
+  { sent: true; status: Outcome['status'] } | { sent: false; reason: string };
+
+/**
+ * An attempt a bulk job makes of one call (bulk_resend, or replay). A call already on its way
+ * (pending or rescheduled: a first attempt or a retry is planned or in flight) is not sent, so a
+ * job never doubles what the pipeline does; a replay's own new call (`newCall`, pending) is the
+ * exception. The attempt waits for its webhook's rate limit, circuit and in-flight limit, as any
+ * other, then is recorded with the job's trigger. `stopping`: give up waiting (not sent).
+ */
+export async function attemptForJob(
+  ctx: DeliverContext,
+  item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
+  stopping: () => boolean,
+): Promise<JobAttemptResult> {
+  const call = await ctx.loaders.calls.load(item.callId);
+  if (!call) return { sent: false, reason: 'the call no longer exists' };
+  const due = item.newCall
+    ? call.status === 'pending' && call.lastSentAt === null
+    : call.status !== 'pending' && call.status !== 'rescheduled';
+  if (!due) return { sent: false, reason: 'the call is already on its way' };
+  const [webhook, event] = await Promise.all([
+    ctx.loaders.webhooks.load(call.webhookId),
+    call.testEvent ?? ctx.loaders.events.load(call.eventId),
+  ]);
+  if (!webhook) return { sent: false, reason: 'the webhook was deleted' };
+  if (!event) return { sent: false, reason: 'the event no longer exists' };
+  // Its rate limit and circuit first, then a slot of its in-flight limit.
+  for (let turn = false; ;) {
+    if (stopping()) return { sent: false, reason: 'the job stopped' };
+    const admission = await admit(ctx, webhook, turn);
+    if (admission.send) break;
+    ctx.metrics.putOff.inc({ path: 'bulk', reason: admission.reason });
+    turn = admission.rateSlot;
+    await sleep(Math.min(admission.waitMs, 1000));
+  }
+  const slot = slotToken(call.id);
+  while (!(await ctx.limiter.acquire(webhook.id, slot))) {
+    if (stopping()) return { sent: false, reason: 'the job stopped' };
+    await sleep(inFlightWait(ctx));
+  }
+  let status: Outcome['status'] = 'failed';
+  await deliverHolding(ctx, webhook.id, slot, async () => {
+    // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
+    // a call sent again is a resend (a failure leaves its plan as it was).
+    const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
+    const outcome = await attempt(ctx, data, call, webhook, event, item.trigger);
+    status = outcome.status;
+  });
+  return { sent: true, status };
+}

@@ -49,7 +49,7 @@ function parseInstant(text: string): Date | null {
   return year >= 1 && year <= 9999 ? instant : null;
 }
 
-const dateBound = z.string().transform((value, ctx) => {
+export const dateBound = z.string().transform((value, ctx) => {
   const instant = parseInstant(value);
   if (instant) return instant;
   ctx.addIssue({

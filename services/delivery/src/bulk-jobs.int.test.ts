@@ -1,0 +1,187 @@
+import { describe, expect, vi } from 'vitest';
+import { createBulkJob, findBulkJob, type BulkJobRecord, type Db } from '@herald/store';
+import {
+  addWebhook,
+  callOf,
+  emitEvents,
+  itemEvent,
+  itemEventsIn,
+  pipelineTest,
+  waitForCall,
+  webhookInput,
+} from './harness.test-support.js';
+
+// Bulk jobs end to end (docs/api.md, Bulk jobs): a delivery process takes the job, selects,
+// sends at its pace and records each item; a real receiver counts what arrives.
+const it = pipelineTest({
+  retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 0 },
+  // Failures here must not open circuits that would hold the jobs back.
+  circuit: { failures: 0, cooldownMs: 60_000 },
+});
+
+async function finished(db: Db, id: string): Promise<BulkJobRecord> {
+  return vi.waitFor(
+    async () => {
+      const job = await findBulkJob(db, id);
+      expect(job?.state).toBe('completed');
+      return job!;
+    },
+    { timeout: 20_000, interval: 50 },
+  );
+}
+
+/** How many requests carried each webhook-id (a call id) since `since`. */
+function countByCall(requests: { headers: Record<string, unknown>; at: number }[], since = 0) {
+  const counts = new Map<string, number>();
+  for (const request of requests) {
+    if (request.at < since) continue;
+    const id = String(request.headers['webhook-id']);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+describe('bulk resend', () => {
+  it('sends each selected failed call once, skips calls on their way, and counts them', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const env = 'bulk-resend-env';
+    let down = true;
+    receiver.respond = (_req, res) => res.writeHead(down ? 500 : 200).end();
+    // auto_retry off: each call fails at its first attempt.
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { events: itemEventsIn(env), autoRetry: false }),
+    );
+    const events = Array.from({ length: 25 }, () => itemEvent({ environment: env }));
+    await emitEvents(db, pipeline, events);
+    for (const event of events) await waitForCall(db, event.id, webhook.id, ['failed']);
+    // One call still on its way: a retry is planned (another webhook with auto_retry on).
+    const retrying = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { name: 'retrying', events: itemEventsIn(`${env}-r`) }),
+    );
+    const onItsWay = itemEvent({ environment: `${env}-r` });
+    await emitEvents(db, pipeline, [onItsWay]);
+    const rescheduled = await waitForCall(db, onItsWay.id, retrying.id, ['rescheduled']);
+
+    down = false;
+    const since = Date.now();
+    const job = await createBulkJob(db, {
+      kind: 'bulk_resend',
+      webhookId: null,
+      filter: { status: 'failed', entity_type: 'item' },
+      ratePerSecond: null,
+    });
+    const resendAlso = await createBulkJob(db, {
+      kind: 'bulk_resend',
+      webhookId: retrying.id,
+      filter: { webhook_id: retrying.id },
+      ratePerSecond: null,
+    });
+    const done = await finished(db, job.id);
+    expect(done).toMatchObject({ matched: 25, succeeded: 25, failed: 0, skipped: 0 });
+    const counts = countByCall(receiver.requests, since);
+    for (const event of events) {
+      const call = await callOf(db, event.id, webhook.id);
+      expect(call.status).toBe('success');
+      expect(counts.get(call.id)).toBe(1);
+    }
+    // The rescheduled call was not sent by the job: its retry will send it.
+    expect(await finished(db, resendAlso.id)).toMatchObject({ matched: 1, skipped: 1 });
+    expect(counts.get(rescheduled.id)).toBeUndefined();
+    expect((await callOf(db, onItsWay.id, retrying.id)).status).toBe('rescheduled');
+  });
+
+  it('keeps to its pace', async ({ db, pipeline, receiver }) => {
+    const env = 'bulk-pace-env';
+    receiver.respond = (_req, res) => res.writeHead(200).end();
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { name: 'paced', events: itemEventsIn(env) }),
+    );
+    const events = Array.from({ length: 12 }, () => itemEvent({ environment: env }));
+    await emitEvents(db, pipeline, events);
+    for (const event of events) await waitForCall(db, event.id, webhook.id, ['success']);
+    const since = Date.now();
+    const job = await createBulkJob(db, {
+      kind: 'bulk_resend',
+      webhookId: webhook.id,
+      filter: { webhook_id: webhook.id },
+      ratePerSecond: 20,
+    });
+    await finished(db, job.id);
+    const sent = receiver.requests.filter((request) => request.at >= since).map((r) => r.at);
+    expect(sent).toHaveLength(12);
+    // 12 items at 20/s: at least 11 gaps of 50 ms (a little slack for timer granularity).
+    expect(sent.at(-1)! - sent[0]!).toBeGreaterThanOrEqual(11 * 50 - 30);
+  });
+});
+
+describe('replay', () => {
+  it("sends a new webhook exactly the range's matching events, in the order they occurred", async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const env = 'replay-env';
+    receiver.respond = (_req, res) => res.writeHead(200).end();
+    // Events stored before the webhook exists, accepted in an order other than their occurrence.
+    const base = Date.parse('2026-10-01T00:00:00Z');
+    const events = Array.from({ length: 40 }, (_, i) =>
+      itemEvent({
+        environment: env,
+        eventType: i % 4 === 3 ? 'delete' : 'publish',
+        occurredAt: new Date(base + i * 60_000),
+      }),
+    );
+    const shuffled = [...events].sort(() => Math.random() - 0.5);
+    for (let i = 0; i < shuffled.length; i += 10) {
+      await emitEvents(db, pipeline, shuffled.slice(i, i + 10));
+    }
+    // Matched (no webhook yet): no call exists.
+    await vi.waitFor(async () => {
+      const { rows } = await db.query<{ n: string }>(
+        'SELECT count(*) AS n FROM events WHERE environment = $1 AND matched_at IS NULL',
+        [env],
+      );
+      expect(Number(rows[0]!.n)).toBe(0);
+    });
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { name: 'replayed', events: itemEventsIn(env, ['publish']) }),
+    );
+    const since = Date.now();
+    // Minutes 5 to 30, exclusive: events 6..29, of which the publishes.
+    const range = {
+      gt: new Date(base + 5 * 60_000).toISOString(),
+      lt: new Date(base + 30 * 60_000).toISOString(),
+    };
+    const job = await createBulkJob(db, {
+      kind: 'replay',
+      webhookId: webhook.id,
+      filter: { occurred_at: range },
+      ratePerSecond: null,
+    });
+    const expected = events.filter((e, i) => i > 5 && i < 30 && e.eventType === 'publish');
+    const done = await finished(db, job.id);
+    expect(done).toMatchObject({ matched: expected.length, succeeded: expected.length });
+    const received = receiver.requests
+      .filter((request) => request.at >= since)
+      .map((request) => (JSON.parse(request.body) as { entity: { id: string } }).entity.id);
+    expect(received).toEqual(expected.map((event) => event.entityId));
+    // Each as a call of the webhook, its attempt triggered by the replay.
+    const call = await callOf(db, expected[0]!.id, webhook.id);
+    const { rows } = await db.query<{ trigger: string }>(
+      'SELECT trigger FROM webhook_call_attempts WHERE call_id = $1',
+      [call.id],
+    );
+    expect(rows).toEqual([{ trigger: 'replay' }]);
+  });
+});

@@ -1,0 +1,271 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage } from '@herald/contract';
+import type { Logger } from '@herald/runtime';
+import {
+  addReplayItems,
+  claimBulkJob,
+  endBulkJob,
+  findWebhook,
+  finishBulkJobItems,
+  isDbUnavailableError,
+  listReplayCandidates,
+  resumeBulkJob,
+  selectBulkResendCalls,
+  takeBulkJobItems,
+  takeReplayCall,
+  type BulkItemOutcome,
+  type BulkJobItem,
+  type BulkJobRecord,
+  type BulkResendFilter,
+  type Db,
+  type ReplayFilter,
+} from '@herald/store';
+import type { JobAttemptResult } from './jobs/deliver-webhook.js';
+import { WebhookIndex } from './webhook-index.js';
+
+/** An item's end, or `stopped`: not sent because the job is stopping (it stays `sending`). */
+type ItemResult = BulkItemOutcome | 'stopped';
+
+/** Events read per page of a replay's selection. */
+const SELECT_PAGE = 1000;
+/** Items taken per batch when the job is not paced (the delivery pool bounds what is in flight). */
+const UNPACED_BATCH = 100;
+
+export interface BulkJobsOptions {
+  db: Db;
+  logger: Logger;
+  /** This process's lease: the jobs it runs are held by it. */
+  lease: { id: string; leaseMs: number; valid: boolean };
+  /** How often the process looks for a job to run. */
+  pollMs: number;
+  /** Jobs run at once by this process. */
+  maxJobs: number;
+  /** Sends one item's call (attemptForJob with the process's delivery context). */
+  attempt: (
+    item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
+    stopping: () => boolean,
+  ) => Promise<JobAttemptResult>;
+  /** Hears a job that ended (completed or failed), for the notices. */
+  onEnded?: (job: BulkJobRecord) => void;
+  /** Hears each item finished. */
+  onItems?: (outcomes: readonly BulkItemOutcome[]) => void;
+}
+
+/**
+ * Runs bulk jobs (bulk resends and replays, docs/api.md, Bulk jobs) in this delivery process:
+ * takes a job no live process holds, makes its selection if it has none yet, then sends its
+ * items batch by batch at its pace. A bulk resend's batch goes out in parallel (bounded by the
+ * delivery pool and the webhook's in-flight limit); a replay's one at a time, each waiting for
+ * the previous answer, so the receiver gets the events in the order they occurred.
+ */
+export class BulkJobs {
+  #timer: NodeJS.Timeout | undefined;
+  #running = new Map<string, Promise<void>>();
+  #stopping = false;
+  #polling: Promise<void> | undefined;
+
+  constructor(private readonly options: BulkJobsOptions) {}
+
+  start(): void {
+    this.#timer = setInterval(() => {
+      this.#polling ??= this.poll().finally(() => (this.#polling = undefined));
+    }, this.options.pollMs);
+    this.#timer.unref();
+  }
+
+  /** Stops taking jobs; the ones running stop after their batch, still held (then taken over). */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    clearInterval(this.#timer);
+    await this.#polling;
+    await Promise.all(this.#running.values());
+  }
+
+  /** Takes jobs while this process runs fewer than maxJobs. */
+  async poll(): Promise<void> {
+    const { db, lease, logger } = this.options;
+    while (!this.#stopping && lease.valid && this.#running.size < this.options.maxJobs) {
+      let job: BulkJobRecord | null;
+      try {
+        job = await claimBulkJob(db, lease.id, lease.leaseMs, [...this.#running.keys()]);
+      } catch (error) {
+        if (!isDbUnavailableError(error))
+          logger.warn({ err: errorMessage(error) }, 'bulk job claim failed');
+        return;
+      }
+      if (!job) return;
+      const id = job.id;
+      const run = this.#run(job)
+        .catch((error: unknown) => {
+          // The job stays held: this process takes it again at a next poll (or another process
+          // once this one's lease runs out), and carries on from its items' states.
+          logger.warn({ err: errorMessage(error), bulkJobId: id }, 'bulk job interrupted');
+        })
+        .finally(() => this.#running.delete(id));
+      this.#running.set(id, run);
+    }
+  }
+
+  async #run(job: BulkJobRecord): Promise<void> {
+    const { db, lease, logger } = this.options;
+    const trigger = job.kind;
+    logger.info({ bulkJobId: job.id, kind: job.kind }, 'bulk job started');
+    await resumeBulkJob(db, job.id, trigger);
+    if (job.matched === null) {
+      const selected =
+        job.kind === 'bulk_resend' ? await this.#selectResend(job) : await this.#selectReplay(job);
+      if (!selected) return;
+    }
+    const perSecond = job.ratePerSecond;
+    const batchSize = perSecond
+      ? Math.max(1, Math.min(UNPACED_BATCH, Math.round(perSecond)))
+      : UNPACED_BATCH;
+    const spacingMs = perSecond ? 1000 / perSecond : 0;
+    let nextStart = performance.now();
+    const stopping = (): boolean => this.#stopping || !lease.valid;
+    const rate = new RateWindow();
+    for (;;) {
+      if (stopping()) return;
+      // A replay's webhook must still be there, and enabled: otherwise the job cannot go on.
+      if (job.kind === 'replay') {
+        const webhook = await findWebhook(db, job.webhookId!);
+        if (!webhook?.enabled) {
+          const reason = webhook ? 'the webhook was disabled' : 'the webhook was deleted';
+          return this.#end(job, { state: 'failed', reason });
+        }
+      }
+      const items = await takeBulkJobItems(db, job.id, lease.id, batchSize);
+      if (items === null) return; // cancelled, or taken over
+      if (items.length === 0) return this.#end(job, { state: 'completed' });
+      const paced = async (item: BulkJobItem): Promise<ItemResult> => {
+        const at = nextStart;
+        nextStart = Math.max(performance.now(), nextStart) + spacingMs;
+        const wait = at - performance.now();
+        if (wait > 0) await sleep(wait);
+        return this.#send(job, item, stopping);
+      };
+      const outcomes: { position: string; outcome: ItemResult }[] = [];
+      if (job.kind === 'replay') {
+        for (const item of items)
+          outcomes.push({ position: item.position, outcome: await paced(item) });
+      } else {
+        const results = await Promise.all(items.map(paced));
+        items.forEach((item, i) =>
+          outcomes.push({ position: item.position, outcome: results[i]! }),
+        );
+      }
+      // Items not sent because the job is stopping stay `sending`: the next holder settles them.
+      const finished = outcomes.filter(
+        (o): o is { position: string; outcome: BulkItemOutcome } => o.outcome !== 'stopped',
+      );
+      rate.add(finished.length);
+      await finishBulkJobItems(db, job.id, lease.id, finished, rate.perSecond());
+      this.options.onItems?.(finished.map((o) => o.outcome));
+    }
+  }
+
+  async #send(job: BulkJobRecord, item: BulkJobItem, stopping: () => boolean): Promise<ItemResult> {
+    let callId = item.callId;
+    let newCall = item.newCall;
+    if (job.kind === 'replay' && callId === null) {
+      const taken = await takeReplayCall(
+        this.options.db,
+        job.id,
+        item.position,
+        item.eventId!,
+        job.webhookId!,
+      );
+      if (!taken) return 'skipped';
+      ({ callId, newCall } = taken);
+    }
+    if (callId === null) return 'skipped';
+    const result = await this.options.attempt({ callId, newCall, trigger: job.kind }, stopping);
+    if (!result.sent) return result.reason === 'the job stopped' ? 'stopped' : 'skipped';
+    return result.status === 'success' ? 'succeeded' : 'failed';
+  }
+
+  /** A bulk resend's selection, in one statement. */
+  async #selectResend(job: BulkJobRecord): Promise<boolean> {
+    const matched = await selectBulkResendCalls(
+      this.options.db,
+      job.id,
+      job.filter as BulkResendFilter,
+    );
+    this.options.logger.info({ bulkJobId: job.id, matched }, 'bulk resend selected its calls');
+    return true;
+  }
+
+  /**
+   * A replay's selection: the range's events, page by page in occurrence order, matched against
+   * the webhook's entries as they are now. Each page is stored with the place it ends at, so a
+   * job taken over carries on from there.
+   */
+  async #selectReplay(job: BulkJobRecord): Promise<boolean> {
+    const { db, lease } = this.options;
+    const webhook = await findWebhook(db, job.webhookId!);
+    if (!webhook?.enabled) {
+      const reason = webhook ? 'the webhook was disabled' : 'the webhook was deleted';
+      await this.#end(job, { state: 'failed', reason });
+      return false;
+    }
+    const index = new WebhookIndex();
+    index.replaceAll([webhook]);
+    const entityTypes = [...new Set(webhook.events.map((entry) => entry.entity_type))];
+    const range = (job.filter as ReplayFilter).occurred_at;
+    let after = job.selectAfter;
+    for (;;) {
+      if (this.#stopping || !lease.valid) return false;
+      const page = await listReplayCandidates(db, {
+        range,
+        after,
+        entityTypes,
+        limit: SELECT_PAGE,
+      });
+      const last = page.at(-1);
+      const matching = page.filter((event) => index.match(event).length > 0).map((e) => e.id);
+      const complete = page.length < SELECT_PAGE;
+      const place = last ? { occurredAt: last.occurredAt, seq: last.seq } : after;
+      if (!(await addReplayItems(db, job.id, lease.id, matching, place, complete))) return false;
+      after = place;
+      if (complete) return true;
+    }
+  }
+
+  async #end(
+    job: BulkJobRecord,
+    end: { state: 'completed' } | { state: 'failed'; reason: string },
+  ): Promise<void> {
+    const ended = await endBulkJob(this.options.db, job.id, this.options.lease.id, end);
+    if (!ended) return;
+    this.options.logger.info(
+      {
+        bulkJobId: ended.id,
+        state: ended.state,
+        succeeded: ended.succeeded,
+        failed: ended.failed,
+        skipped: ended.skipped,
+      },
+      'bulk job ended',
+    );
+    this.options.onEnded?.(ended);
+  }
+}
+
+/** Items finished per second over about the last minute. */
+class RateWindow {
+  #marks: { at: number; count: number }[] = [];
+
+  add(count: number): void {
+    const now = performance.now();
+    this.#marks.push({ at: now, count });
+    while (this.#marks.length > 1 && now - this.#marks[0]!.at > 60_000) this.#marks.shift();
+  }
+
+  perSecond(): number | null {
+    const first = this.#marks[0];
+    const last = this.#marks.at(-1);
+    if (!first || !last || last === first) return null;
+    const counted = this.#marks.slice(1).reduce((sum, mark) => sum + mark.count, 0);
+    return counted / ((last.at - first.at) / 1000);
+  }
+}
