@@ -1,11 +1,15 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES } from './webhooks.js';
 
+// Notices are Herald's own: a producer cannot send one.
+const { notice: _heraldOnly, ...producerEventTypes } = WEBHOOK_EVENT_TYPES;
+
 /**
  * Entity types and the event types each one has (docs/api.md, Events and filters): the table
- * webhooks.ts states (where the browser can import it), under the name the event side uses.
+ * webhooks.ts states (where the browser can import it), under the name the event side uses,
+ * without Herald's own `notice`.
  */
-export const EVENT_TYPES_BY_ENTITY = WEBHOOK_EVENT_TYPES;
+export const EVENT_TYPES_BY_ENTITY = producerEventTypes;
 
 export type EntityType = keyof typeof EVENT_TYPES_BY_ENTITY;
 export type EventType = (typeof EVENT_TYPES_BY_ENTITY)[EntityType][number];

@@ -16,6 +16,11 @@ export const WEBHOOK_EVENT_TYPES = {
   maintenance_mode: ['change'],
   sso_user: ['create'],
   cda_cache_tags: ['invalidate'],
+  /**
+   * Extension: Herald's own notices (docs/api.md, Notices), which only Herald emits: a webhook
+   * started failing, recovered, had its circuit opened or was disabled; a bulk job ended.
+   */
+  notice: ['failing', 'recovered', 'circuit_opened', 'disabled', 'bulk_job_finished'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type WebhookEntityType = keyof typeof WEBHOOK_EVENT_TYPES;
@@ -31,7 +36,7 @@ export function isWebhookEventType(entityType: WebhookEntityType, eventType: str
 }
 
 /** Entity types whose webhook entries take no filters. */
-export const UNFILTERED_ENTITY_TYPES: readonly WebhookEntityType[] = ['cda_cache_tags'];
+export const UNFILTERED_ENTITY_TYPES: readonly WebhookEntityType[] = ['cda_cache_tags', 'notice'];
 
 /** The narrowing kinds a filter may name (docs/api.md, Events and filters). */
 export const WEBHOOK_FILTER_ENTITY_TYPES = [

@@ -170,3 +170,4 @@ export {
   type ReplayCandidate,
   type ReplayFilter,
 } from './bulk-jobs.js';
+export { emitNotices, type NoticeKind } from './notices.js';

@@ -51,6 +51,11 @@ export const deliveryEnv = {
    */
   DELIVERY_DISABLE_AFTER_FAILING_MS: int(0, 365 * 86_400_000).default(5 * 86_400_000),
   /**
+   * Failed attempts in a row after which a webhook is told "failing" in a notice (entity type
+   * notice; a "recovered" notice follows its next success). 0: no failing or recovered notices.
+   */
+  DELIVERY_NOTICE_FAILURES: int(0, 1_000_000).default(5),
+  /**
    * Bulk jobs (bulk resends, replays) one delivery process runs at once; each job is run by one
    * process, and its attempts share the delivery pool. 0: this process runs none.
    */
@@ -156,6 +161,8 @@ export function deliverySettings(
       cooldownMs: config.DELIVERY_CIRCUIT_COOLDOWN_MS,
     },
     disableAfterFailingMs: config.DELIVERY_DISABLE_AFTER_FAILING_MS || null,
+    noticeFailures: config.DELIVERY_NOTICE_FAILURES,
+    noticePollMs: 1000,
     bulkJobsPerProcess: config.BULK_JOBS_PER_PROCESS,
     bulkJobsPollMs: config.BULK_JOBS_POLL_MS,
     deliverConcurrency: config.DELIVERY_CONCURRENCY,

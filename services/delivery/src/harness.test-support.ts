@@ -46,6 +46,8 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
     maxInFlightPerWebhook: 10,
     circuit: { failures: 10, cooldownMs: 60_000 },
     disableAfterFailingMs: 5 * 86_400_000,
+    noticeFailures: 5,
+    noticePollMs: 100,
     bulkJobsPerProcess: 2,
     bulkJobsPollMs: 100,
     deliverConcurrency: 50,

@@ -165,6 +165,8 @@ export class WebhookIndex {
     for (const [kind, byId] of bucket.keyed) {
       for (const id of eventKeys(kind, event)) if (id) consider(byId.get(id));
     }
+    // A notice is never sent to the webhook it is about (entity_id): that one may be failing.
+    if (event.entityType === 'notice' && event.entityId) matched.delete(event.entityId);
     return [...matched];
   }
 }

@@ -41,6 +41,7 @@ import {
 } from './jobs/deliver-webhook.js';
 import { matchEvent, type MatchContext } from './jobs/match-event.js';
 import { BulkJobs } from './bulk-jobs.js';
+import { Notices } from './notices.js';
 import { Sweeper } from './sweeper.js';
 import { WebhookIndex } from './webhook-index.js';
 
@@ -64,6 +65,10 @@ export interface DeliverySettings {
   circuit: CircuitSettings;
   /** Disable a webhook whose attempts have all failed this long (null: never). */
   disableAfterFailingMs: number | null;
+  /** Failed attempts in a row that make a webhook "failing" in a notice (0: never). */
+  noticeFailures: number;
+  /** How often the process looks for notices to emit. */
+  noticePollMs: number;
   /** Bulk jobs this process runs at once (0: none), and how often it looks for one. */
   bulkJobsPerProcess: number;
   bulkJobsPollMs: number;
@@ -327,6 +332,16 @@ export async function startDelivery(
     },
   });
   if (settings.bulkJobsPerProcess > 0) bulkJobs.start();
+  const notices = new Notices({
+    db,
+    matchQueue,
+    logger: logger.child({ module: 'notices' }),
+    failingAfter: settings.noticeFailures,
+    pollMs: settings.noticePollMs,
+    enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
+    emitted: metrics.notices,
+  });
+  notices.start();
 
   return {
     index,
@@ -343,6 +358,7 @@ export async function startDelivery(
       await sweeper.stop();
       // Running bulk jobs stop after their batch; they stay held and are taken over later.
       await bulkJobs.stop();
+      await notices.stop();
       // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
       // then the first attempts the match worker started finish too.
       await Promise.all([matchWorker.close(), deliverWorker.close()]);

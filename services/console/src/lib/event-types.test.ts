@@ -13,23 +13,29 @@ describe("the console's reading of the contract's event type table (API.md §5.1
 
   it('lists every event type once, sorted, for the call log', () => {
     expect(ALL_EVENT_TYPES).toEqual([
+      'bulk_job_finished',
       'change',
+      'circuit_opened',
       'create',
       'delete',
       'deploy_failed',
       'deploy_started',
       'deploy_succeeded',
+      'disabled',
+      'failing',
       'invalidate',
       'promote',
       'publish',
+      'recovered',
       'unpublish',
       'update',
     ]);
   });
 
-  it('offers filters to every entity type but cda_cache_tags', () => {
+  it('offers filters to every entity type but cda_cache_tags and notice', () => {
     expect(WEBHOOK_ENTITY_TYPES.filter((entity) => !takesFilters(entity))).toEqual([
       'cda_cache_tags',
+      'notice',
     ]);
   });
 });

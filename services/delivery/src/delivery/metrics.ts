@@ -21,6 +21,8 @@ export interface DeliveryMetrics {
   circuitsOpen: Gauge;
   /** Attempts put off by their webhook's rate limit or open circuit, by path and reason. */
   putOff: Counter<'path' | 'reason'>;
+  /** Notices stored (entity type notice). */
+  notices: Counter;
   /** Items of bulk jobs finished, by outcome (succeeded, failed, skipped). */
   bulkItems: Counter<'outcome'>;
   queueDepth: Gauge<'queue'>;
@@ -101,6 +103,11 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
     circuitsOpen: new Gauge({
       name: 'herald_circuits_open',
       help: "Webhooks whose circuit breaker is open or waiting for its probe's outcome",
+      registers,
+    }),
+    notices: new Counter({
+      name: 'herald_notices_total',
+      help: 'Notices Herald stored about itself (a webhook failing, recovered, circuit opened, disabled; a bulk job ended)',
       registers,
     }),
     bulkItems: new Counter({

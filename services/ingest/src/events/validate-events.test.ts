@@ -107,6 +107,20 @@ describe('parseItemEventFast', () => {
     expect(fast).toBeGreaterThan(40);
   });
 
+  it("refuses Herald's own notices from a producer", () => {
+    const notice = {
+      type: 'event',
+      id: 'ev-notice',
+      attributes: {
+        entity_type: 'notice',
+        event_type: 'failing',
+        occurred_at: '2026-01-02T03:04:05Z',
+        entity: { type: 'notice', id: 'n-1', attributes: { webhook_id: '1' } },
+      },
+    };
+    expect(() => validateEventsBody({ data: [notice] })).toThrow(/expected one of "item/);
+  });
+
   it('gives validateEventsBody the same events as zod does', () => {
     const raw = {
       type: 'event',
