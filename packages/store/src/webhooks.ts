@@ -24,6 +24,8 @@ export interface WebhookRecord {
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
   disabledReason: string | null;
+  /** When it was disabled (null while enabled). */
+  disabledAt: Date | null;
   /** Bumped on every update (by a trigger, so no write path can forget it). */
   version: number;
   createdAt: Date;
@@ -67,7 +69,7 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  delivery_policy, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, version, created_at, updated_at`;
+  delivery_policy, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -90,6 +92,7 @@ export interface WebhookRow extends Record<string, unknown> {
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
   disabled_reason: string | null;
+  disabled_at: Date | null;
   version: number;
   created_at: Date;
   updated_at: Date;
@@ -114,6 +117,7 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
   disabledReason: row.disabled_reason,
+  disabledAt: row.disabled_at,
   version: row.version,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -237,7 +241,9 @@ export async function updateWebhook(
     params.push(json ? JSON.stringify(patch[key]) : patch[key]);
     sets.push(`${column} = $${params.length}${json ? '::json' : ''}`);
   }
-  if (patch.enabled === true) sets.push('disabled_reason = NULL');
+  if (patch.enabled === true) sets.push('disabled_reason = NULL', 'disabled_at = NULL');
+  // The first disable's time stays while it is disabled.
+  if (patch.enabled === false) sets.push('disabled_at = coalesce(disabled_at, now())');
   const update = `UPDATE webhooks SET ${sets.join(', ')} WHERE id = $1 ${RETURNING}`;
   if (patch.enabled !== false) {
     const { rows } = await db.query<WebhookRow>(update, params);
@@ -310,7 +316,8 @@ export async function disableWebhook(
   if (!isWebhookId(id)) return null;
   const { rows } = await db.query<WebhookRow>(
     `WITH w AS (
-       UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now()
+       UPDATE webhooks SET enabled = false, disabled_reason = $2, updated_at = now(),
+         disabled_at = coalesce(disabled_at, now())
        WHERE id = $1 AND ($4::float8 IS NULL
          OR (enabled AND updated_at < now() - $4::float8 * interval '1 millisecond'))
        ${RETURNING}

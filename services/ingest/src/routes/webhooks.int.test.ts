@@ -159,6 +159,7 @@ describe('lifecycle', () => {
       enabled: false,
       name: 'renamed',
       redact_headers: ['X-Tenant'],
+      disabled_at: expect.any(String),
       updated_at: expect.any(String),
     });
     expect(updated.body.data.attributes.signing_secret).toBe(created.attributes.signing_secret);
@@ -257,6 +258,38 @@ describe('lifecycle', () => {
       data: { type: 'webhook', attributes: { enabled: true } },
     });
     expect(enabled.body.data.attributes).toMatchObject({ enabled: true, disabled_reason: null });
+  });
+
+  it('re-enabling offers a replay of what the webhook missed while disabled', async ({ api }) => {
+    const created = (await create(api, attributes())).body.data;
+    const put = (attrs: Record<string, unknown>) =>
+      api.call('PUT', `/webhooks/${created.id}`, { data: { type: 'webhook', attributes: attrs } });
+    const disabled = await put({ enabled: false });
+    const disabledAt = disabled.body.data.attributes.disabled_at as string;
+    expect(Date.parse(disabledAt)).toBeGreaterThan(Date.parse(created.attributes.updated_at) - 1);
+    expect(disabled.body.meta).toBeUndefined();
+    // Disabling again, or editing it while disabled, keeps when it was first disabled.
+    expect((await put({ enabled: false })).body.data.attributes.disabled_at).toBe(disabledAt);
+    expect((await put({ name: `${created.attributes.name} (off)` })).body.meta).toBeUndefined();
+
+    const enabled = await put({ enabled: true });
+    expect(enabled.body.data.attributes).toMatchObject({ enabled: true, disabled_at: null });
+    expect(enabled.body.meta).toEqual({
+      replay_offer: {
+        kind: 'replay',
+        webhook_id: created.id,
+        filter: {
+          occurred_at: { gt: disabledAt, lt: enabled.body.data.attributes.updated_at },
+        },
+      },
+    });
+    // The offer is a bulk job's attributes as they are.
+    const job = await api.call('POST', '/bulk_jobs', {
+      data: { type: 'bulk_job', attributes: enabled.body.meta.replay_offer },
+    });
+    expect(job.status).toBe(202);
+    // Enabling what is enabled offers nothing.
+    expect((await put({ enabled: true })).body.meta).toBeUndefined();
   });
 
   it('answers 404 NOT_FOUND for unknown or malformed ids', async ({ api }) => {

@@ -9,7 +9,11 @@ import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 import { uniquenessProblem } from '../webhooks/uniqueness.js';
 
-/** PUT /webhooks/:id with any subset of the attributes, same rules as create → 200. */
+/**
+ * PUT /webhooks/:id with any subset of the attributes, same rules as create → 200. Re-enabling a
+ * disabled webhook answers, in `meta.replay_offer`, the attributes of a replay of the events that
+ * occurred while it was disabled, ready to POST to /bulk_jobs (docs/api.md, PUT /webhooks/:id).
+ */
 export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id: string }> {
   return async (req, res) => {
     const { id } = req.params;
@@ -21,11 +25,21 @@ export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id:
       const taken = await uniquenessProblem(deps.db, attributes['name'], id);
       throw ApiError.many([...result.errors, ...(taken ? [taken] : [])]);
     }
+    const before = result.value.enabled === true ? await findWebhook(deps.db, id) : null;
     const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {
       throw mapUniqueName(error, result.value.name);
     });
     if (!webhook) throw webhookNotFound(id);
     await publishWebhookChange(deps, { id, change: 'updated' });
-    res.json({ data: serializeWebhook(webhook) });
+    const missedSince = before && !before.enabled ? before.disabledAt : null;
+    if (!missedSince) return void res.json({ data: serializeWebhook(webhook) });
+    const replayOffer = {
+      kind: 'replay',
+      webhook_id: id,
+      filter: {
+        occurred_at: { gt: missedSince.toISOString(), lt: webhook.updatedAt.toISOString() },
+      },
+    };
+    res.json({ data: serializeWebhook(webhook), meta: { replay_offer: replayOffer } });
   };
 }

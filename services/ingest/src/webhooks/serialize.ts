@@ -24,6 +24,7 @@ export function serializeWebhook(webhook: WebhookRecord) {
       delivery_policy: webhook.deliveryPolicy,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
+      disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
       created_at: webhook.createdAt.toISOString(),
       updated_at: webhook.updatedAt.toISOString(),
     },
