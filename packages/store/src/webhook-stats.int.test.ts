@@ -6,6 +6,7 @@ import {
   claimCircuitProbe,
   deleteOldWebhookStats,
   disableFailingWebhooks,
+  emitNotices,
   findWebhook,
   listOpenCircuits,
   insertWebhook,
@@ -421,6 +422,17 @@ describe('sustained failure: a webhook whose attempts all failed for days is dis
     for (const id of [edited, young, healthy]) {
       expect((await findWebhook(t.db, id))?.enabled, id).toBe(true);
     }
+    // Told once in a notice, with its reason (the failing ones too, being failing).
+    const notices = await emitNotices(t.db, { failingAfter: 1 });
+    const { rows: told } = await t.db.query<{ event_type: string; entity: unknown }>(
+      `SELECT event_type, entity FROM events WHERE id = ANY($1) AND entity_id = $2`,
+      [notices, dead],
+    );
+    expect(told.map((row) => row.event_type).sort()).toEqual(['disabled', 'failing']);
+    expect(told.find((row) => row.event_type === 'disabled')?.entity).toMatchObject({
+      attributes: { kind: 'disabled', webhook_id: dead, disabled_reason: disabled[0]!.reason },
+    });
+    expect(await emitNotices(t.db, { failingAfter: 1 })).toEqual([]);
     // Once disabled, not again; re-enabled (an edit), its clock starts over.
     expect(await disableFailingWebhooks(t.db, 5 * DAY)).toEqual([]);
     await t.db.query('UPDATE webhooks SET enabled = true, updated_at = now() WHERE id = $1', [
