@@ -124,6 +124,7 @@ export class BulkJobs {
     let nextStart = performance.now();
     const stopping = (): boolean => this.#stopping || !lease.valid;
     const rate = new RateWindow();
+    rate.add(0);
     for (;;) {
       if (stopping()) return;
       // A replay's webhook must still be there, and enabled: otherwise the job cannot go on.
