@@ -28,8 +28,8 @@ type ItemResult = BulkItemOutcome | 'stopped';
 
 /** Events read per page of a replay's selection. */
 const SELECT_PAGE = 1000;
-/** Items taken per batch when the job is not paced (the delivery pool bounds what is in flight). */
-const UNPACED_BATCH = 100;
+/** Items taken per batch at most (a paced job takes about a second's worth). */
+const MAX_BATCH = 500;
 
 export interface BulkJobsOptions {
   db: Db;
@@ -40,6 +40,11 @@ export interface BulkJobsOptions {
   pollMs: number;
   /** Jobs run at once by this process. */
   maxJobs: number;
+  /**
+   * Attempts a bulk resend has in flight at once (the webhooks' in-flight limit: more would only
+   * wait for a slot).
+   */
+  concurrency: number;
   /** Sends one item's call (attemptForJob with the process's delivery context). */
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
@@ -118,8 +123,8 @@ export class BulkJobs {
     }
     const perSecond = job.ratePerSecond;
     const batchSize = perSecond
-      ? Math.max(1, Math.min(UNPACED_BATCH, Math.round(perSecond)))
-      : UNPACED_BATCH;
+      ? Math.max(1, Math.min(MAX_BATCH, Math.round(perSecond)))
+      : MAX_BATCH;
     const spacingMs = perSecond ? 1000 / perSecond : 0;
     let nextStart = performance.now();
     const stopping = (): boolean => this.#stopping || !lease.valid;
@@ -150,7 +155,14 @@ export class BulkJobs {
         for (const item of items)
           outcomes.push({ position: item.position, outcome: await paced(item) });
       } else {
-        const results = await Promise.all(items.map(paced));
+        // `concurrency` lanes take the batch's items in order.
+        const results: ItemResult[] = [];
+        let next = 0;
+        const lane = async (): Promise<void> => {
+          for (let i = next++; i < items.length; i = next++) results[i] = await paced(items[i]!);
+        };
+        const lanes = Math.min(this.options.concurrency, items.length);
+        await Promise.all(Array.from({ length: lanes }, lane));
         items.forEach((item, i) =>
           outcomes.push({ position: item.position, outcome: results[i]! }),
         );

@@ -326,6 +326,7 @@ export async function startDelivery(
     lease,
     pollMs: settings.bulkJobsPollMs,
     maxJobs: settings.bulkJobsPerProcess,
+    concurrency: settings.maxInFlightPerWebhook,
     attempt: (item, stopping) => attemptForJob(deliverContext, item, () => closing || stopping()),
     onItems: (outcomes) => {
       for (const outcome of outcomes) metrics.bulkItems.inc({ outcome });

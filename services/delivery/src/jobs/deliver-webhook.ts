@@ -485,7 +485,8 @@ export async function attemptForJob(
   const slot = slotToken(call.id);
   while (!(await ctx.limiter.acquire(webhook.id, slot))) {
     if (stopping()) return { sent: false, reason: 'the job stopped' };
-    await sleep(inFlightWait(ctx));
+    // The job's item waits in memory, not as a job: look again soon.
+    await sleep(10 + Math.random() * 40);
   }
   let status: Outcome['status'] = 'failed';
   await deliverHolding(ctx, webhook.id, slot, async () => {
