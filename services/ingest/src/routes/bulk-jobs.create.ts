@@ -10,18 +10,15 @@ import {
   type ReplayFilter,
 } from '@herald/store';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
+import { instantRange } from '../validation/query-params.js';
 import { issueToEntry, parse } from '../validation/zod-errors.js';
-import { dateBound } from './webhook-calls.list.js';
 import { readActionDocument } from './webhooks.preview.js';
 
 const WebhookId = z.string().regex(/^[1-9]\d{0,17}$/, 'must be a webhook id');
-const Range = z
-  .object({ gt: dateBound.optional(), lt: dateBound.optional() })
-  .strict()
-  .transform((range): InstantRange => ({
-    ...(range.gt ? { gt: range.gt.toISOString() } : {}),
-    ...(range.lt ? { lt: range.lt.toISOString() } : {}),
-  }));
+const Range = instantRange.transform((range): InstantRange => ({
+  ...(range.gt ? { gt: range.gt.toISOString() } : {}),
+  ...(range.lt ? { lt: range.lt.toISOString() } : {}),
+}));
 const Text = z.string().min(1).max(255);
 const RatePerSecond = z.number().positive().max(10_000).nullable().default(null);
 

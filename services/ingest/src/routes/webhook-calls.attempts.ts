@@ -1,23 +1,13 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { ApiError, type WebhookCallAttemptResource } from '@herald/contract';
+import type { WebhookCallAttemptResource } from '@herald/contract';
 import { context } from '@herald/runtime';
 import { listWebhookCallAttempts, type Db, type WebhookCallAttemptRecord } from '@herald/store';
-import { decimalInteger } from './webhook-calls.list.js';
+import { pageParams, parseQuery } from '../validation/query-params.js';
 import { webhookCallNotFound } from './webhook-calls.retrieve.js';
 
 /** GET /webhook_calls/:id/attempts query: a page, as the call list takes it. */
-const AttemptListQuery = z
-  .object({
-    page: z
-      .object({
-        offset: decimalInteger(0, Number.MAX_SAFE_INTEGER).default(0),
-        limit: decimalInteger(1, 500).default(100),
-      })
-      .strict()
-      .default({ offset: 0, limit: 100 }),
-  })
-  .strict();
+const AttemptListQuery = z.object({ page: pageParams(100) }).strict();
 
 function serializeAttempt(attempt: WebhookCallAttemptRecord): WebhookCallAttemptResource {
   return {
@@ -47,16 +37,8 @@ function serializeAttempt(attempt: WebhookCallAttemptRecord): WebhookCallAttempt
  */
 export function listWebhookCallAttemptsRoute(deps: { db: Db }): RequestHandler<{ id: string }> {
   return async (req, res) => {
-    const parsed = AttemptListQuery.safeParse(context(res).query);
-    if (!parsed.success) {
-      throw ApiError.many(
-        parsed.error.issues.map((issue) => ({
-          code: 'INVALID_PARAMS' as const,
-          details: { param: issue.path.join('.'), message: issue.message },
-        })),
-      );
-    }
-    const found = await listWebhookCallAttempts(deps.db, req.params.id, parsed.data.page);
+    const { page } = parseQuery(AttemptListQuery, context(res).query);
+    const found = await listWebhookCallAttempts(deps.db, req.params.id, page);
     if (!found) throw webhookCallNotFound(req.params.id);
     res.json({
       data: found.attempts.map(serializeAttempt),

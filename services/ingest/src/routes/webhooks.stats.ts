@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { ApiError, type WebhookStatsResource } from '@herald/contract';
+import type { WebhookStatsResource } from '@herald/contract';
 import { context } from '@herald/runtime';
 import {
   STATS_WINDOWS,
@@ -10,6 +10,7 @@ import {
   type StatsWindow,
   type WebhookStats,
 } from '@herald/store';
+import { parseQuery } from '../validation/query-params.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 
 /** The stats' query: the window, 24 hours unless asked. */
@@ -20,16 +21,7 @@ const StatsQuery = z
   .strict();
 
 function parseWindow(res: Parameters<RequestHandler>[1]): StatsWindow {
-  const parsed = StatsQuery.safeParse(context(res).query);
-  if (!parsed.success) {
-    throw ApiError.many(
-      parsed.error.issues.map((issue) => ({
-        code: 'INVALID_PARAMS' as const,
-        details: { param: issue.path.join('.'), message: issue.message },
-      })),
-    );
-  }
-  return parsed.data.window;
+  return parseQuery(StatsQuery, context(res).query).window;
 }
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
