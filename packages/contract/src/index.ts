@@ -40,6 +40,8 @@ export {
   Position,
   type EntityType,
   type EventType,
+  type EventCallResource,
+  type EventResource,
   type EventsAccepted,
   type FieldType,
 } from './events.js';

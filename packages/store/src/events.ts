@@ -107,11 +107,38 @@ const EVENT_COLUMNS = `id, seq, environment, is_environment_primary, entity_type
   (SELECT m.xmin::text FROM item_types m
    WHERE m.environment = events.environment AND m.id = events.item_type_id) AS model_version`;
 
-const toStoredEvent = (row: EventRow): StoredEvent => ({
+/** An event without its bodies and delivery internals: what GET /events lists (event-log.ts). */
+export type LoggedEvent = Pick<
+  StoredEvent,
+  | 'id'
+  | 'environment'
+  | 'entityType'
+  | 'eventType'
+  | 'entityId'
+  | 'itemTypeId'
+  | 'itemTypeApiKey'
+  | 'occurredAt'
+  | 'acceptedAt'
+  | 'matchedAt'
+>;
+
+export const toLoggedEvent = (
+  row: Pick<
+    EventRow,
+    | 'id'
+    | 'environment'
+    | 'entity_type'
+    | 'event_type'
+    | 'entity_id'
+    | 'item_type_id'
+    | 'item_type_api_key'
+    | 'occurred_at'
+    | 'accepted_at'
+    | 'matched_at'
+  >,
+): LoggedEvent => ({
   id: row.id,
-  seq: row.seq,
   environment: row.environment,
-  isEnvironmentPrimary: row.is_environment_primary,
   entityType: row.entity_type,
   eventType: row.event_type,
   entityId: row.entity_id,
@@ -119,10 +146,16 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
   itemTypeApiKey: row.item_type_api_key,
   occurredAt: row.occurred_at,
   acceptedAt: row.accepted_at,
+  matchedAt: row.matched_at,
+});
+
+const toStoredEvent = (row: EventRow): StoredEvent => ({
+  ...toLoggedEvent(row),
+  seq: row.seq,
+  isEnvironmentPrimary: row.is_environment_primary,
   entity: row.entity,
   previousEntity: row.previous_entity,
   relatedEntities: row.related_entities,
-  matchedAt: row.matched_at,
   modelVersion: row.model_version,
 });
 

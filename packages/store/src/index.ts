@@ -42,9 +42,17 @@ export {
   insertEvents,
   listUnmatchedEvents,
   markEventsMatched,
+  type LoggedEvent,
   type NewEvent,
   type StoredEvent,
 } from './events.js';
+export {
+  EVENT_COUNT_EXACT_MAX,
+  listEventCalls,
+  listEvents,
+  type EventCall,
+  type EventListQuery,
+} from './event-log.js';
 export {
   deleteModel,
   findModelIdByApiKey,
