@@ -1,9 +1,8 @@
-import { Router, type RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@herald/contract';
 import {
   EventMatchEnqueuer,
   context,
-  requireRole,
   type ApiAppDeps,
   type EventMatchQueue,
 } from '@herald/runtime';
@@ -43,7 +42,7 @@ function countRejected(deps: EventsDeps, body: unknown): void {
  * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
  * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
  */
-function eventsCreate(deps: EventsDeps): RequestHandler {
+export function eventsCreate(deps: EventsDeps): RequestHandler {
   const metrics = ingestMetrics(deps.metrics.registry);
   const log = deps.logger.child({ module: 'events' });
   // Environments and models of recent batches: item batches skip the pre-read (the write
@@ -107,10 +106,4 @@ function eventsCreate(deps: EventsDeps): RequestHandler {
       next(error);
     }
   };
-}
-
-export function eventsRouter(deps: EventsDeps): Router {
-  const router = Router();
-  router.post('/events', requireRole('producer'), eventsCreate(deps));
-  return router;
 }
