@@ -107,6 +107,18 @@ describe('GET /events', () => {
   it('orders oldest first when asked, ties in acceptance order either way', async ({ api }) => {
     expect(ids(await list(api, 'order_by=occurred_at_asc'))).toEqual([...ALL].reverse());
     expect(ids(await list(api, 'order_by=occurred_at_desc'))).toEqual(ALL);
+    // Page by page across the tie: each event once, in the same order.
+    for (const [order, expected] of [
+      ['occurred_at_desc', ['tie-2', 'tie-1']],
+      ['occurred_at_asc', ['tie-1', 'tie-2']],
+    ] as const) {
+      const pages = [];
+      for (const offset of [0, 1]) {
+        const query = `filter[entity_id]=rec-c&order_by=${order}&page[limit]=1&page[offset]=${offset}`;
+        pages.push(...ids(await list(api, query)));
+      }
+      expect(pages, order).toEqual(expected);
+    }
   });
 
   it('filters by each attribute, and by several at once', async ({ api }) => {
