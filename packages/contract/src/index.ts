@@ -40,8 +40,6 @@ export {
   Position,
   type EntityType,
   type EventType,
-  type EventCallResource,
-  type EventResource,
   type EventsAccepted,
   type FieldType,
 } from './events.js';
@@ -76,6 +74,7 @@ export {
   webhooksChangedChannel,
   type WebhookChangedMessage,
 } from './webhooks.js';
+export { type EventCallResource, type EventResource } from './event-log.js';
 export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
 export { errorMessage, isObject } from './values.js';
 // The browser-safe tables (webhook event types, call statuses, filter operators): a curated list

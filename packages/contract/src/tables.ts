@@ -27,3 +27,4 @@ export {
   type WebhookStatsResource,
 } from './webhook-calls.js';
 export { ITEM_FILTER_OPERATORS, type ItemFilterOperator } from './item-filters.js';
+export { type EventCallResource, type EventResource } from './event-log.js';
