@@ -269,6 +269,32 @@ export function Field({
   );
 }
 
+/** A filter of a list (call log, events): a select whose first option, `any`, filters nothing. */
+export function FilterSelect({
+  label,
+  name,
+  value,
+  any,
+  onChange,
+  children,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  any: string;
+  onChange: (value: string) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <Field label={label}>
+      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+        <option value="">{any}</option>
+        {children}
+      </select>
+    </Field>
+  );
+}
+
 /** What FormField gives its control: the id its label names, and the ARIA ties to its messages. */
 export interface ControlProps {
   id: string;

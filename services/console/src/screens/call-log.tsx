@@ -1,16 +1,13 @@
-import {
-  WEBHOOK_CALL_STATUSES,
-  WEBHOOK_ENTITY_TYPES,
-  type WebhookCallResource,
-} from '@herald/contract/tables';
-import type { ComponentChildren } from 'preact';
+import { WEBHOOK_CALL_STATUSES, type WebhookCallResource } from '@herald/contract/tables';
 import { useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
+import { EventTypeFilters } from '../components/event-type-filters.js';
 import {
   Badge,
   Check,
   Empty,
   Field,
+  FilterSelect,
   LoadState,
   Options,
   Pager,
@@ -19,7 +16,6 @@ import {
 } from '../components/ui.js';
 import { useInterval, useResource, useWebhooks } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import { ALL_EVENT_TYPES, eventTypesOf } from '../lib/event-types.js';
 import type { QueryValue } from '../lib/query.js';
 import { formatRoute } from '../lib/route.js';
 
@@ -72,32 +68,6 @@ function callsQuery(filters: Filters): Record<string, QueryValue> {
   };
 }
 
-/** One of the call log's filters: a select whose first option, `any`, filters nothing. */
-function FilterSelect({
-  label,
-  name,
-  value,
-  any,
-  onChange,
-  children,
-}: {
-  label: string;
-  name: string;
-  value: string;
-  any: string;
-  onChange: (value: string) => void;
-  children: ComponentChildren;
-}) {
-  return (
-    <Field label={label}>
-      <select name={name} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
-        <option value="">{any}</option>
-        {children}
-      </select>
-    </Field>
-  );
-}
-
 export function CallLog({ params }: { params: URLSearchParams }) {
   const { client } = useApp();
   const filters = readFilters(params);
@@ -130,7 +100,6 @@ export function CallLog({ params }: { params: URLSearchParams }) {
     );
   };
   const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
-  const eventTypes = filters.entity ? eventTypesOf(filters.entity) : ALL_EVENT_TYPES;
   const list = calls.data?.data ?? [];
   const total = calls.data?.meta?.total_count ?? list.length;
   const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
@@ -166,24 +135,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
         >
           <Options values={WEBHOOK_CALL_STATUSES} />
         </FilterSelect>
-        <FilterSelect
-          label="Entity type"
-          name="entity_type"
-          value={filters.entity}
-          any="Any entity"
-          onChange={(entity) => setFilter({ entity, event: '' })}
-        >
-          <Options values={WEBHOOK_ENTITY_TYPES} />
-        </FilterSelect>
-        <FilterSelect
-          label="Event type"
-          name="event_type"
-          value={filters.event}
-          any="Any event"
-          onChange={(event) => setFilter({ event })}
-        >
-          <Options values={eventTypes} />
-        </FilterSelect>
+        <EventTypeFilters entity={filters.entity} event={filters.event} onChange={setFilter} />
         <Field label="From">
           <input
             type="datetime-local"
