@@ -6,6 +6,8 @@ import { clearSession, loadSession, saveSession, type Session } from './lib/sess
 import { CallDetail } from './screens/call-detail.js';
 import { CallLog } from './screens/call-log.js';
 import { EnvironmentSwitcher } from './screens/environment-switcher.js';
+import { EventDetail } from './screens/event-detail.js';
+import { EventLog } from './screens/event-log.js';
 import { RecordDetail } from './screens/record-detail.js';
 import { Records } from './screens/records.js';
 import { SignIn } from './screens/sign-in.js';
@@ -66,6 +68,7 @@ export function App() {
   const nav = [
     { key: 'webhooks', label: 'Webhooks', admin: true },
     { key: 'calls', label: 'Call log', admin: true },
+    { key: 'events', label: 'Events', admin: true },
     { key: 'records', label: 'Records', admin: false },
   ].filter((entry) => !entry.admin || session.access === 'admin');
 
@@ -130,10 +133,10 @@ function Screen({
   route: Route;
   access: Session['access'];
 }) {
-  if (access !== 'admin' && (section === 'webhooks' || section === 'calls')) {
+  if (access !== 'admin' && ['webhooks', 'calls', 'events'].includes(section)) {
     return (
       <div class="note note-error" role="alert">
-        This token has the read_only role: webhooks and the call log need an admin token.
+        This token has the read_only role: webhooks, the call log and events need an admin token.
       </div>
     );
   }
@@ -145,6 +148,9 @@ function Screen({
     case 'calls':
       if (id) return <CallDetail key={id} id={id} />;
       return <CallLog params={route.params} />;
+    case 'events':
+      if (id) return <EventDetail key={id} id={id} />;
+      return <EventLog params={route.params} />;
     case 'records':
       if (id) return <RecordDetail key={id} id={id} params={route.params} />;
       return <Records params={route.params} />;

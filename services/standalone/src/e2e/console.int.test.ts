@@ -410,6 +410,27 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await shot('call-attempts');
   });
 
+  it("finds a record's events by its id, and where each event's calls stand", async () => {
+    await nav().getByRole('link', { name: 'Events' }).click();
+    await page.getByRole('heading', { name: 'Events' }).waitFor();
+    await page.getByLabel('Entity id').fill('launch');
+    await page.getByRole('button', { name: 'Find' }).click();
+    // Only the record's event once the search is applied (every event was listed before it).
+    await expect.poll(() => page.locator('tr[data-event-id]').count()).toBe(1);
+    const row = page.locator('tr[data-event-id="evt-launch-1"]');
+    await expect.poll(() => row.textContent()).toContain('item.publish');
+
+    await row.getByRole('link', { name: 'evt-launch-1' }).click();
+    await page.getByRole('heading', { name: 'Event evt-launch-1' }).waitFor();
+    const call = page.getByRole('table', { name: 'Webhook calls' }).locator('tr[data-call-id]');
+    await call.getByText('Publications to the CDN').waitFor();
+    // The first attempt and the resend above, the last one answered 200.
+    await expect.poll(() => call.textContent()).toMatch(/Success\s*2\s*200/);
+    await page.getByLabel('Entity', { exact: true }).getByText('"title": "Launch day"').waitFor();
+    await call.getByRole('link', { name: /^#\d+$/ }).click();
+    await page.getByRole('heading', { name: /^Call #\d+$/ }).waitFor();
+  });
+
   it('lists the webhook with its last call and success rate, and previews a received event', async () => {
     await nav().getByRole('link', { name: 'Webhooks' }).click();
     const row = page.locator('tr[data-webhook-id]').first();
