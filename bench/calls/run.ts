@@ -16,9 +16,10 @@ import {
 } from '@herald/store';
 import { deleteTestRedisKeys, testDeps, testWebhookInput } from '@herald/testkit';
 import { productionHttp } from '../lib/http.js';
+import { benchBulkResend } from './bulk-resend.js';
 
 /**
- * pnpm bench:calls [--calls=N] [--webhooks=N] [--samples=N] [--regenerate]
+ * pnpm bench:calls [--calls=N] [--webhooks=N] [--samples=N] [--bulk-calls=N] [--regenerate]
  * The call log at scale (issue #14): GET /webhooks/:id/stats, GET /webhook_stats and
  * GET /webhook_calls against a log of N calls (default 10 million), side by side with a baseline
  * that runs the same store functions through `pg` behind a bare node:http server (no express, no
@@ -37,6 +38,8 @@ const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const CALLS = Number(args.get('calls') ?? 10_000_000);
 const WEBHOOKS = Number(args.get('webhooks') ?? 100);
 const SAMPLES = Number(args.get('samples') ?? 200);
+/** Failed calls the bulk resend measurement sends again (a database of its own). */
+const BULK_CALLS = Number(args.get('bulk-calls') ?? 20_000);
 
 /** Creates the database if missing, migrates it, and fills it unless it holds the data set. */
 async function generate(): Promise<boolean> {
@@ -263,6 +266,22 @@ async function main(): Promise<void> {
   await db.close();
   await deleteTestRedisKeys();
   await redis.quit();
+
+  // Bulk resend throughput: one unpaced job, beside raw undici at the same in-flight limit.
+  const bulk = await benchBulkResend(BULK_CALLS);
+  const perCall = bulk.herald.cpuMsPer1000;
+  console.log(
+    `\nBulk resend of ${bulk.calls.toLocaleString('en')} failed calls, ${bulk.inFlight} in flight\n`,
+  );
+  console.log('| scenario | calls/s | s | node CPU ms/1000 | Postgres CPU ms/1000 |');
+  console.log('|---|---:|---:|---:|---:|');
+  console.log(
+    `| Herald bulk job (unpaced) | ${bulk.herald.perSecond.toFixed(0)} | ${bulk.herald.seconds.toFixed(2)} | ${perCall.node.toFixed(0)} | ${perCall.postgres.toFixed(0)} |`,
+  );
+  console.log(
+    `| baseline: raw undici request() | ${bulk.raw.perSecond.toFixed(0)} | ${bulk.raw.seconds.toFixed(2)} | | |`,
+  );
+  console.log(`\nHerald / baseline: ${(bulk.herald.perSecond / bulk.raw.perSecond).toFixed(2)}×`);
 }
 
 main().catch((error: unknown) => {
