@@ -167,7 +167,7 @@ function toQuery(list: WebhookCallListQuery): string {
     }
   }
   const { column, desc } = list.orderBy;
-  if (column !== 'created_at' || desc) parts.push(`order_by=${column}_${desc ? 'desc' : 'asc'}`);
+  parts.push(`order_by=${column}_${desc ? 'desc' : 'asc'}`);
   return parts.join('&');
 }
 
