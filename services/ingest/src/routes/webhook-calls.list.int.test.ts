@@ -130,6 +130,12 @@ describe('GET /webhook_calls', () => {
        SELECT id, $1, 'item', 'update', occurred_at FROM events WHERE id LIKE 'cap-%'`,
       [hook],
     );
+    // And one in February, before the ranges below.
+    await insertEvents(db, 'cap-early-', 'cap-entity', 1, '2025-02-10');
+    await callsOf(db, ['cap-early-1'], [hook]);
+    await db.query(
+      `UPDATE webhook_calls SET created_at = timestamptz '2025-02-10' WHERE event_id = 'cap-early-1'`,
+    );
     const total = async (query: string): Promise<number> => {
       const { status, body } = await api.call<ListAnswer>(
         'GET',
@@ -144,7 +150,8 @@ describe('GET /webhook_calls', () => {
     expect(
       await total(`filter[fields][created_at][gt]=${from}&filter[fields][created_at][lt]=${cap}`),
     ).toBe(WEBHOOK_CALL_COUNT_CAP);
-    // One more: the calls of the webhook in March 2025, here exactly as many.
+    // One more: a bound, the calls of the webhook in March 2025 (not February's), here exactly as
+    // many.
     expect(await total(`filter[fields][created_at][gt]=${from}`)).toBe(WEBHOOK_CALL_COUNT_CAP + 1);
     // A bound above the truth: the range's month holds more calls than the range.
     await insertEvents(db, 'cap-late-', 'cap-entity', 5, '2025-03-30');
@@ -162,7 +169,7 @@ describe('GET /webhook_calls', () => {
       ),
     ).toBe(WEBHOOK_CALL_COUNT_CAP + 6);
     // Counted by webhook only: exact, whatever the number.
-    expect(await total('')).toBe(WEBHOOK_CALL_COUNT_CAP + 6);
+    expect(await total('')).toBe(WEBHOOK_CALL_COUNT_CAP + 7);
   });
 
   it('refuses a malformed event or entity filter with 422 INVALID_PARAMS', async ({ api }) => {
