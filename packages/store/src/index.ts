@@ -119,6 +119,7 @@ export {
   type WebhookRecord,
 } from './webhooks.js';
 export {
+  WEBHOOK_CALL_COUNT_CAP,
   WEBHOOK_CALL_STATUSES,
   createTestWebhookCall,
   createWebhookCalls,

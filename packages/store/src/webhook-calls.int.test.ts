@@ -2,12 +2,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL, createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import {
   createPostgresDb,
+  createTestWebhookCall,
   createWebhookCalls,
+  deleteFinishedWebhookCalls,
+  deleteWebhook,
   dropWebhookCall,
+  findEvents,
   findWebhookCall,
+  findWebhookCalls,
   insertWebhook,
+  listWebhookCalls,
   markEventsMatched,
+  markWebhookCallsEnqueued,
+  recordWebhookCallAttempts,
   type Queryable,
+  type WebhookCallAttempt,
+  type WebhookCallListQuery,
+  type WebhookCallRecord,
+  type WebhookRecord,
 } from '@herald/store';
 
 /** Index scans of this transaction so far, by index name. */
@@ -154,6 +166,382 @@ describe('webhook_calls statements with a backlog', () => {
       expect(setting).toBe('on');
     } finally {
       await lazy.close();
+    }
+  });
+});
+
+const attempt = (
+  status: 'success' | 'failed' | 'rescheduled',
+  lastSentAt: Date,
+  nextRetryAt: Date | null = null,
+): WebhookCallAttempt => ({
+  status,
+  trigger: 'first',
+  durationMs: 5,
+  tripsCircuit: false,
+  requestUrl: 'https://example.com/hook',
+  requestHeaders: {},
+  requestPayload: '{}',
+  responseStatus: status === 'success' ? 200 : 500,
+  responseHeaders: {},
+  responsePayload: '',
+  failureReason: status === 'success' ? null : 'HTTP 500',
+  attemptedAutoRetriesCount: 0,
+  lastSentAt,
+  nextRetryAt,
+});
+
+/** Stored events: [id, entity id, entity type, event type, created_at of their calls]. */
+async function insertEvents(
+  db: Queryable,
+  events: readonly (readonly [string, string, string, string])[],
+): Promise<void> {
+  await db.query(
+    `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+       entity_id, occurred_at, entity)
+     SELECT x.id, 'main', true, x.t, x.v, x.entity, now(), '{}'
+     FROM json_to_recordset($1::json) AS x(id text, entity text, t text, v text)`,
+    [JSON.stringify(events.map(([id, entity, t, v]) => ({ id, entity, t, v })))],
+  );
+}
+
+const makeCalls = (
+  db: Queryable,
+  events: readonly (readonly [string, string, string, string])[],
+  webhookIds: string[],
+) =>
+  createWebhookCalls(
+    db,
+    events.map(([id, , entityType, eventType]) => ({
+      event: { id, entityType, eventType },
+      webhookIds,
+    })),
+  );
+
+/** The counts as webhook_call_counts keeps them and as the log has them, by key. */
+async function expectCountsAgree(db: Queryable): Promise<void> {
+  const key = `webhook_id, entity_type, event_type, status`;
+  const kept = await db.query(
+    `SELECT ${key}, month, sum(calls)::int AS n FROM webhook_call_counts
+     GROUP BY ${key}, month HAVING sum(calls) <> 0 ORDER BY ${key}, month`,
+  );
+  const logged = await db.query(
+    `SELECT ${key}, date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month,
+       count(*)::int AS n
+     FROM webhook_calls GROUP BY ${key}, 5 ORDER BY ${key}, 5`,
+  );
+  expect(kept.rows).toEqual(logged.rows);
+  expect(logged.rows.length).toBeGreaterThan(0);
+}
+
+describe.each(['postgres', 'pglite'] as const)('webhook_call_counts (%s)', (kind) => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb(kind);
+  }, 60_000);
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('agree with the log after every kind of write', async () => {
+    const a = await insertWebhook(t.db, testWebhookInput());
+    const b = await insertWebhook(t.db, testWebhookInput());
+    const events = [
+      ['k1', 'r1', 'item', 'update'],
+      ['k2', 'r1', 'item', 'publish'],
+      ['k3', 'r2', 'upload', 'create'],
+      ['k4', 'r2', 'item', 'update'],
+    ] as const;
+    await insertEvents(t.db, events);
+    const calls = await makeCalls(t.db, events, [a.id, b.id]);
+    expect(calls).toHaveLength(8);
+    await expectCountsAgree(t.db);
+    // Outcomes, several statuses in one statement; a repeat of a status changes nothing.
+    const now = new Date();
+    const outcomes = ['success', 'failed', 'rescheduled', 'success'] as const;
+    await recordWebhookCallAttempts(
+      t.db,
+      calls.slice(0, 4).map((call, i) => ({ id: call.id, attempt: attempt(outcomes[i]!, now) })),
+    );
+    await recordWebhookCallAttempts(
+      t.db,
+      [{ id: calls[0]!.id, attempt: attempt('success', now) }],
+      undefined,
+      false,
+    );
+    await expectCountsAgree(t.db);
+    await dropWebhookCall(t.db, calls[4]!.id, 'the webhook was disabled');
+    await markWebhookCallsEnqueued(t.db, [calls[5]!.id]);
+    await expectCountsAgree(t.db);
+    const [stored] = await findEvents(t.db, ['k1']);
+    await createTestWebhookCall(t.db, a.id, stored!);
+    await expectCountsAgree(t.db);
+    // The webhook's deletion ends its unfinished calls; retention deletes finished ones; an
+    // event's deletion takes its calls with it.
+    await deleteWebhook(t.db, b.id);
+    await expectCountsAgree(t.db);
+    expect(await deleteFinishedWebhookCalls(t.db, new Date(Date.now() + 60_000), 2)).toBe(2);
+    await expectCountsAgree(t.db);
+    await t.db.query(`DELETE FROM events WHERE id = 'k4'`);
+    await expectCountsAgree(t.db);
+  });
+});
+
+describe('webhook_call_counts under concurrent writers', () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  }, 60_000);
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('never make a writer wait for another: a key held by one transaction gets a row of its own', async () => {
+    const hook = await insertWebhook(t.db, testWebhookInput());
+    await insertEvents(t.db, [
+      ['w0', 'r9', 'item', 'delete'],
+      ['w1', 'r9', 'item', 'delete'],
+      ['w2', 'r9', 'item', 'delete'],
+    ]);
+    // The key has a row ...
+    await makeCalls(t.db, [['w0', 'r9', 'item', 'delete']], [hook.id]);
+    await t.db.transaction(async (tx) => {
+      // ... which this transaction holds until it commits ...
+      await makeCalls(tx, [['w1', 'r9', 'item', 'delete']], [hook.id]);
+      // ... while another one counts a call of the same key. Were it to wait for the row, it
+      // would wait for this transaction, which waits for it: lock_timeout turns that into an
+      // error instead of a test that never ends.
+      await t.db.transaction(async (other) => {
+        await other.query(`SET LOCAL lock_timeout = '5s'`);
+        await makeCalls(other, [['w2', 'r9', 'item', 'delete']], [hook.id]);
+      });
+    });
+    const { rows } = await t.db.query<{ shards: number; n: number }>(
+      `SELECT count(*)::int AS shards, sum(calls)::int AS n FROM webhook_call_counts
+         WHERE webhook_id = $1`,
+      [hook.id],
+    );
+    expect(rows[0]).toEqual({ shards: 2, n: 3 });
+    await expectCountsAgree(t.db);
+  });
+});
+
+describe.each(['postgres', 'pglite'] as const)('listWebhookCalls (%s)', (kind) => {
+  let t: TestDb;
+  let a: WebhookRecord;
+  let b: WebhookRecord;
+  let all: WebhookCallRecord[];
+  const base: WebhookCallListQuery = {
+    eq: {},
+    range: {},
+    orderBy: { column: 'created_at', desc: false },
+    offset: 0,
+    limit: 500,
+  };
+  const list = (query: Partial<WebhookCallListQuery>, cap?: number) =>
+    listWebhookCalls(t.db, { ...base, ...query }, cap);
+  const ids = (calls: readonly WebhookCallRecord[]) => calls.map((call) => call.id);
+
+  beforeAll(async () => {
+    t = await createTestDb(kind);
+    a = await insertWebhook(t.db, testWebhookInput());
+    b = await insertWebhook(t.db, testWebhookInput());
+    const events = Array.from(
+      { length: 12 },
+      (_, i) =>
+        [
+          `ev-${i}`,
+          `entity-${i % 3}`,
+          i % 4 === 0 ? 'upload' : 'item',
+          i % 2 ? 'publish' : 'update',
+        ] as const,
+    );
+    await insertEvents(t.db, events);
+    const calls = await makeCalls(t.db, events, [a.id, b.id]);
+    // created_at one minute apart, in id order; a third of the calls sent, some to be retried.
+    await t.db.query(
+      `UPDATE webhook_calls SET created_at = timestamptz '2026-01-01' + id * interval '1 minute'`,
+    );
+    await recordWebhookCallAttempts(
+      t.db,
+      calls
+        .filter((_, i) => i % 3 === 0)
+        .map((call, i) => ({
+          id: call.id,
+          attempt: attempt(
+            i % 2 ? 'rescheduled' : 'success',
+            new Date(Date.UTC(2026, 1, 1, 0, 60 - i)),
+            i % 2 ? new Date(Date.UTC(2026, 2, 1, 0, i)) : null,
+          ),
+        })),
+    );
+    const [stored] = await findEvents(t.db, ['ev-1']);
+    await createTestWebhookCall(t.db, b.id, stored!);
+    all = (
+      await findWebhookCalls(
+        t.db,
+        Array.from({ length: 40 }, (_, i) => String(i + 1)),
+      )
+    ).sort((x, y) => Number(x.id) - Number(y.id));
+    expect(all).toHaveLength(25);
+  }, 60_000);
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('counts exactly, from the counts alone, by webhook, entity type, event type and status', async () => {
+    const filters: WebhookCallListQuery['eq'][] = [
+      {},
+      { webhook_id: a.id },
+      { status: 'pending' },
+      { entity_type: 'upload' },
+      { event_type: 'publish', webhook_id: b.id },
+      { webhook_id: 'nope' },
+      { status: 'failed' },
+    ];
+    for (const eq of filters) {
+      const expected = all.filter((call) =>
+        Object.entries(eq ?? {}).every(
+          ([key, value]) =>
+            ({
+              webhook_id: call.webhookId,
+              status: call.status,
+              entity_type: call.entityType,
+              event_type: call.eventType,
+            })[key] === value,
+        ),
+      );
+      const page = await list({ eq, limit: 3 }, 0);
+      expect({ eq, total: page.totalCount, exact: page.exact }).toEqual({
+        eq,
+        total: expected.length,
+        exact: true,
+      });
+      expect(ids(page.calls)).toEqual(ids(expected).slice(0, 3));
+    }
+  });
+
+  it('filters by event id and by entity id, a test call by the event it carries', async () => {
+    const byEvent = await list({ eq: { event_id: 'ev-1' } });
+    expect(byEvent.calls.map((call) => [call.eventId, call.webhookId, !!call.testEvent])).toEqual([
+      ['ev-1', a.id, false],
+      ['ev-1', b.id, false],
+      ['ev-1', b.id, true],
+    ]);
+    expect(byEvent).toMatchObject({ totalCount: 3, exact: true });
+    const byEntity = await list({
+      eq: { entity_id: 'entity-1' },
+      orderBy: { column: 'webhook_id', desc: true },
+    });
+    // ev-1, ev-4, ev-7, ev-10 and the test call of ev-1.
+    expect(byEntity.calls.map((call) => call.eventId).sort()).toEqual([
+      'ev-1',
+      'ev-1',
+      'ev-1',
+      'ev-10',
+      'ev-10',
+      'ev-4',
+      'ev-4',
+      'ev-7',
+      'ev-7',
+    ]);
+    expect(byEntity.calls.map((call) => call.webhookId)).toEqual([
+      ...Array(5).fill(b.id),
+      ...Array(4).fill(a.id),
+    ]);
+    expect(byEntity).toMatchObject({ totalCount: 9, exact: true });
+    expect(await list({ eq: { event_id: 'nope' } })).toEqual({
+      calls: [],
+      totalCount: 0,
+      exact: true,
+    });
+    expect(await list({ eq: { entity_id: 'entity-1', event_id: 'ev-4' } })).toMatchObject({
+      totalCount: 2,
+    });
+  });
+
+  it('counts up to the cap exactly, and past it answers a bound never below the truth', async () => {
+    const range = (n: number) => ({
+      created_at: { gt: all[0]!.createdAt, lt: all[n + 1]!.createdAt },
+    });
+    // n calls strictly between the first and the (n+2)th.
+    expect(await list({ range: range(5) }, 5)).toMatchObject({ totalCount: 5, exact: true });
+    const over = await list({ range: range(6), limit: 2 }, 5);
+    expect(over.exact).toBe(false);
+    // The bound: the calls of the range's month (all but the test call, made this month).
+    expect(over.totalCount).toBe(24);
+    // ids are counted as any filter, and bounded by how many were asked for.
+    const asked = await list(
+      {
+        ids: all
+          .slice(0, 7)
+          .map((c) => c.id)
+          .concat(['0', 'x']),
+      },
+      5,
+    );
+    expect(asked).toMatchObject({ totalCount: 7, exact: false });
+    // The official client's paged iterator: the first page's total_count, then every offset below
+    // it. Nothing is missed, whatever the cap.
+    for (const cap of [0, 3, 6, 100]) {
+      const first = await list({ range: range(6), limit: 2 }, cap);
+      const seen = [...first.calls];
+      for (let offset = 2; offset < first.totalCount; offset += 2) {
+        seen.push(...(await list({ range: range(6), limit: 2, offset }, cap)).calls);
+      }
+      expect(ids(seen)).toEqual(ids(all.slice(1, 7)));
+      expect(first.totalCount).toBeGreaterThanOrEqual(6);
+    }
+  });
+
+  it('orders every way, missing dates last, through every kind of page statement', async () => {
+    const columns = ['created_at', 'last_sent_at', 'next_retry_at', 'webhook_id'] as const;
+    const value = (call: WebhookCallRecord, column: (typeof columns)[number]) =>
+      ({
+        created_at: call.createdAt.getTime(),
+        last_sent_at: call.lastSentAt?.getTime() ?? null,
+        next_retry_at: call.nextRetryAt?.getTime() ?? null,
+        webhook_id: Number(call.webhookId),
+      })[column];
+    // Without a filter, with one the counts answer, and with one counted call by call (whose
+    // calls are found first, then sorted).
+    const filters: [Partial<WebhookCallListQuery>, (call: WebhookCallRecord) => boolean][] = [
+      [{}, () => true],
+      [{ eq: { webhook_id: b.id } }, (call) => call.webhookId === b.id],
+      [
+        { range: { created_at: { gt: all[2]!.createdAt } } },
+        (call) => call.createdAt > all[2]!.createdAt,
+      ],
+    ];
+    for (const column of columns) {
+      for (const desc of [false, true]) {
+        for (const [filter, keep] of filters) {
+          const expected = all.filter(keep).sort((x, y) => {
+            const [vx, vy] = [value(x, column), value(y, column)];
+            if (vx !== vy) {
+              if (vx === null) return 1;
+              if (vy === null) return -1;
+              return desc ? vy - vx : vx - vy;
+            }
+            return desc ? Number(y.id) - Number(x.id) : Number(x.id) - Number(y.id);
+          });
+          for (const [offset, limit] of [
+            [0, 500],
+            [0, 4],
+            [5, 4],
+            [9, 30],
+          ] as const) {
+            const page = await list({ ...filter, orderBy: { column, desc }, offset, limit });
+            expect({ column, desc, filter, offset, ids: ids(page.calls) }).toEqual({
+              column,
+              desc,
+              filter,
+              offset,
+              ids: ids(expected).slice(offset, offset + limit),
+            });
+          }
+        }
+      }
     }
   });
 });

@@ -1,5 +1,5 @@
 import type { AttemptTrigger, WebhookCallStatus } from '@herald/contract';
-import type { Queryable } from './db.js';
+import type { Db, Queryable } from './db.js';
 import type { StoredEvent } from './events.js';
 import { rollUpAttemptsSql } from './webhook-stats.js';
 import { WEBHOOK_COLUMNS, toWebhook, type WebhookRecord, type WebhookRow } from './webhooks.js';
@@ -450,10 +450,25 @@ const LIST_COLUMNS = {
   next_retry_at: 'next_retry_at',
 } as const;
 type WebhookCallListColumn = keyof typeof LIST_COLUMNS;
+/** The filters webhook_call_counts (migration 016) counts by: their total_count is exact. */
+const COUNTED = ['webhook_id', 'entity_type', 'event_type', 'status'] as const;
+/** Orders on columns that may be NULL (calls never sent, or with no retry planned). */
+const NULLABLE = new Set<string>(['last_sent_at', 'next_retry_at']);
+
+/**
+ * Up to how many calls GET /webhook_calls counts one by one when webhook_call_counts cannot answer
+ * its filter (ids, event, entity, date ranges): past it, total_count is an upper bound.
+ */
+export const WEBHOOK_CALL_COUNT_CAP = 10_000;
 
 export interface WebhookCallListQuery {
   ids?: string[];
-  eq?: Partial<Record<'webhook_id' | 'entity_type' | 'event_type' | 'status', string>>;
+  eq?: Partial<
+    Record<
+      'webhook_id' | 'entity_type' | 'event_type' | 'status' | 'event_id' | 'entity_id',
+      string
+    >
+  >;
   range?: Partial<
     Record<'created_at' | 'last_sent_at' | 'next_retry_at', { gt?: Date; lt?: Date }>
   >;
@@ -465,47 +480,176 @@ export interface WebhookCallListQuery {
   limit: number;
 }
 
+export interface WebhookCallList {
+  calls: WebhookCallRecord[];
+  /** Never below the number of matching calls; equal to it when `exact`. */
+  totalCount: number;
+  exact: boolean;
+}
+
+/**
+ * A page of calls and how many match (docs/api.md, GET /webhook_calls). The count is exact when
+ * the filter uses only webhook, entity type, event type and status (a sum of webhook_call_counts
+ * rows), or when at most `countCap` calls match (counted through an index, never more than
+ * countCap + 1 of them); otherwise it is an upper bound: the counts of the filter's webhook,
+ * types and status in the months its created_at range touches (and at most the number of ids
+ * asked for). The official client's paged iterator reads the first page's count and asks for
+ * every page below it, so a count may exceed the truth (the last pages come back empty) but
+ * never fall short of it (calls would be missed).
+ */
 export async function listWebhookCalls(
-  db: Queryable,
+  db: Db,
   query: WebhookCallListQuery,
-): Promise<{ calls: WebhookCallRecord[]; totalCount: number }> {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const param = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
-  if (query.ids) where.push(`id = ANY(${param(query.ids.filter(isCallId))}::bigint[])`);
-  for (const [key, value] of Object.entries(query.eq ?? {})) {
-    if (value === undefined) continue;
-    const column = LIST_COLUMNS[key as WebhookCallListColumn];
-    if (key === 'webhook_id' && !isCallId(value)) where.push('false');
-    else where.push(`${column} = ${param(value)}`);
+  countCap = WEBHOOK_CALL_COUNT_CAP,
+): Promise<WebhookCallList> {
+  const exactlyCounted =
+    !query.ids &&
+    query.eq?.event_id === undefined &&
+    query.eq?.entity_id === undefined &&
+    Object.values(query.range ?? {}).every((bounds) => !bounds || (!bounds.gt && !bounds.lt));
+  // One connection, in turn: the count decides how the page is read. JIT off: a count or a page
+  // whose estimate crosses jit_above_cost would spend more compiling (5–20 ms) than running.
+  return db.transaction(async (tx) => {
+    await tx.query('SET LOCAL jit = off');
+    let totalCount: number;
+    let exact = exactlyCounted;
+    const countParams: unknown[] = [];
+    const counts = `SELECT coalesce(sum(calls), 0)::bigint AS n FROM webhook_call_counts
+      ${whereSql(countedConditions(query, countParams))}`;
+    if (exactlyCounted) {
+      const { rows } = await tx.query<{ n: string }>(counts, countParams);
+      totalCount = Number(rows[0]!.n);
+    } else {
+      const filter = whereSql(filterConditions(query, countParams));
+      const { rows } = await tx.query<{ n: string; bound: string | null }>(
+        `SELECT count(*) AS n, CASE WHEN count(*) > ${bind(countParams, countCap)}
+           THEN (${counts}) END AS bound
+         FROM (SELECT 1 FROM webhook_calls ${filter} LIMIT ${bind(countParams, countCap + 1)}) capped`,
+        countParams,
+      );
+      const n = Number(rows[0]!.n);
+      exact = rows[0]!.bound === null;
+      const idsAsked = query.ids ? new Set(query.ids.filter(isCallId)).size : Infinity;
+      totalCount = exact ? n : Math.max(n, Math.min(Number(rows[0]!.bound), idsAsked));
+    }
+    if (exact && totalCount <= query.offset) return { calls: [], totalCount, exact };
+    const pageParams: unknown[] = [];
+    const filter = whereSql(filterConditions(query, pageParams));
+    const page = await tx.query<WebhookCallRow>(
+      pageSql(query, filter, pageParams, !exactlyCounted && exact),
+      pageParams,
+    );
+    return { calls: page.rows.map(toCall), totalCount, exact };
+  });
+}
+
+/** The filter's webhook, types and status: columns of both webhook_calls and its counts. */
+function countedEquals(query: WebhookCallListQuery, params: unknown[]): string[] {
+  return COUNTED.flatMap((key) => {
+    const value = query.eq?.[key];
+    if (value === undefined) return [];
+    return [key === 'webhook_id' && !isCallId(value) ? 'false' : `${key} = ${bind(params, value)}`];
+  });
+}
+
+const whereSql = (conditions: string[]): string =>
+  conditions.length ? `WHERE ${conditions.join(' AND ')}` : '';
+
+/** The filter as conditions on webhook_calls, its values bound in `params`. */
+function filterConditions(query: WebhookCallListQuery, params: unknown[]): string[] {
+  const where = countedEquals(query, params);
+  if (query.ids) where.push(`id = ANY(${bind(params, query.ids.filter(isCallId))}::bigint[])`);
+  const eventId = query.eq?.event_id;
+  if (eventId !== undefined) {
+    // The call's event_id attribute: the stored event's, or the one a test call carries.
+    const p = bind(params, eventId);
+    where.push(`(event_id = ${p} OR (event_id IS NULL AND test_event->>'id' = ${p}))`);
+  }
+  const entityId = query.eq?.entity_id;
+  if (entityId !== undefined) {
+    // Calls have no entity column; their events have one (events_by_entity, migration 015), and a
+    // test call's event is its own.
+    const p = bind(params, entityId);
+    where.push(
+      `id IN (SELECT c.id FROM events e JOIN webhook_calls c ON c.event_id = e.id
+         WHERE e.entity_id = ${p}
+         UNION ALL SELECT t.id FROM webhook_calls t
+         WHERE t.event_id IS NULL AND t.test_event->>'entityId' = ${p})`,
+    );
   }
   for (const [key, bounds] of Object.entries(query.range ?? {})) {
     if (!bounds) continue;
     const column = LIST_COLUMNS[key as WebhookCallListColumn];
-    if (bounds.gt) where.push(`${column} > ${param(bounds.gt)}`);
-    if (bounds.lt) where.push(`${column} < ${param(bounds.lt)}`);
+    if (bounds.gt) where.push(`${column} > ${bind(params, bounds.gt)}`);
+    if (bounds.lt) where.push(`${column} < ${bind(params, bounds.lt)}`);
   }
-  const whereSql = where.length ? `WHERE ${where.join(' AND ')}` : '';
+  return where;
+}
+
+/**
+ * The part of the filter webhook_call_counts can take, as conditions on its rows: webhook, types,
+ * status, and created_at's range widened to whole months. Exact when it is the whole filter, an
+ * upper bound otherwise.
+ */
+function countedConditions(query: WebhookCallListQuery, params: unknown[]): string[] {
+  const where = countedEquals(query, params);
+  const created = query.range?.created_at;
+  const month = (date: Date) =>
+    `date_trunc('month', ${bind(params, date)}::timestamptz AT TIME ZONE 'UTC')`;
+  if (created?.gt) where.push(`month >= ${month(created.gt)}`);
+  if (created?.lt) where.push(`month <= ${month(created.lt)}`);
+  return where;
+}
+
+/**
+ * The page's statement. `few`: the filter is known to match at most the count cap, so its calls
+ * are found first (by the filter's best index) and sorted: under ORDER BY … LIMIT the planner
+ * would rather walk the order's index and filter, which goes through nearly the whole log when
+ * the filter's calls sit at the other end of it (e.g. last_sent_at in the last hour, oldest
+ * first).
+ */
+function pageSql(
+  query: WebhookCallListQuery,
+  whereSql: string,
+  params: unknown[],
+  few: boolean,
+): string {
+  const column = LIST_COLUMNS[query.orderBy.column];
   const direction = query.orderBy.desc ? 'DESC' : 'ASC';
   // Calls never sent (or with no retry planned) sort last whichever the direction.
-  const orderSql = `ORDER BY ${LIST_COLUMNS[query.orderBy.column]} ${direction} NULLS LAST, id ${direction}`;
-  const countParams = [...params];
-  const [page, count] = await Promise.all([
-    db.query<WebhookCallRow>(
-      `SELECT ${COLUMNS} FROM webhook_calls ${whereSql} ${orderSql}
-       LIMIT ${param(query.limit)} OFFSET ${param(query.offset)}`,
-      params,
-    ),
-    db.query<{ count: string }>(
-      `SELECT count(*)::bigint AS count FROM webhook_calls ${whereSql}`,
-      countParams,
-    ),
-  ]);
-  return { calls: page.rows.map(toCall), totalCount: Number(count.rows[0]?.count ?? 0) };
+  const order = `${column} ${direction} NULLS LAST, id ${direction}`;
+  const limit = `LIMIT ${bind(params, query.limit)} OFFSET ${bind(params, query.offset)}`;
+  if (few) {
+    return `WITH found AS MATERIALIZED (SELECT id, ${column} FROM webhook_calls ${whereSql}),
+       page AS MATERIALIZED (SELECT id FROM found ORDER BY ${order} ${limit})
+     SELECT ${COLUMNS} FROM webhook_calls WHERE id IN (SELECT id FROM page) ORDER BY ${order}`;
+  }
+  if (!NULLABLE.has(column)) {
+    // NOT NULL: the same order without NULLS LAST, which a backward index scan gives.
+    return `SELECT ${COLUMNS} FROM webhook_calls ${whereSql}
+     ORDER BY ${column} ${direction}, id ${direction} ${limit}`;
+  }
+  if (!query.orderBy.desc) {
+    return `SELECT ${COLUMNS} FROM webhook_calls ${whereSql} ORDER BY ${order} ${limit}`;
+  }
+  // DESC NULLS LAST is no index's order (a backward scan puts NULLs first): the dated calls
+  // newest first, then the undated ones, each part read backwards from the column's index.
+  const and = whereSql ? `${whereSql} AND` : 'WHERE';
+  const enough = bind(params, query.offset + query.limit);
+  return `SELECT ${COLUMNS} FROM webhook_calls WHERE id IN (SELECT id FROM (
+       (SELECT id, ${column} FROM webhook_calls ${and} ${column} IS NOT NULL
+        ORDER BY ${column} DESC, id DESC LIMIT ${enough})
+       UNION ALL
+       (SELECT id, ${column} FROM webhook_calls ${and} ${column} IS NULL
+        ORDER BY id DESC LIMIT ${enough})
+     ) dated ORDER BY ${order} ${limit})
+     ORDER BY ${order}`;
 }
+
+const bind = (params: unknown[], value: unknown): string => {
+  params.push(value);
+  return `$${params.length}`;
+};
 
 /** One attempt of a call, as GET /webhook_calls/:id/attempts lists it. */
 export interface WebhookCallAttemptRecord {

@@ -1,9 +1,10 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { context } from '@herald/runtime';
-import { WEBHOOK_CALL_STATUSES, listWebhookCalls, type Db } from '@herald/store';
+import { WEBHOOK_CALL_STATUSES, findWebhooks, listWebhookCalls, type Db } from '@herald/store';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
 import { serializeWebhookCall } from '../webhook-calls/serialize.js';
+import { serializeWebhook } from '../webhooks/serialize.js';
 
 const ORDERS = [
   'created_at_asc',
@@ -33,6 +34,8 @@ const WebhookCallListQuery = z
             webhook_id: eq.optional(),
             entity_type: eq.optional(),
             event_type: eq.optional(),
+            event_id: eq.optional(),
+            entity_id: eq.optional(),
             status: z
               .object({ eq: z.enum(WEBHOOK_CALL_STATUSES as [string, ...string[]]) })
               .strict()
@@ -51,7 +54,10 @@ const WebhookCallListQuery = z
   .strict();
 type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
 
-/** GET /webhook_calls → 200, paginated, with meta.total_count. */
+/**
+ * GET /webhook_calls → 200, paginated, with meta.total_count (exact or an upper bound: see
+ * listWebhookCalls) and the page's webhooks in `included`, as DatoCMS answers.
+ */
 export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
   return async (_req, res) => {
     const query = parseQuery(WebhookCallListQuery, context(res).query);
@@ -64,6 +70,8 @@ export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
         entity_type: fields?.entity_type?.eq,
         event_type: fields?.event_type?.eq,
         status: fields?.status?.eq,
+        event_id: fields?.event_id?.eq,
+        entity_id: fields?.entity_id?.eq,
       },
       range: {
         created_at: fields?.created_at,
@@ -77,6 +85,12 @@ export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
       offset: query.page.offset,
       limit: query.page.limit,
     });
-    res.json({ data: calls.map(serializeWebhookCall), meta: { total_count: totalCount } });
+    // A deleted webhook is simply not there.
+    const webhooks = await findWebhooks(deps.db, [...new Set(calls.map((c) => c.webhookId))]);
+    res.json({
+      data: calls.map(serializeWebhookCall),
+      included: webhooks.map(serializeWebhook),
+      meta: { total_count: totalCount },
+    });
   };
 }

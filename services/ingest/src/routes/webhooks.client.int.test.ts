@@ -1,5 +1,6 @@
 import { describe, expect } from 'vitest';
 import { ApiError, buildClient } from '@datocms/cma-client-node';
+import { createWebhookCalls } from '@herald/store';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
@@ -100,6 +101,47 @@ describe('@datocms/cma-client-node', () => {
       code: 'VALIDATION_UNIQUENESS',
     });
     expect(apiError.findError('INVALID_FIELD', { field: 'name' })).toBeDefined();
+  });
+
+  it('webhookCalls.list, rawList and listPagedIterator', async ({ client, db }) => {
+    const webhook = await client.webhooks.create({ ...docsExample, name: 'Logged' });
+    const events = ['log-1', 'log-2', 'log-3', 'log-4', 'log-5'];
+    await db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity)
+       SELECT id, 'main', true, 'item', 'update', 'log-entity', now(), '{}'
+       FROM unnest($1::text[]) AS id`,
+      [events],
+    );
+    await createWebhookCalls(
+      db,
+      events.map((id) => ({
+        event: { id, entityType: 'item', eventType: 'update' },
+        webhookIds: [webhook.id],
+      })),
+    );
+    const filter = { fields: { webhook_id: { eq: webhook.id } } };
+    const page = await client.webhookCalls.list({ filter, page: { limit: 2 } });
+    expect(page.map((call) => [call.type, call.webhook])).toEqual([
+      ['webhook_call', { type: 'webhook', id: webhook.id }],
+      ['webhook_call', { type: 'webhook', id: webhook.id }],
+    ]);
+    const raw = await client.webhookCalls.rawList({ filter, page: { limit: 2 } });
+    expect(raw.meta.total_count).toBe(5);
+    expect(raw.included.map((hook) => [hook.type, hook.id, hook.attributes.name])).toEqual([
+      ['webhook', webhook.id, 'Logged'],
+    ]);
+    // Every call once, in order, through pages fetched concurrently by offset.
+    const iterated: string[] = [];
+    for await (const call of client.webhookCalls.listPagedIterator(
+      { filter },
+      { perPage: 2, concurrency: 3 },
+    )) {
+      iterated.push(call.id);
+    }
+    const all = await client.webhookCalls.list({ filter, page: { limit: 10 } });
+    expect(all).toHaveLength(5);
+    expect(iterated).toEqual(all.map((call) => call.id));
   });
 
   it('webhooks.destroy', async ({ client }) => {

@@ -1,0 +1,192 @@
+import { describe, expect } from 'vitest';
+import { WEBHOOK_CALL_COUNT_CAP, createWebhookCalls, type Queryable } from '@herald/store';
+import type { TestApi } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
+import { createApp } from '../app.js';
+
+// GET /webhook_calls (docs/api.md): what the store's tests do not see, the route's own part.
+const it = appTest(createApp);
+
+const createWebhook = async (api: TestApi, name: string): Promise<string> => {
+  const { status, body } = await api.call('POST', '/webhooks', {
+    data: {
+      type: 'webhook',
+      attributes: {
+        name,
+        url: 'https://example.com/hook',
+        headers: {},
+        events: [{ entity_type: 'item', event_types: ['update'] }],
+        custom_payload: null,
+        http_basic_user: null,
+        http_basic_password: null,
+      },
+    },
+  });
+  expect(status).toBe(201);
+  return (body as { data: { id: string } }).data.id;
+};
+
+/** `count` stored events of `entity`, `prefix`-1…, one second apart from `start`. */
+const insertEvents = (
+  db: Queryable,
+  prefix: string,
+  entity: string,
+  count: number,
+  start: string,
+) =>
+  db.query(
+    `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+       entity_id, occurred_at, entity)
+     SELECT $1 || g, 'main', true, 'item', 'update', $2, $4::timestamptz + g * interval '1 second',
+       '{}'
+     FROM generate_series(1, $3::int) g`,
+    [prefix, entity, count, start],
+  );
+
+const callsOf = (db: Queryable, eventIds: string[], webhookIds: string[]): Promise<unknown> =>
+  createWebhookCalls(
+    db,
+    eventIds.map((id) => ({ event: { id, entityType: 'item', eventType: 'update' }, webhookIds })),
+  );
+
+interface ListAnswer {
+  data: {
+    id: string;
+    attributes: { event_id: string };
+    relationships: { webhook: { data: { type: string; id: string } } };
+  }[];
+  included: { type: string; id: string }[];
+  meta: { total_count: number };
+}
+
+describe('GET /webhook_calls', () => {
+  it("includes the page's webhooks as GET /webhooks/:id shows them, a deleted one not at all", async ({
+    api,
+    db,
+  }) => {
+    const kept = await createWebhook(api, 'kept');
+    const gone = await createWebhook(api, 'gone');
+    await insertEvents(db, 'inc-', 'inc-entity', 2, '2026-01-01');
+    await callsOf(db, ['inc-1', 'inc-2'], [kept, gone]);
+    const query = '/webhook_calls?filter[fields][entity_id][eq]=inc-entity';
+    const listed = await api.call<ListAnswer>('GET', query);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((call) => call.relationships.webhook.data)).toEqual([
+      { type: 'webhook', id: kept },
+      { type: 'webhook', id: gone },
+      { type: 'webhook', id: kept },
+      { type: 'webhook', id: gone },
+    ]);
+    const shown = await Promise.all(
+      [kept, gone].map(async (id) => (await api.call('GET', `/webhooks/${id}`)).body['data']),
+    );
+    expect(listed.body.included).toEqual(shown);
+    // Only the webhooks of the page.
+    const one = await api.call<ListAnswer>('GET', `${query}&page[limit]=1&page[offset]=1`);
+    expect(one.body.included).toEqual([shown[1]]);
+    expect((await api.call('DELETE', `/webhooks/${gone}`)).status).toBe(200);
+    const after = await api.call<ListAnswer>('GET', query);
+    expect(after.body.data).toHaveLength(4);
+    expect(after.body.included).toEqual([shown[0]]);
+    const none = await api.call<ListAnswer>(
+      'GET',
+      `${query}&filter[fields][webhook_id][eq]=${gone}`,
+    );
+    expect(none.body).toMatchObject({ included: [], meta: { total_count: 2 } });
+  });
+
+  it('filters by event id and by entity id', async ({ api, db }) => {
+    const hook = await createWebhook(api, 'filtered');
+    await insertEvents(db, 'flt-a', 'flt-entity-a', 3, '2026-02-01');
+    await insertEvents(db, 'flt-b', 'flt-entity-b', 1, '2026-02-01');
+    await callsOf(db, ['flt-a1', 'flt-a2', 'flt-a3', 'flt-b1'], [hook]);
+    const byEntity = await api.call<ListAnswer>(
+      'GET',
+      '/webhook_calls?filter[fields][entity_id][eq]=flt-entity-a&order_by=created_at_desc',
+    );
+    expect(byEntity.body.data.map((call) => call.attributes.event_id)).toEqual([
+      'flt-a3',
+      'flt-a2',
+      'flt-a1',
+    ]);
+    expect(byEntity.body.meta.total_count).toBe(3);
+    const byEvent = await api.call<ListAnswer>(
+      'GET',
+      '/webhook_calls?filter[fields][event_id][eq]=flt-b1',
+    );
+    expect(byEvent.body.data.map((call) => call.attributes.event_id)).toEqual(['flt-b1']);
+    expect(byEvent.body.meta.total_count).toBe(1);
+  });
+
+  it(`counts exactly up to ${WEBHOOK_CALL_COUNT_CAP} calls, and past that never fewer than match`, async ({
+    api,
+    db,
+  }) => {
+    const hook = await createWebhook(api, 'many');
+    // CAP + 1 calls, one second apart from 2025-03-01T00:00:01Z, in one statement.
+    await insertEvents(db, 'cap-', 'cap-entity', WEBHOOK_CALL_COUNT_CAP + 1, '2025-03-01');
+    await db.query(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, created_at)
+       SELECT id, $1, 'item', 'update', occurred_at FROM events WHERE id LIKE 'cap-%'`,
+      [hook],
+    );
+    // And one in February, before the ranges below.
+    await insertEvents(db, 'cap-early-', 'cap-entity', 1, '2025-02-10');
+    await callsOf(db, ['cap-early-1'], [hook]);
+    await db.query(
+      `UPDATE webhook_calls SET created_at = timestamptz '2025-02-10' WHERE event_id = 'cap-early-1'`,
+    );
+    const total = async (query: string): Promise<number> => {
+      const { status, body } = await api.call<ListAnswer>(
+        'GET',
+        `/webhook_calls?page[limit]=1&filter[fields][webhook_id][eq]=${hook}&${query}`,
+      );
+      expect(status).toBe(200);
+      return body.meta.total_count;
+    };
+    const from = '2025-03-01T00:00:00Z';
+    // The cap exactly: every call but the last.
+    const cap = new Date(Date.parse(from) + (WEBHOOK_CALL_COUNT_CAP + 1) * 1000).toISOString();
+    expect(
+      await total(`filter[fields][created_at][gt]=${from}&filter[fields][created_at][lt]=${cap}`),
+    ).toBe(WEBHOOK_CALL_COUNT_CAP);
+    // One more: a bound, the calls of the webhook in March 2025 (not February's), here exactly as
+    // many.
+    expect(await total(`filter[fields][created_at][gt]=${from}`)).toBe(WEBHOOK_CALL_COUNT_CAP + 1);
+    // A bound above the truth: the range's month holds more calls than the range.
+    await insertEvents(db, 'cap-late-', 'cap-entity', 5, '2025-03-30');
+    await callsOf(
+      db,
+      ['cap-late-1', 'cap-late-2', 'cap-late-3', 'cap-late-4', 'cap-late-5'],
+      [hook],
+    );
+    await db.query(
+      `UPDATE webhook_calls SET created_at = timestamptz '2025-03-30' WHERE event_id LIKE 'cap-late-%'`,
+    );
+    expect(
+      await total(
+        `filter[fields][created_at][gt]=${from}&filter[fields][created_at][lt]=2025-03-29`,
+      ),
+    ).toBe(WEBHOOK_CALL_COUNT_CAP + 6);
+    // Counted by webhook only: exact, whatever the number.
+    expect(await total('')).toBe(WEBHOOK_CALL_COUNT_CAP + 7);
+  });
+
+  it('refuses a malformed event or entity filter with 422 INVALID_PARAMS', async ({ api }) => {
+    for (const bad of [
+      'filter[fields][event_id][eq]=',
+      'filter[fields][entity_id][eq]=',
+      'filter[fields][event_id]=e1',
+      'filter[fields][entity_id][in]=r1',
+      'filter[fields][event_id][eq][]=e1',
+    ]) {
+      const { status, body } = await api.call('GET', `/webhook_calls?${bad}`);
+      expect({ bad, status }).toEqual({ bad, status: 422 });
+      const errors = (body as { data: { type: string; attributes: { code: string } }[] }).data;
+      expect(errors.length).toBeGreaterThan(0);
+      for (const error of errors) {
+        expect(error).toMatchObject({ type: 'api_error', attributes: { code: 'INVALID_PARAMS' } });
+      }
+    }
+  });
+});
