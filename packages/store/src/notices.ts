@@ -33,12 +33,18 @@ async function emitHealthNotices(db: Queryable, failingAfter: number): Promise<s
   const { rows } = await db.query<{ id: string }>(
     `WITH seen AS (
        SELECT h.webhook_id, h.noticed_failing AS was_failing, h.noticed_circuit AS was_open,
-         h.noticed_disabled_reason AS was_disabled,
-         CASE WHEN $1 > 0 AND h.failure_streak >= $1 THEN true
-              WHEN h.failure_streak = 0 THEN false ELSE h.noticed_failing END AS failing,
-         h.circuit_open_until IS NOT NULL AS open,
-         CASE WHEN w.enabled THEN NULL ELSE w.disabled_reason END AS disabled
+         h.noticed_disabled_reason AS was_disabled, now_.failing, now_.open, now_.disabled
        FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id
+         CROSS JOIN LATERAL (SELECT
+           CASE WHEN $1 > 0 AND h.failure_streak >= $1 THEN true
+                WHEN h.failure_streak = 0 THEN false ELSE h.noticed_failing END AS failing,
+           h.circuit_open_until IS NOT NULL AS open,
+           CASE WHEN w.enabled THEN NULL ELSE w.disabled_reason END AS disabled) now_
+       WHERE now_.failing <> h.noticed_failing OR now_.open <> h.noticed_circuit
+         OR (now_.disabled IS NOT NULL AND now_.disabled IS DISTINCT FROM h.noticed_disabled_reason)
+       -- Only the rows that changed, locked in key order (the stats rollups write them too).
+       ORDER BY h.webhook_id
+       FOR UPDATE OF h
      ), changed AS (
        UPDATE webhook_health h SET noticed_failing = s.failing, noticed_circuit = s.open,
          noticed_disabled_reason = coalesce(s.disabled, h.noticed_disabled_reason)

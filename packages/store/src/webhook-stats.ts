@@ -51,6 +51,8 @@ export function rollUpAttemptsSql(attempts: string): string {
          ARRAY[${slots}], coalesce(sum(a.duration_ms), 0)
        FROM ${attempts} a CROSS JOIN (VALUES ('minute'), ('hour')) AS g (granularity)
        GROUP BY 1, 2, 3
+       -- Rows locked in key order: two processes writing the same webhooks never deadlock.
+       ORDER BY 1, 2, 3
        ON CONFLICT (webhook_id, granularity, bucket_start) DO UPDATE SET
          attempts_success = s.attempts_success + EXCLUDED.attempts_success,
          attempts_failure = s.attempts_failure + EXCLUDED.attempts_failure,
@@ -86,6 +88,7 @@ export function rollUpAttemptsSql(attempts: string): string {
                  OVER (PARTITION BY a.webhook_id) AS last_kept
              FROM ${attempts} a) a
        GROUP BY webhook_id
+       ORDER BY webhook_id
        ON CONFLICT (webhook_id) DO UPDATE SET
          last_success_at = greatest(h.last_success_at, EXCLUDED.last_success_at),
          last_failure_at = greatest(h.last_failure_at, EXCLUDED.last_failure_at),
