@@ -4,6 +4,7 @@ import { ApiClient, type ApiFailure } from './lib/api.js';
 import { parseRoute, type Route } from './lib/route.js';
 import { clearSession, loadSession, saveSession, type Session } from './lib/session.js';
 import { CallDetail } from './screens/call-detail.js';
+import { BulkJobs } from './screens/bulk-jobs.js';
 import { CallLog } from './screens/call-log.js';
 import { EnvironmentSwitcher } from './screens/environment-switcher.js';
 import { EventDetail } from './screens/event-detail.js';
@@ -13,6 +14,7 @@ import { Records } from './screens/records.js';
 import { SignIn } from './screens/sign-in.js';
 import { WebhookEditor } from './screens/webhook-editor.js';
 import { WebhookList } from './screens/webhook-list.js';
+import { WebhookPage } from './screens/webhook-page.js';
 
 function useRoute(): Route {
   const [route, setRoute] = useState(() => parseRoute(location.hash));
@@ -64,11 +66,12 @@ export function App() {
     );
   }
 
-  const [section = session.access === 'admin' ? 'webhooks' : 'records', id] = route.segments;
+  const [section = session.access === 'admin' ? 'webhooks' : 'records', id, sub] = route.segments;
   const nav = [
     { key: 'webhooks', label: 'Webhooks', admin: true },
     { key: 'calls', label: 'Call log', admin: true },
     { key: 'events', label: 'Events', admin: true },
+    { key: 'jobs', label: 'Bulk jobs', admin: true },
     { key: 'records', label: 'Records', admin: false },
   ].filter((entry) => !entry.admin || session.access === 'admin');
 
@@ -111,7 +114,7 @@ export function App() {
         </div>
       </header>
       <main id="main" class="main" tabIndex={-1}>
-        <Screen section={section} id={id} route={route} access={session.access} />
+        <Screen section={section} id={id} sub={sub} route={route} access={session.access} />
       </main>
       {toast && (
         <div class="toast" role="status" aria-live="polite">
@@ -125,25 +128,29 @@ export function App() {
 function Screen({
   section,
   id,
+  sub,
   route,
   access,
 }: {
   section: string;
   id: string | undefined;
+  sub: string | undefined;
   route: Route;
   access: Session['access'];
 }) {
-  if (access !== 'admin' && ['webhooks', 'calls', 'events'].includes(section)) {
+  if (access !== 'admin' && ['webhooks', 'calls', 'events', 'jobs'].includes(section)) {
     return (
       <div class="note note-error" role="alert">
-        This token has the read_only role: webhooks, the call log and events need an admin token.
+        This token has the read_only role: webhooks, the call log, events and bulk jobs need an
+        admin token.
       </div>
     );
   }
   switch (section) {
     case 'webhooks':
       if (id === 'new') return <WebhookEditor key="new" id={null} />;
-      if (id) return <WebhookEditor key={id} id={id} />;
+      if (id && sub === 'edit') return <WebhookEditor key={id} id={id} />;
+      if (id) return <WebhookPage key={id} id={id} params={route.params} />;
       return <WebhookList />;
     case 'calls':
       if (id) return <CallDetail key={id} id={id} />;
@@ -151,6 +158,8 @@ function Screen({
     case 'events':
       if (id) return <EventDetail key={id} id={id} />;
       return <EventLog params={route.params} />;
+    case 'jobs':
+      return <BulkJobs id={id} />;
     case 'records':
       if (id) return <RecordDetail key={id} id={id} params={route.params} />;
       return <Records params={route.params} />;

@@ -64,6 +64,13 @@ const STATUS_LABEL: Record<string, string> = {
   published: 'Published',
   draft: 'Draft',
   updated: 'Updated',
+  queued: 'Queued',
+  running: 'Running',
+  completed: 'Completed',
+  cancelled: 'Cancelled',
+  'circuit-closed': 'Closed',
+  'circuit-open': 'Open',
+  'circuit-half_open': 'Half-open',
 };
 
 export function Badge({ status, title }: { status: string; title?: string }) {

@@ -1,3 +1,5 @@
+import type { DeliveryPolicy } from '@herald/contract/tables';
+
 /**
  * The wire resources the console reads (docs/api.md: the item resource of GET /items, The webhook
  * resource), as plain types; webhook calls (The webhook call resource) are the contract's
@@ -31,9 +33,10 @@ export interface WebhookAttributes {
   /** Extension: header names whose values the call log shows as `***`. */
   redact_headers?: string[];
   /** Extension: the endpoint health policy (rate limit, circuit breaker, disable after failing). */
-  delivery_policy?: Record<string, number | null>;
+  delivery_policy?: DeliveryPolicy;
   signing_secret?: string;
   disabled_reason?: string | null;
+  disabled_at?: string | null;
   created_at?: string;
   updated_at?: string;
 }
@@ -72,4 +75,39 @@ export interface WebhookPreview {
     body: string;
     [extension: string]: unknown;
   };
+}
+
+/** A bulk resend or replay (docs/api.md, The bulk job resource). */
+export interface BulkJob {
+  type: 'bulk_job';
+  id: string;
+  attributes: {
+    kind: 'bulk_resend' | 'replay';
+    state: 'queued' | 'running' | 'completed' | 'cancelled' | 'failed';
+    filter: Record<string, unknown>;
+    rate_per_second: number | null;
+    /** null while the job is selecting. */
+    matched: number | null;
+    done: number;
+    succeeded: number;
+    failed: number;
+    skipped: number;
+    /** done / matched, 0–1; null while selecting. */
+    progress: number | null;
+    /** Items finished per second over about the last minute. */
+    rate: number | null;
+    failure_reason: string | null;
+    created_at: string;
+    started_at: string | null;
+    finished_at: string | null;
+    updated_at: string;
+  };
+  relationships: { webhook: { data: { type: 'webhook'; id: string } | null } };
+}
+
+/** What PUT /webhooks/:id answers beside `data` when it re-enables a disabled webhook. */
+export interface ReplayOffer {
+  kind: 'replay';
+  webhook_id: string;
+  filter: { occurred_at: { gt: string; lt?: string } };
 }

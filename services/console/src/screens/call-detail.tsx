@@ -8,12 +8,12 @@ import {
   Fact,
   HeadersTable,
   LoadState,
-  TableHead,
   formatTime,
 } from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
 import { asFailure, type ApiFailure } from '../lib/api.js';
 import { formatRoute } from '../lib/route.js';
+import { formatDuration, formatMs } from '../lib/stats-series.js';
 
 const REFRESH_MS = 3000;
 
@@ -156,7 +156,10 @@ const TRIGGER_LABEL: Record<string, string> = {
   test: 'Test',
 };
 
-/** Every attempt of the call, oldest first: what made it, when, how long, what came back. */
+/**
+ * Every attempt of the call, oldest first, as a timeline: what made it, when (and how long after
+ * the previous one), how long it took, and what came back.
+ */
 function Attempts({
   attempts,
   total,
@@ -165,6 +168,7 @@ function Attempts({
   total: number | undefined;
 }) {
   if (!attempts) return null;
+  const slowest = Math.max(1, ...attempts.map(({ attributes: a }) => a.duration_ms ?? 0));
   return (
     <div class="card">
       <h2>
@@ -173,29 +177,41 @@ function Attempts({
       {attempts.length === 0 ? (
         <p class="muted">Not attempted yet.</p>
       ) : (
-        <table class="table table-cards" aria-label="Attempts">
-          <TableHead columns={['#', 'Trigger', 'Started', 'Duration', 'Outcome', 'Response']} />
-          <tbody>
-            {attempts.map(({ id, attributes: a }) => (
-              <tr key={id} data-attempt={a.number}>
-                <td data-label="#" class="mono">
-                  {a.number}
-                </td>
-                <td data-label="Trigger">{TRIGGER_LABEL[a.trigger] ?? a.trigger}</td>
-                <td data-label="Started">{formatTime(a.started_at)}</td>
-                <td data-label="Duration" class="mono">
-                  {a.duration_ms === null ? '—' : `${Math.round(a.duration_ms)} ms`}
-                </td>
-                <td data-label="Outcome">
-                  <Badge status={a.outcome} />
-                </td>
-                <td data-label="Response" class="mono">
-                  {a.response_status ?? a.failure_reason ?? '—'}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ol class="timeline" aria-label="Attempts">
+          {attempts.map(({ id, attributes: a }, index) => {
+            const previous = attempts[index - 1]?.attributes.started_at;
+            const gap = previous ? (Date.parse(a.started_at) - Date.parse(previous)) / 1000 : null;
+            return (
+              <li key={id} data-attempt={a.number} class={`timeline-item outcome-${a.outcome}`}>
+                <span class="timeline-dot" aria-hidden="true" />
+                <div class="timeline-main">
+                  <p class="timeline-line">
+                    <span class="mono muted">#{a.number}</span>{' '}
+                    <strong>{TRIGGER_LABEL[a.trigger] ?? a.trigger}</strong>{' '}
+                    <Badge status={a.outcome} />{' '}
+                    <span class="mono">
+                      {a.response_status !== null ? `HTTP ${a.response_status}` : 'no answer'}
+                    </span>
+                  </p>
+                  <p class="muted small">
+                    {formatTime(a.started_at)}
+                    {gap !== null &&
+                      ` · ${formatDuration(Math.max(0, gap))} after #${a.number - 1}`}
+                  </p>
+                  {a.failure_reason && a.failure_reason !== `HTTP ${a.response_status}` && (
+                    <p class="reason small">{a.failure_reason}</p>
+                  )}
+                </div>
+                <div class="timeline-duration" title="Duration">
+                  <span class="mono">{formatMs(a.duration_ms)}</span>
+                  <span class="duration-bar" aria-hidden="true">
+                    <span style={{ width: `${((a.duration_ms ?? 0) / slowest) * 100}%` }} />
+                  </span>
+                </div>
+              </li>
+            );
+          })}
+        </ol>
       )}
     </div>
   );

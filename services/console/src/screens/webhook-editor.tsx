@@ -20,7 +20,8 @@ import {
   type FieldProblem,
 } from '../lib/errors.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook } from '../lib/types.js';
+import type { ReplayOffer, Webhook } from '../lib/types.js';
+import { setWebhookEnabled } from '../lib/webhook-actions.js';
 import {
   attributesFromForm,
   emptyForm,
@@ -28,6 +29,7 @@ import {
   normalizeFieldPath,
   type WebhookForm,
 } from '../lib/webhook-form.js';
+import { ReplayOfferNote } from './bulk-jobs.js';
 import { EventsEditor, HeadersEditor } from './webhook-fields.js';
 import { PreviewPanel } from './webhook-preview.js';
 
@@ -85,6 +87,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
   const [actionBusy, setActionBusy] = useState(false);
   const [actionError, setActionError] = useState<ApiFailure | null>(null);
   const [newSecret, setNewSecret] = useState<string | null>(null);
+  const [offer, setOffer] = useState<ReplayOffer | null>(null);
 
   useEffect(() => {
     if (webhook) setForm((current) => ({ ...current, enabled: webhook.attributes.enabled }));
@@ -172,6 +175,12 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
     <section aria-labelledby="editor-title">
       <p class="crumbs">
         <a href="#/webhooks">← Webhooks</a>
+        {webhook && (
+          <>
+            {' · '}
+            <a href={`#/webhooks/${webhook.id}`}>Health, tests and replays</a>
+          </>
+        )}
       </p>
       <div class="page-head">
         <h1 id="editor-title">{title}</h1>
@@ -187,13 +196,12 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
               disabled={actionBusy}
               onClick={() =>
                 void act(async () => {
-                  await client.put(`/webhooks/${webhook.id}`, {
-                    data: {
-                      type: 'webhook',
-                      id: webhook.id,
-                      attributes: { enabled: !webhook.attributes.enabled },
-                    },
-                  });
+                  const { offer: next } = await setWebhookEnabled(
+                    client,
+                    webhook,
+                    !webhook.attributes.enabled,
+                  );
+                  setOffer(next);
                   notify(webhook.attributes.enabled ? 'Webhook disabled' : 'Webhook enabled');
                   onChanged();
                 })
@@ -214,6 +222,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
         <div class="note note-warning">Disabled: {webhook.attributes.disabled_reason}</div>
       )}
       {actionError && <ErrorNote error={actionError} />}
+      {offer && <ReplayOfferNote offer={offer} onDismiss={() => setOffer(null)} />}
       {newSecret && (
         <div class="note note-success secret-once" role="status">
           <p>

@@ -6,7 +6,9 @@ import { useResource, useWebhooks } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
 import { summarizeHealth, type HealthSummary } from '../lib/webhook-health.js';
 import { formatRoute } from '../lib/route.js';
-import type { Webhook } from '../lib/types.js';
+import type { ReplayOffer, Webhook } from '../lib/types.js';
+import { setWebhookEnabled } from '../lib/webhook-actions.js';
+import { ReplayOfferNote } from './bulk-jobs.js';
 
 function eventsSummary(webhook: Webhook): string {
   return webhook.attributes.events
@@ -28,18 +30,14 @@ export function WebhookList() {
   );
   const [toggling, setToggling] = useState<string | null>(null);
   const [toggleError, setToggleError] = useState<{ id: string; error: ApiFailure } | null>(null);
+  const [offer, setOffer] = useState<ReplayOffer | null>(null);
 
   const toggle = async (webhook: Webhook) => {
     setToggling(webhook.id);
     setToggleError(null);
     try {
-      await client.put(`/webhooks/${webhook.id}`, {
-        data: {
-          type: 'webhook',
-          id: webhook.id,
-          attributes: { enabled: !webhook.attributes.enabled },
-        },
-      });
+      const { offer: next } = await setWebhookEnabled(client, webhook, !webhook.attributes.enabled);
+      setOffer(next);
       notify(`${webhook.attributes.name} ${webhook.attributes.enabled ? 'disabled' : 'enabled'}`);
       webhooks.reload(true);
     } catch (error) {
@@ -62,6 +60,7 @@ export function WebhookList() {
           New webhook
         </a>
       </div>
+      {offer && <ReplayOfferNote offer={offer} onDismiss={() => setOffer(null)} />}
       <LoadState resource={webhooks} label="Loading webhooks…" />
       {webhooks.data && list.length === 0 && (
         <Empty>
@@ -150,7 +149,7 @@ export function WebhookList() {
                       >
                         {enabled ? 'Disable' : 'Enable'}
                       </button>
-                      <a class="button button-small" href={`#/webhooks/${webhook.id}`}>
+                      <a class="button button-small" href={`#/webhooks/${webhook.id}/edit`}>
                         Edit
                       </a>
                     </div>

@@ -18,6 +18,7 @@ import {
   createTestToken,
   serve,
   silentLogger,
+  startReceiver,
   testDeps,
   testRedis,
   type TestDb,
@@ -59,6 +60,8 @@ const sockets = new Set<Socket>();
 let browser: Browser;
 let page: Page;
 let admin: string;
+/** The webhook the console creates ("Publications to the CDN"). */
+let cdn: string;
 
 async function api(method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`${herald.url}${path}`, {
@@ -332,6 +335,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByRole('heading', { name: 'Publications to the CDN' }).waitFor();
     const id = /#\/webhooks\/(\d+)/.exec(page.url())?.[1];
     expect(id).toBeDefined();
+    cdn = id!;
     const stored = await api('GET', `/webhooks/${id}`);
     expect(stored.data.attributes.custom_payload).toContain('{{entity.attributes.title}}');
     expect(stored.data.attributes.events).toEqual([
@@ -402,10 +406,14 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     expect(received[1]!.headers['webhook-id']).toBe(callId);
     expect(received[1]!.body).toBe(received[0]!.body);
     // The attempt history shows both: the first attempt, then the resend.
-    const attempts = page.getByRole('table', { name: 'Attempts' });
-    await attempts.locator('tr[data-attempt="2"]').getByText('Resend').waitFor({ timeout: 15_000 });
-    const first = attempts.locator('tr[data-attempt="1"]');
-    await expect.poll(() => first.textContent()).toMatch(/First attempt.*Success.*200/);
+    const attempts = page.getByRole('list', { name: 'Attempts' });
+    const second = attempts.locator('li[data-attempt="2"]');
+    await second.getByText('Resend').waitFor({ timeout: 15_000 });
+    const first = attempts.locator('li[data-attempt="1"]');
+    await expect.poll(() => first.textContent()).toMatch(/#1 First attempt.*Success.*HTTP 200/);
+    // The timeline says how long each took and how long after the previous one it went.
+    await expect.poll(() => first.textContent()).toMatch(/\d+(\.\d)? ms/);
+    await expect.poll(() => second.textContent()).toMatch(/Resend.*Success.*HTTP 200.* after #1/);
     await attempts.scrollIntoViewIfNeeded();
     await shot('call-attempts');
   });
@@ -451,6 +459,86 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await row.getByText('Disabled').waitFor();
     await row.getByRole('button', { name: /^Enable/ }).click();
     await row.getByText('Enabled').waitFor();
+  });
+
+  it('shows a webhook page: health over a window, charts and the circuit state', async () => {
+    await page.goto(`${herald.url}/console/#/webhooks/${cdn}?window=1h`);
+    await page.getByRole('heading', { name: 'Publications to the CDN' }).waitFor();
+    await expect.poll(() => page.getByTestId('success-rate').textContent()).toBe('100 %');
+    await expect.poll(() => page.getByTestId('circuit').textContent()).toBe('Closed');
+    expect(await page.getByTestId('failure-streak').textContent()).toBe('None');
+    expect(await page.getByTestId('backlog').textContent()).toBe('Empty');
+    await expect.poll(() => page.getByTestId('latency').textContent()).toMatch(/^[\d.]+ m?s \//);
+    // Both charts are drawn by uPlot (its canvas and legend), with a summary in words.
+    const deliveries = page.locator('[data-chart="deliveries"]');
+    await deliveries.locator('.uplot canvas').waitFor();
+    await deliveries.locator('.u-legend').getByText('Succeeded').waitFor();
+    await deliveries.getByText('2 succeeded and 0 failed attempts in the last 1 hour.').waitFor();
+    const latency = page.locator('[data-chart="latency"]');
+    await latency.locator('.uplot canvas').waitFor();
+    await latency.getByText(/^p50 [\d.]+ m?s, p95/).waitFor();
+    const canvas = await deliveries.locator('.uplot canvas').boundingBox();
+    expect(canvas!.width).toBeGreaterThan(200);
+    // The window switch reads another window.
+    await page.getByRole('navigation', { name: 'Statistics window' }).getByText('7d').click();
+    await page.getByText('Success rate (7d)').waitFor();
+    expect(page.url()).toContain('window=7d');
+    await page.getByRole('navigation', { name: 'Statistics window' }).getByText('1h').click();
+    await page.getByText('Success rate (1h)').waitFor();
+    await deliveries.locator('.uplot canvas').waitFor();
+    await shot('webhook-page');
+  });
+
+  it('sends a test from the webhook page, follows its call and sees the circuit open', async () => {
+    const down = await startReceiver((_req, res) => res.writeHead(503).end('down for maintenance'));
+    try {
+      const flaky = await api('POST', '/webhooks', {
+        data: {
+          type: 'webhook',
+          attributes: {
+            name: 'Flaky endpoint',
+            url: `${down.url}/hook`,
+            headers: {},
+            events: [],
+            custom_payload: null,
+            http_basic_user: null,
+            http_basic_password: null,
+            delivery_policy: { circuit_failures: 2, circuit_cooldown_ms: 600_000 },
+          },
+        },
+      });
+      await page.goto(`${herald.url}/console/#/webhooks/${flaky.data.id}?window=1h`);
+      await page.getByRole('heading', { name: 'Flaky endpoint' }).waitFor();
+      await expect.poll(() => page.getByTestId('circuit').textContent()).toBe('Closed');
+      const result = page.getByTestId('test-call');
+      for (let sent = 1; sent <= 2; sent++) {
+        await page.getByRole('button', { name: 'Send test' }).click();
+        await expect.poll(() => down.requests.length, { timeout: 15_000 }).toBe(sent);
+        await result.getByText('Failed').waitFor({ timeout: 15_000 });
+        await result.getByText('HTTP 503').waitFor();
+      }
+      // Two failures in a row open this webhook's circuit (its delivery_policy says 2).
+      await expect
+        .poll(() => page.getByTestId('circuit').textContent(), { timeout: 20_000 })
+        .toBe('Open');
+      await page.getByText(/calls wait until/).waitFor();
+      expect(await page.getByTestId('failure-streak').textContent()).toBe('2 in a row');
+      await page
+        .locator('[data-chart="deliveries"]')
+        .getByText('0 succeeded and 2 failed')
+        .waitFor();
+      await shot('webhook-page-circuit');
+
+      // The test call's own page: its attempt, made by the test, failed with the 503.
+      await result.getByRole('link', { name: 'Open the call and its attempts' }).click();
+      await page.getByRole('heading', { name: /^Call #\d+$/ }).waitFor();
+      const attempt = page.getByRole('list', { name: 'Attempts' }).locator('li[data-attempt="1"]');
+      await expect.poll(() => attempt.textContent()).toMatch(/#1 Test.*Failed.*HTTP 503/);
+      await attempt.scrollIntoViewIfNeeded();
+      await shot('call-attempts-test');
+    } finally {
+      await down.close();
+    }
   });
 
   it('browses records with a model, field filters, full text, version switch and block detail', async () => {
