@@ -25,6 +25,8 @@ function options(kind: ChartKind, width: number, height: number, step: number): 
     // current one (drawn from its start rightwards) is not cut off at the edge.
     scales: {
       x: { time: true, range: (_u: uPlot, min: number, max: number) => [min, max + step] },
+      // Counts and durations start at zero, whatever the lowest bucket.
+      y: { range: (_u: uPlot, _min: number, max: number) => [0, max > 0 ? max * 1.15 : 1] },
     },
   } satisfies Partial<uPlot.Options>;
   if (kind === 'deliveries') {

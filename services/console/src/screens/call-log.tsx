@@ -5,7 +5,9 @@ import { EventTypeFilters } from '../components/event-type-filters.js';
 import {
   Badge,
   Check,
+  ConfirmDialog,
   Empty,
+  ErrorNote,
   Field,
   FilterSelect,
   LoadState,
@@ -15,21 +17,17 @@ import {
   formatTime,
 } from '../components/ui.js';
 import { useInterval, useResource, useWebhooks } from '../hooks.js';
-import type { Collection } from '../lib/api.js';
+import { asFailure, type ApiFailure, type Collection } from '../lib/api.js';
+import { parsePace, resendFilter, toInstant, type CallFilters } from '../lib/bulk.js';
 import type { QueryValue } from '../lib/query.js';
 import { formatRoute } from '../lib/route.js';
+import { startBulkJob } from './bulk-jobs.js';
 
 const PAGE_SIZE = 30;
 const REFRESH_MS = 5000;
 
 /** The call log's filters, kept in the URL's hash so a filtered view can be linked. */
-interface Filters {
-  webhook: string;
-  status: string;
-  entity: string;
-  event: string;
-  from: string;
-  to: string;
+interface Filters extends CallFilters {
   offset: number;
 }
 
@@ -43,13 +41,6 @@ function readFilters(params: URLSearchParams): Filters {
     to: params.get('to') ?? '',
     offset: Math.max(0, Number(params.get('offset') ?? 0) || 0),
   };
-}
-
-/** `datetime-local` gives local wall time; the API wants an instant. */
-function toInstant(local: string): string | undefined {
-  if (!local) return undefined;
-  const date = new Date(local);
-  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
 }
 
 function callsQuery(filters: Filters): Record<string, QueryValue> {
@@ -103,6 +94,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
   const list = calls.data?.data ?? [];
   const total = calls.data?.meta?.total_count ?? list.length;
   const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
+  const [resending, setResending] = useState(false);
 
   return (
     <section aria-labelledby="calls-title">
@@ -159,6 +151,16 @@ export function CallLog({ params }: { params: URLSearchParams }) {
         )}
       </form>
 
+      {list.length > 0 && (
+        <div class="bulk-bar">
+          <button type="button" class="button" onClick={() => setResending(true)}>
+            Resend {total} matching {total === 1 ? 'call' : 'calls'}
+          </button>
+        </div>
+      )}
+      {resending && (
+        <BulkResendDialog filters={filters} total={total} onClose={() => setResending(false)} />
+      )}
       <LoadState resource={calls} label="Loading calls…" />
       {calls.data && list.length === 0 && (
         <Empty>
@@ -213,5 +215,69 @@ export function CallLog({ params }: { params: URLSearchParams }) {
         onChange={(offset) => setFilter({ offset })}
       />
     </section>
+  );
+}
+
+/**
+ * "Resend N matching calls": a bulk resend (POST /bulk_jobs) of exactly what the filters select,
+ * with an optional pace; its progress is the job's page.
+ */
+function BulkResendDialog({
+  filters,
+  total,
+  onClose,
+}: {
+  filters: CallFilters;
+  total: number;
+  onClose: () => void;
+}) {
+  const { client, notify } = useApp();
+  const [pace, setPace] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const paceValue = parsePace(pace);
+  const start = async () => {
+    if ('error' in paceValue) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const job = await startBulkJob(
+        client,
+        { kind: 'bulk_resend', filter: resendFilter(filters) },
+        paceValue.value,
+      );
+      notify(`Bulk resend #${job.id} started`);
+      navigate(`#/jobs/${job.id}`);
+    } catch (failure) {
+      setError(asFailure(failure));
+      setBusy(false);
+    }
+  };
+  return (
+    <ConfirmDialog
+      title={`Resend ${total} matching ${total === 1 ? 'call' : 'calls'}?`}
+      confirmLabel="Start the resend"
+      busy={busy || 'error' in paceValue}
+      onCancel={onClose}
+      onConfirm={() => void start()}
+    >
+      <p>
+        Herald sends each call the filters select again, now, with the webhook's current settings
+        and the same <code>webhook-id</code>. Calls already on their way (pending or retrying) are
+        skipped, never doubled.
+      </p>
+      <Field label="Pace (calls per second, empty: as fast as delivery allows)">
+        <input
+          type="text"
+          inputMode="decimal"
+          name="bulk_pace"
+          value={pace}
+          aria-invalid={'error' in paceValue ? true : undefined}
+          onInput={(e) => setPace(e.currentTarget.value)}
+        />
+      </Field>
+      {'error' in paceValue && <p class="reason small">{paceValue.error}</p>}
+      {error && <ErrorNote error={error} />}
+    </ConfirmDialog>
   );
 }

@@ -21,6 +21,7 @@ import {
   startReceiver,
   testDeps,
   testRedis,
+  type Receiver,
   type TestDb,
   type TestServer,
 } from '@herald/testkit';
@@ -539,6 +540,140 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     } finally {
       await down.close();
     }
+  });
+
+  describe('bulk jobs', () => {
+    let answer = 500;
+    let target: Receiver;
+    let hook: string;
+    /** The calls of the bulk target, by status, as the API counts them. */
+    const countCalls = async (status: string) =>
+      (
+        await api(
+          'GET',
+          `/webhook_calls?filter[fields][webhook_id][eq]=${hook}&filter[fields][status][eq]=${status}&page[limit]=1`,
+        )
+      ).meta.total_count as number;
+    const updates = (ids: string[]) =>
+      api('POST', '/events', {
+        data: ids.map((id) =>
+          itemEvent('update', id, { title: id, views: 1, body: '', content: [] }),
+        ),
+      });
+
+    beforeAll(async () => {
+      target = await startReceiver((_req, res) => res.writeHead(answer).end());
+      const created = await api('POST', '/webhooks', {
+        data: {
+          type: 'webhook',
+          attributes: {
+            name: 'Search indexer',
+            url: `${target.url}/index`,
+            headers: {},
+            events: [{ entity_type: 'item', event_types: ['update'] }],
+            custom_payload: null,
+            http_basic_user: null,
+            http_basic_password: null,
+            // Failed calls stay failed (no retry planned), so a bulk resend takes them.
+            auto_retry: false,
+          },
+        },
+      });
+      hook = created.data.id;
+      await vi.waitFor(() => {
+        if (!delivery.index.has(hook)) throw new Error('not indexed yet');
+      });
+    });
+    afterAll(() => target?.close());
+
+    it('resends the failed calls the log shows, in one job with a live progress bar', async () => {
+      await updates(['u1', 'u2', 'u3', 'u4', 'u5', 'u6']);
+      await expect.poll(() => countCalls('failed'), { timeout: 15_000 }).toBe(6);
+      const failedIds = target.requests.map((r) => r.headers['webhook-id']).sort();
+      answer = 200; // the endpoint is back
+
+      await page.goto(`${herald.url}/console/#/calls?webhook=${hook}&status=failed`);
+      await page.locator('tr[data-call-id]').first().waitFor();
+      await page.getByRole('button', { name: 'Resend 6 matching calls' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByLabel(/^Pace/).fill('0');
+      await dialog.getByText('A pace is a number of calls per second above 0').waitFor();
+      // Paced at 3 a second, so that the bar is seen moving.
+      await dialog.getByLabel(/^Pace/).fill('3');
+      await dialog.getByRole('button', { name: 'Start the resend' }).click();
+      await page.getByRole('heading', { name: /^Job #\d+$/ }).waitFor();
+      const jobId = /#\/jobs\/(\d+)/.exec(page.url())![1]!;
+      const bar = page.getByRole('progressbar', { name: 'Job progress' });
+      const progress = page.getByTestId('job-progress');
+      await expect
+        .poll(() => progress.textContent(), { timeout: 15_000, interval: 50 })
+        .toMatch(/^[1-5] of 6 done/);
+      expect(Number(await bar.getAttribute('aria-valuenow'))).toBeGreaterThan(0);
+      expect(Number(await bar.getAttribute('aria-valuenow'))).toBeLessThan(100);
+      await shot('bulk-job-progress');
+      await page.locator('.job-panel').getByText('Completed').waitFor({ timeout: 15_000 });
+      expect(await progress.textContent()).toBe('6 of 6 done (100 %)');
+      expect(await page.getByTestId('job-succeeded').textContent()).toBe('6');
+      expect(await bar.getAttribute('aria-valuenow')).toBe('100');
+      // The same calls went again, with their webhook-ids; none is failed any more.
+      const resent = target.requests.slice(6).map((r) => r.headers['webhook-id']);
+      expect(resent.sort()).toEqual(failedIds);
+      expect(await countCalls('failed')).toBe(0);
+      const job = await api('GET', `/bulk_jobs/${jobId}`);
+      expect(job.data.attributes).toMatchObject({
+        kind: 'bulk_resend',
+        filter: { webhook_id: hook, status: 'failed' },
+        rate_per_second: 3,
+      });
+
+      // The recent jobs list it.
+      await nav().getByRole('link', { name: 'Bulk jobs' }).click();
+      await page.locator(`tr[data-job-row="${jobId}"]`).getByText('Completed').waitFor();
+    });
+
+    it('replays a time range from the webhook page and cancels it', async () => {
+      await page.goto(`${herald.url}/console/#/webhooks/${hook}`);
+      await page.getByRole('heading', { name: 'Search indexer' }).waitFor();
+      const form = page.getByRole('form', { name: 'Replay events' });
+      // Every stored event its entries match (the six updates), one every 2 seconds.
+      await form.getByLabel(/^Pace/).fill('0.5');
+      await form.getByRole('button', { name: 'Replay' }).click();
+      const panel = page.locator('.job-panel').first();
+      await panel.getByText('Running').waitFor({ timeout: 15_000 });
+      await expect.poll(() => panel.getByTestId('job-progress').textContent()).toMatch(/of 6 done/);
+      await panel.getByRole('button', { name: 'Cancel job' }).click();
+      await panel.getByText('Cancelled').waitFor();
+      const done = Number((await panel.getByTestId('job-progress').textContent())!.split(' ')[0]);
+      expect(done).toBeLessThan(6);
+      await page
+        .getByRole('table', { name: 'Recent jobs' })
+        .getByText('Replay #')
+        .first()
+        .waitFor();
+    });
+
+    it('offers to replay what a re-enabled webhook missed, in one click', async () => {
+      await page.goto(`${herald.url}/console/#/webhooks/${hook}`);
+      await page.getByRole('heading', { name: 'Search indexer' }).waitFor();
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await vi.waitFor(() => {
+        if (delivery.index.has(hook)) throw new Error('still indexed');
+      });
+      const before = target.requests.length;
+      await updates(['missed-1', 'missed-2']);
+      await page.getByRole('button', { name: 'Enable' }).click();
+      const offer = page.getByRole('button', { name: /^Replay what it missed \(since / });
+      await offer.waitFor();
+      await shot('replay-offer');
+      await offer.click();
+      const panel = page.locator('.job-panel').first();
+      await panel.getByText('Completed').waitFor({ timeout: 15_000 });
+      expect(await panel.getByTestId('job-progress').textContent()).toBe('2 of 2 done (100 %)');
+      expect(await panel.getByTestId('job-succeeded').textContent()).toBe('2');
+      const replayed = target.requests.slice(before).map((r) => JSON.parse(r.body).entity.id);
+      expect(replayed.sort()).toEqual(['missed-1', 'missed-2']);
+    });
   });
 
   it('browses records with a model, field filters, full text, version switch and block detail', async () => {
