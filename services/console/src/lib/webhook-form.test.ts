@@ -28,6 +28,7 @@ const webhook: WebhookAttributes = {
   nested_items_in_payload: true,
   auto_retry: false,
   redact_headers: ['X-Tenant', 'x-other'],
+  delivery_policy: { circuit_failures: 3, rate_limit_per_second: null },
 };
 
 describe('webhook form', () => {
@@ -52,6 +53,7 @@ describe('webhook form', () => {
       http_basic_password: 'pw',
       nested_items_in_payload: true,
       auto_retry: false,
+      delivery_policy: { circuit_failures: 3 },
     });
   });
 
@@ -61,6 +63,7 @@ describe('webhook form', () => {
       [
         'auto_retry',
         'custom_payload',
+        'delivery_policy',
         'enabled',
         'events',
         'headers',

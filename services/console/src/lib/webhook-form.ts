@@ -1,3 +1,4 @@
+import { policyForm, policyFromForm, type PolicyForm } from './delivery-policy.js';
 import type { WebhookAttributes, WebhookEventEntry } from './types.js';
 
 /**
@@ -40,6 +41,8 @@ export interface WebhookForm {
   httpBasicPassword: string;
   nestedItemsInPayload: boolean;
   autoRetry: boolean;
+  /** `delivery_policy` as typed, each key empty for the deployment's default. */
+  deliveryPolicy: PolicyForm;
 }
 
 let nextKey = 1;
@@ -75,6 +78,7 @@ export function emptyForm(): WebhookForm {
     httpBasicPassword: '',
     nestedItemsInPayload: false,
     autoRetry: true,
+    deliveryPolicy: policyForm(undefined),
   };
 }
 
@@ -110,6 +114,7 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
     httpBasicPassword: attributes.http_basic_password ?? '',
     nestedItemsInPayload: attributes.nested_items_in_payload,
     autoRetry: attributes.auto_retry,
+    deliveryPolicy: policyForm(attributes.delivery_policy),
   };
 }
 
@@ -151,6 +156,7 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
     http_basic_password: form.httpBasicPassword === '' ? null : form.httpBasicPassword,
     nested_items_in_payload: form.nestedItemsInPayload,
     auto_retry: form.autoRetry,
+    delivery_policy: policyFromForm(form.deliveryPolicy),
   };
 }
 

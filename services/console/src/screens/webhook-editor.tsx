@@ -30,7 +30,8 @@ import {
   type WebhookForm,
 } from '../lib/webhook-form.js';
 import { ReplayOfferNote } from './bulk-jobs.js';
-import { EventsEditor, HeadersEditor } from './webhook-fields.js';
+import { policyProblems } from '../lib/delivery-policy.js';
+import { EventsEditor, HeadersEditor, PolicyFields } from './webhook-fields.js';
 import { PreviewPanel } from './webhook-preview.js';
 
 /** Top-level attributes: an edit to one clears the server's complaints about it. */
@@ -47,6 +48,7 @@ const FIELD_ROOTS = [
   'nested_items_in_payload',
   'auto_retry',
   'payload_api_version',
+  'delivery_policy',
 ];
 
 export function WebhookEditor({ id }: { id: string | null }) {
@@ -102,19 +104,31 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
   // Server complaints from the last save, and the live ones from the preview (which validates
   // url, headers and custom_payload as creation would), each shown once beside its field.
+  const policyChecks = useMemo(() => policyProblems(form.deliveryPolicy), [form.deliveryPolicy]);
   const problems = useMemo(() => {
     const seen = new Set<string>();
-    return [...saveProblems, ...previewProblems].filter((problem) => {
+    return [...saveProblems, ...previewProblems, ...policyChecks].filter((problem) => {
       const key = `${problem.field}\u0000${problem.message}`;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
     });
-  }, [saveProblems, previewProblems]);
+  }, [saveProblems, previewProblems, policyChecks]);
   const at = (field: string, exact = false) => problemsUnder(problems, field, { exact });
+
+  const focusFirstProblem = () =>
+    requestAnimationFrame(() => {
+      const first = document.querySelector<HTMLElement>('[aria-invalid="true"]');
+      first?.focus();
+    });
 
   const save = async (event: Event) => {
     event.preventDefault();
+    // The policy's ranges are checked here first (the server checks them again).
+    if (policyChecks.length > 0) {
+      focusFirstProblem();
+      return;
+    }
     setSaving(true);
     setSaveError(null);
     setSaveProblems([]);
@@ -146,10 +160,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
         setSaveError(null);
       }
       // Take the eye (and the keyboard) to the first field in trouble.
-      requestAnimationFrame(() => {
-        const first = document.querySelector<HTMLElement>('[aria-invalid="true"]');
-        first?.focus();
-      });
+      focusFirstProblem();
     } finally {
       setSaving(false);
     }
@@ -380,6 +391,12 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             </Check>
             <FieldErrors problems={[...at('enabled'), ...at('auto_retry')]} />
           </fieldset>
+
+          <PolicyFields
+            policy={form.deliveryPolicy}
+            problems={problems}
+            onChange={(deliveryPolicy) => update('delivery_policy', { deliveryPolicy })}
+          />
 
           {unclaimed.length > 0 && <FieldErrors problems={unclaimed} />}
           {saveError && <ErrorNote error={saveError} />}

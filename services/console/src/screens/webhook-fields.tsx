@@ -6,6 +6,7 @@ import {
 import { Check, FieldErrors, Options, TextField, TextInput } from '../components/ui.js';
 import { problemsUnder, type FieldProblem } from '../lib/errors.js';
 import { eventTypesOf, takesFilters } from '../lib/event-types.js';
+import { POLICY_FIELDS, describeMs, type PolicyForm } from '../lib/delivery-policy.js';
 import { rowKey, type EventRow, type FilterRow, type HeaderRow } from '../lib/webhook-form.js';
 
 /** Errors about `path` itself and its children, except those under the given sub-paths. */
@@ -277,6 +278,51 @@ export function HeadersEditor({
         value={redacted}
         onValue={onRedactedChange}
       />
+    </fieldset>
+  );
+}
+
+/** `delivery_policy`: the endpoint health settings, each empty for the deployment's default. */
+export function PolicyFields({
+  policy,
+  problems,
+  onChange,
+}: {
+  policy: PolicyForm;
+  problems: readonly FieldProblem[];
+  onChange: (policy: PolicyForm) => void;
+}) {
+  return (
+    <fieldset class="group">
+      <legend>Endpoint health</legend>
+      <p class="hint">
+        A rate limit, the circuit breaker and when to give up on an endpoint that keeps failing.
+        Leave a field empty for the deployment's default.
+      </p>
+      <div class="row-2">
+        {POLICY_FIELDS.map((field) => (
+          <TextField
+            key={field.key}
+            id={`wh-policy-${field.key}`}
+            label={field.label}
+            problems={problemsUnder(problems, `delivery_policy.${field.key}`)}
+            hint={
+              <>
+                {field.hint}
+                {field.ms && describeMs(policy[field.key]) && (
+                  <strong> {describeMs(policy[field.key])}</strong>
+                )}
+              </>
+            }
+            name={`delivery_policy.${field.key}`}
+            inputMode={field.integer ? 'numeric' : 'decimal'}
+            placeholder="default"
+            value={policy[field.key]}
+            onValue={(value) => onChange({ ...policy, [field.key]: value })}
+          />
+        ))}
+      </div>
+      <FieldErrors problems={problemsUnder(problems, 'delivery_policy', { exact: true })} />
     </fieldset>
   );
 }

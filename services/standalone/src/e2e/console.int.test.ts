@@ -542,6 +542,50 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     }
   });
 
+  it('edits the delivery policy, refusing values out of range before sending them', async () => {
+    await page.goto(`${herald.url}/console/#/webhooks/${cdn}/edit`);
+    await page.getByRole('heading', { name: 'Publications to the CDN' }).waitFor();
+    const rate = page.getByLabel('Rate limit (requests per second)');
+    const failures = page.getByLabel('Open the circuit after (failures in a row)');
+    const cooldown = page.getByLabel('Circuit cool-down (ms)');
+    await rate.fill('0');
+    await page
+      .locator('#wh-policy-rate_limit_per_second-errors')
+      .getByText('Must be a number from 0.01 to 10000')
+      .waitFor();
+    await failures.fill('2.5');
+    await page.locator('#wh-policy-circuit_failures-errors').getByText('a whole number').waitFor();
+    expect(await failures.getAttribute('aria-invalid')).toBe('true');
+    // Save refuses while the policy is out of range: nothing is sent.
+    const saved = async () => (await api('GET', `/webhooks/${cdn}`)).data.attributes;
+    const before = (await saved()).updated_at;
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await expect
+      .poll(() => page.evaluate(() => document.activeElement?.id))
+      .toBe('wh-policy-rate_limit_per_second');
+    expect((await saved()).updated_at).toBe(before);
+
+    await rate.fill('5');
+    await failures.fill('3');
+    await cooldown.fill('90000');
+    await page.getByText('= 1.5 min').waitFor();
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('Webhook saved').waitFor();
+    expect((await saved()).delivery_policy).toEqual({
+      rate_limit_per_second: 5,
+      circuit_failures: 3,
+      circuit_cooldown_ms: 90_000,
+    });
+    await page.locator('fieldset', { hasText: 'Endpoint health' }).scrollIntoViewIfNeeded();
+    await shot('webhook-policy');
+    // Emptied fields go back to the deployment's defaults.
+    await rate.fill('');
+    await failures.fill('');
+    await cooldown.fill('');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await expect.poll(async () => (await saved()).delivery_policy).toEqual({});
+  });
+
   describe('bulk jobs', () => {
     let answer = 500;
     let target: Receiver;
