@@ -111,6 +111,7 @@ export {
   isWebhookNameTaken,
   listEnabledWebhooks,
   listWebhooks,
+  listWebhooksPage,
   listWebhookVersions,
   findWebhooks,
   rotateWebhookSecret,

@@ -13,16 +13,31 @@ import {
 import { parseQuery } from '../validation/query-params.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 
-/** The stats' query: the window, 24 hours unless asked. */
-const StatsQuery = z
+/** The stats' window, 24 hours unless asked. */
+const window = z.enum(Object.keys(STATS_WINDOWS) as [StatsWindow, ...StatsWindow[]]).default('24h');
+/** At most this many ids in GET /webhook_stats?filter[ids]= (a page of the webhook list). */
+const MAX_IDS = 500;
+
+const StatsQuery = z.object({ window }).strict();
+/** GET /webhook_stats also takes filter[ids]: comma-separated or repeated webhook ids. */
+const StatsListQuery = z
   .object({
-    window: z.enum(Object.keys(STATS_WINDOWS) as [StatsWindow, ...StatsWindow[]]).default('24h'),
+    window,
+    filter: z
+      .object({
+        ids: z
+          .union([z.string(), z.array(z.string())])
+          .transform((value) => (Array.isArray(value) ? value : value.split(',')))
+          .pipe(
+            z
+              .array(z.string().regex(/^[1-9]\d{0,17}$/, 'must be webhook ids'))
+              .max(MAX_IDS, `at most ${MAX_IDS} ids`),
+          ),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
-
-function parseWindow(res: Parameters<RequestHandler>[1]): StatsWindow {
-  return parseQuery(StatsQuery, context(res).query).window;
-}
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 /** Milliseconds to a tenth. */
@@ -92,18 +107,21 @@ function serializeWebhookStats(stats: WebhookStats, withBuckets: boolean): Webho
 /** GET /webhooks/:id/stats?window=1h|24h|7d|30d → 200 with the buckets (extension); 404. */
 export function webhookStatsRoute(deps: { db: Db }): RequestHandler<{ id: string }> {
   return async (req, res) => {
-    const window = parseWindow(res);
+    const { window } = parseQuery(StatsQuery, context(res).query);
     const [stats] = await readWebhookStats(deps.db, window, [req.params.id]);
     if (!stats) throw webhookNotFound(req.params.id);
     res.json({ data: serializeWebhookStats(stats, true) });
   };
 }
 
-/** GET /webhook_stats?window=… → 200: every webhook's stats, without buckets (extension). */
+/**
+ * GET /webhook_stats?window=…[&filter[ids]=…] → 200: every webhook's stats, or those of the
+ * listed webhooks that exist, without buckets (extension).
+ */
 export function listWebhookStatsRoute(deps: { db: Db }): RequestHandler {
   return async (_req, res) => {
-    const window = parseWindow(res);
-    const all = await readWebhookStats(deps.db, window, null);
+    const { window, filter } = parseQuery(StatsListQuery, context(res).query);
+    const all = await readWebhookStats(deps.db, window, filter?.ids ?? null);
     res.json({
       data: all.map((stats) => serializeWebhookStats(stats, false)),
       meta: { total_count: all.length },
