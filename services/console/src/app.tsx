@@ -151,7 +151,7 @@ function Screen({
       if (id === 'new') return <WebhookEditor key="new" id={null} />;
       if (id && sub === 'edit') return <WebhookEditor key={id} id={id} />;
       if (id) return <WebhookPage key={id} id={id} params={route.params} />;
-      return <WebhookList />;
+      return <WebhookList params={route.params} />;
     case 'calls':
       if (id) return <CallDetail key={id} id={id} />;
       return <CallLog params={route.params} />;

@@ -1,8 +1,17 @@
 import type { WebhookStatsResource } from '@herald/contract/tables';
-import { useState } from 'preact/hooks';
-import { useApp } from '../app-context.js';
-import { Badge, Empty, ErrorNote, LoadState, TableHead, formatTime } from '../components/ui.js';
-import { useResource, useWebhooks } from '../hooks.js';
+import { useEffect, useState } from 'preact/hooks';
+import { navigate, useApp } from '../app-context.js';
+import {
+  Badge,
+  Empty,
+  ErrorNote,
+  Field,
+  LoadState,
+  Pager,
+  TableHead,
+  formatTime,
+} from '../components/ui.js';
+import { useDebounced, useResource } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
 import { summarizeHealth, type HealthSummary } from '../lib/webhook-health.js';
 import { formatRoute } from '../lib/route.js';
@@ -16,18 +25,45 @@ function eventsSummary(webhook: Webhook): string {
     .join(' · ');
 }
 
-export function WebhookList() {
+const PAGE_SIZE = 50;
+
+/**
+ * #/webhooks?q=…&offset=… — one page of the webhooks (GET /webhooks with page and filter[query],
+ * so thousands of webhooks stay fast) and the health of that page's webhooks only
+ * (GET /webhook_stats?filter[ids]=…).
+ */
+export function WebhookList({ params }: { params: URLSearchParams }) {
   const { client, notify } = useApp();
-  const webhooks = useWebhooks(client);
-  // Every webhook's health over the last 24 hours, in one call (kept as rollups by Herald).
+  const query = params.get('q') ?? '';
+  const offset = Math.max(0, Number(params.get('offset') ?? 0) || 0);
+  const webhooks = useResource(
+    (signal) =>
+      client.get<Collection<Webhook>>('/webhooks', {
+        signal,
+        query: {
+          page: { offset: String(offset), limit: String(PAGE_SIZE) },
+          filter: { query },
+        },
+      }),
+    [client, query, offset],
+  );
+  const pageIds = (webhooks.data?.data ?? []).map((webhook) => webhook.id).join(',');
+  // The page's health over the last 24 hours, in one call (kept as rollups by Herald).
   const stats = useResource(
     (signal) =>
-      client.get<Collection<WebhookStatsResource>>('/webhook_stats', {
-        signal,
-        query: { window: '24h' },
-      }),
-    [client],
+      pageIds
+        ? client.get<Collection<WebhookStatsResource>>('/webhook_stats', {
+            signal,
+            query: { window: '24h', filter: { ids: pageIds } },
+          })
+        : Promise.resolve({ data: [] }),
+    [client, pageIds],
   );
+  const [search, setSearch] = useState(query);
+  const debounced = useDebounced(search, 300);
+  useEffect(() => {
+    if (debounced !== query) navigate(formatRoute(['webhooks'], { q: debounced }));
+  }, [debounced]);
   const [toggling, setToggling] = useState<string | null>(null);
   const [toggleError, setToggleError] = useState<{ id: string; error: ApiFailure } | null>(null);
   const [offer, setOffer] = useState<ReplayOffer | null>(null);
@@ -51,6 +87,7 @@ export function WebhookList() {
     (stats.data?.data ?? []).map((s) => [s.id, summarizeHealth(s)]),
   );
   const list = webhooks.data?.data ?? [];
+  const total = webhooks.data?.meta?.total_count ?? list.length;
 
   return (
     <section aria-labelledby="webhooks-title">
@@ -61,8 +98,29 @@ export function WebhookList() {
         </a>
       </div>
       {offer && <ReplayOfferNote offer={offer} onDismiss={() => setOffer(null)} />}
+      <form class="filters card" role="search" onSubmit={(e) => e.preventDefault()}>
+        <Field label="Search by name or URL" grow>
+          <input
+            type="search"
+            name="q"
+            value={search}
+            placeholder="e.g. indexer, example.com"
+            onInput={(e) => setSearch(e.currentTarget.value)}
+          />
+        </Field>
+        {webhooks.data && (
+          <p class="muted small" aria-live="polite" data-testid="webhook-count">
+            {query ? `${total} matching` : `${total} ${total === 1 ? 'webhook' : 'webhooks'}`}
+          </p>
+        )}
+      </form>
       <LoadState resource={webhooks} label="Loading webhooks…" />
-      {webhooks.data && list.length === 0 && (
+      {webhooks.data && list.length === 0 && query && (
+        <Empty>
+          <p>No webhook's name or URL contains “{query}”.</p>
+        </Empty>
+      )}
+      {webhooks.data && list.length === 0 && !query && offset === 0 && (
         <Empty>
           <p>No webhooks yet.</p>
           <p class="muted">
@@ -161,6 +219,14 @@ export function WebhookList() {
           </tbody>
         </table>
       )}
+      <Pager
+        offset={offset}
+        limit={PAGE_SIZE}
+        total={total}
+        onChange={(next) =>
+          navigate(formatRoute(['webhooks'], { q: query, offset: next ? String(next) : '' }))
+        }
+      />
       {list.length > 0 && (
         <p id="webhooks-caption" class="muted small">
           The last attempt of each webhook, and the share of its attempts that succeeded in the last

@@ -783,4 +783,72 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await shot('webhooks-phone');
     await page.setViewportSize({ width: 1280, height: 860 });
   });
+
+  it('keeps the webhook list fast with 5,000 webhooks: one page, its stats, a search', async () => {
+    await t.db.query(
+      `INSERT INTO webhooks (name, url, headers, events, custom_payload, signing_secret)
+       SELECT 'Load webhook ' || lpad(i::text, 4, '0'), 'https://load-' || i || '.example.com/hook',
+         '{}', '[{"entity_type":"item","event_types":["publish"]}]', NULL, 'whsec_load'
+       FROM generate_series(1, 5000) AS i`,
+    );
+    const total = Number((await t.db.query('SELECT count(*) FROM webhooks')).rows[0].count);
+    const requests: string[] = [];
+    const onRequest = (request: { url(): string }) => requests.push(request.url());
+    page.on('request', onRequest);
+    try {
+      await page.goto(`${herald.url}/console/#/jobs`);
+      await page.getByRole('heading', { name: 'Bulk jobs' }).waitFor();
+      requests.length = 0;
+      const started = Date.now();
+      await nav().getByRole('link', { name: 'Webhooks' }).click();
+      const rows = page.locator('tr[data-webhook-id]');
+      await rows.nth(49).waitFor();
+      await expect.poll(() => rows.first().textContent()).toContain('Publications to the CDN');
+      // The page's health is read, then shown.
+      await rows.first().getByText('100 %').waitFor();
+      const rendered = Date.now() - started;
+      expect(await rows.count()).toBe(50);
+      await page.getByText(`1–50 of ${total}`).waitFor();
+      expect(await page.getByTestId('webhook-count').textContent()).toBe(`${total} webhooks`);
+      // Only one page of webhooks and only its stats went over the wire.
+      const path = (url: string) => decodeURIComponent(new URL(url).pathname + new URL(url).search);
+      const lists = requests.map(path).filter((p) => p.startsWith('/webhooks'));
+      expect(lists).toEqual(['/webhooks?page[offset]=0&page[limit]=50']);
+      const stats = requests.map(path).filter((p) => p.startsWith('/webhook_stats'));
+      expect(stats).toHaveLength(1);
+      expect(
+        new URL(`http://x${stats[0]}`).searchParams.get('filter[ids]')!.split(','),
+      ).toHaveLength(50);
+      const full = await fetch(`${herald.url}/webhooks`, {
+        headers: { Authorization: `Bearer ${admin}` },
+      });
+      const fullBytes = (await full.arrayBuffer()).byteLength;
+      console.log(
+        `\nWebhook list, ${total} webhooks: first page with its stats rendered in ${rendered} ms ` +
+          `(the unpaginated GET /webhooks is ${(fullBytes / 1e6).toFixed(2)} MB)\n`,
+      );
+      await shot('webhooks-5000');
+
+      // The search narrows the list (server side: name or URL, ignoring case).
+      const searchStarted = Date.now();
+      await page.getByLabel('Search by name or URL').fill('load webhook 12');
+      await page.getByText('100 matching').waitFor();
+      console.log(
+        `Search narrowed ${total} webhooks to 100 in ${Date.now() - searchStarted} ms (300 ms of it debounce)\n`,
+      );
+      expect(page.url()).toContain('q=load+webhook+12');
+      await expect.poll(() => rows.count()).toBe(50);
+      await expect.poll(() => rows.first().textContent()).toContain('Load webhook 1200');
+      await page.getByRole('button', { name: 'Next →' }).click();
+      await page.getByText('51–100 of 100').waitFor();
+      await page.getByLabel('Search by name or URL').fill('LOAD-4321.example');
+      await page.getByText('1 matching').waitFor();
+      await expect.poll(() => rows.count()).toBe(1);
+      await rows.first().getByText('Load webhook 4321').waitFor();
+      await page.getByLabel('Search by name or URL').fill('no such webhook');
+      await page.getByText(`No webhook's name or URL contains “no such webhook”.`).waitFor();
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
 });
