@@ -69,7 +69,7 @@ export function bulkJobBody(attributes: Record<string, unknown>, pace: number | 
   };
 }
 
-export const ACTIVE_STATES: readonly BulkJob['attributes']['state'][] = ['queued', 'running'];
+const ACTIVE_STATES: readonly BulkJob['attributes']['state'][] = ['queued', 'running'];
 
 export function isActive(job: BulkJob): boolean {
   return ACTIVE_STATES.includes(job.attributes.state);

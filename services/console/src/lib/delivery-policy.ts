@@ -6,7 +6,7 @@ import type { FieldProblem } from './errors.js';
  * empty for the deployment's default. The ranges mirror the server's, so a mistake is said as it
  * is typed; the server still validates.
  */
-export type PolicyKey = keyof DeliveryPolicy;
+type PolicyKey = keyof DeliveryPolicy;
 
 interface PolicyField {
   key: PolicyKey;

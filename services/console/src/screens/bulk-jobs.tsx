@@ -5,6 +5,7 @@ import {
   Empty,
   ErrorNote,
   Fact,
+  Field,
   LoadState,
   TableHead,
   formatTime,
@@ -25,6 +26,35 @@ export async function startBulkJob(
 ): Promise<BulkJob> {
   const created = await client.post<{ data: BulkJob }>('/bulk_jobs', bulkJobBody(attributes, pace));
   return created.data;
+}
+
+/** A job's optional pace, as typed (parsePace reads it), and what is wrong with it. */
+export function PaceField({
+  label,
+  name,
+  value,
+  error,
+  onValue,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  error: string | undefined;
+  onValue: (value: string) => void;
+}) {
+  return (
+    <Field label={label}>
+      <input
+        type="text"
+        inputMode="decimal"
+        name={name}
+        value={value}
+        aria-invalid={error ? true : undefined}
+        onInput={(e) => onValue(e.currentTarget.value)}
+      />
+      {error && <span class="reason small">{error}</span>}
+    </Field>
+  );
 }
 
 function ProgressBar({ job }: { job: BulkJob }) {

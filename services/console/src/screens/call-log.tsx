@@ -21,7 +21,7 @@ import { asFailure, type ApiFailure, type Collection } from '../lib/api.js';
 import { parsePace, resendFilter, toInstant, type CallFilters } from '../lib/bulk.js';
 import type { QueryValue } from '../lib/query.js';
 import { formatRoute } from '../lib/route.js';
-import { startBulkJob } from './bulk-jobs.js';
+import { PaceField, startBulkJob } from './bulk-jobs.js';
 
 const PAGE_SIZE = 30;
 const REFRESH_MS = 5000;
@@ -266,17 +266,13 @@ function BulkResendDialog({
         and the same <code>webhook-id</code>. Calls already on their way (pending or retrying) are
         skipped, never doubled.
       </p>
-      <Field label="Pace (calls per second, empty: as fast as delivery allows)">
-        <input
-          type="text"
-          inputMode="decimal"
-          name="bulk_pace"
-          value={pace}
-          aria-invalid={'error' in paceValue ? true : undefined}
-          onInput={(e) => setPace(e.currentTarget.value)}
-        />
-      </Field>
-      {'error' in paceValue && <p class="reason small">{paceValue.error}</p>}
+      <PaceField
+        label="Pace (calls per second, empty: as fast as delivery allows)"
+        name="bulk_pace"
+        value={pace}
+        error={'error' in paceValue ? paceValue.error : undefined}
+        onValue={setPace}
+      />
       {error && <ErrorNote error={error} />}
     </ConfirmDialog>
   );

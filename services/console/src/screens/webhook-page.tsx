@@ -10,7 +10,7 @@ import { formatRoute } from '../lib/route.js';
 import { formatDuration, formatMs, statsSeries } from '../lib/stats-series.js';
 import type { ReplayOffer, Webhook } from '../lib/types.js';
 import { setWebhookEnabled } from '../lib/webhook-actions.js';
-import { JobList, JobPanel, ReplayOfferNote, startBulkJob } from './bulk-jobs.js';
+import { JobList, JobPanel, PaceField, ReplayOfferNote, startBulkJob } from './bulk-jobs.js';
 
 const WINDOWS = ['1h', '24h', '7d', '30d'] as const;
 type StatsWindow = (typeof WINDOWS)[number];
@@ -320,39 +320,34 @@ function Replay({ webhookId, enabled }: { webhookId: string; enabled: boolean })
         event.
       </p>
       <form class="filters" aria-label="Replay events" onSubmit={start}>
-        <Field label="Occurred after">
-          <input
-            type="datetime-local"
-            name="replay_from"
-            value={from}
-            onInput={(e) => setFrom(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Occurred before">
-          <input
-            type="datetime-local"
-            name="replay_to"
-            value={to}
-            onInput={(e) => setTo(e.currentTarget.value)}
-          />
-        </Field>
-        <Field label="Pace (calls/s, optional)">
-          <input
-            type="text"
-            inputMode="decimal"
-            name="replay_pace"
-            value={pace}
-            aria-invalid={'error' in paceValue ? true : undefined}
-            onInput={(e) => setPace(e.currentTarget.value)}
-          />
-        </Field>
+        {(
+          [
+            ['Occurred after', 'replay_from', from, setFrom],
+            ['Occurred before', 'replay_to', to, setTo],
+          ] as const
+        ).map(([label, name, value, set]) => (
+          <Field key={name} label={label}>
+            <input
+              type="datetime-local"
+              name={name}
+              value={value}
+              onInput={(e) => set(e.currentTarget.value)}
+            />
+          </Field>
+        ))}
+        <PaceField
+          label="Pace (calls/s, optional)"
+          name="replay_pace"
+          value={pace}
+          error={'error' in paceValue ? paceValue.error : undefined}
+          onValue={setPace}
+        />
         <div class="field">
           <button type="submit" class="button" disabled={busy || !enabled || 'error' in paceValue}>
             {busy ? 'Starting…' : 'Replay'}
           </button>
         </div>
       </form>
-      {'error' in paceValue && <p class="reason small">{paceValue.error}</p>}
       {!enabled && <p class="muted small">Enable the webhook to replay events to it.</p>}
       {error && <ErrorNote error={error} />}
       {job && <JobPanel key={job} id={job} heading={3} />}

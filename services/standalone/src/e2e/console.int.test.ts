@@ -78,6 +78,16 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
   return text ? JSON.parse(text) : undefined;
 }
 
+/** Creates a webhook through the API (no headers, events or payload unless given); its id. */
+async function createWebhook(attributes: Record<string, unknown>): Promise<string> {
+  const defaults = { headers: {}, events: [], custom_payload: null };
+  const credentials = { http_basic_user: null, http_basic_password: null };
+  const created = await api('POST', '/webhooks', {
+    data: { type: 'webhook', attributes: { ...defaults, ...credentials, ...attributes } },
+  });
+  return created.data.id as string;
+}
+
 function field(apiKey: string, fieldType: string, position: number, localized = false) {
   return {
     type: 'field',
@@ -493,22 +503,12 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
   it('sends a test from the webhook page, follows its call and sees the circuit open', async () => {
     const down = await startReceiver((_req, res) => res.writeHead(503).end('down for maintenance'));
     try {
-      const flaky = await api('POST', '/webhooks', {
-        data: {
-          type: 'webhook',
-          attributes: {
-            name: 'Flaky endpoint',
-            url: `${down.url}/hook`,
-            headers: {},
-            events: [],
-            custom_payload: null,
-            http_basic_user: null,
-            http_basic_password: null,
-            delivery_policy: { circuit_failures: 2, circuit_cooldown_ms: 600_000 },
-          },
-        },
+      const flaky = await createWebhook({
+        name: 'Flaky endpoint',
+        url: `${down.url}/hook`,
+        delivery_policy: { circuit_failures: 2, circuit_cooldown_ms: 600_000 },
       });
-      await page.goto(`${herald.url}/console/#/webhooks/${flaky.data.id}?window=1h`);
+      await page.goto(`${herald.url}/console/#/webhooks/${flaky}?window=1h`);
       await page.getByRole('heading', { name: 'Flaky endpoint' }).waitFor();
       await expect.poll(() => page.getByTestId('circuit').textContent()).toBe('Closed');
       const result = page.getByTestId('test-call');
@@ -607,23 +607,13 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
     beforeAll(async () => {
       target = await startReceiver((_req, res) => res.writeHead(answer).end());
-      const created = await api('POST', '/webhooks', {
-        data: {
-          type: 'webhook',
-          attributes: {
-            name: 'Search indexer',
-            url: `${target.url}/index`,
-            headers: {},
-            events: [{ entity_type: 'item', event_types: ['update'] }],
-            custom_payload: null,
-            http_basic_user: null,
-            http_basic_password: null,
-            // Failed calls stay failed (no retry planned), so a bulk resend takes them.
-            auto_retry: false,
-          },
-        },
+      hook = await createWebhook({
+        name: 'Search indexer',
+        url: `${target.url}/index`,
+        events: [{ entity_type: 'item', event_types: ['update'] }],
+        // Failed calls stay failed (no retry planned), so a bulk resend takes them.
+        auto_retry: false,
       });
-      hook = created.data.id;
       await vi.waitFor(() => {
         if (!delivery.index.has(hook)) throw new Error('not indexed yet');
       });
@@ -796,7 +786,8 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
          '{}', '[{"entity_type":"item","event_types":["publish"]}]', NULL, 'whsec_load'
        FROM generate_series(1, 5000) AS i`,
     );
-    const total = Number((await t.db.query('SELECT count(*) FROM webhooks')).rows[0].count);
+    const { rows: counted } = await t.db.query<{ count: string }>('SELECT count(*) FROM webhooks');
+    const total = Number(counted[0]!.count);
     const requests: string[] = [];
     const onRequest = (request: { url(): string }) => requests.push(request.url());
     page.on('request', onRequest);
