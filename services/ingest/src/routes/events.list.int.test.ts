@@ -160,6 +160,40 @@ describe('GET /events', () => {
     }
   });
 
+  it("lists Herald's notices about a webhook by entity type notice and its id", async ({
+    api,
+    db,
+  }) => {
+    // As the delivery processes store them (docs/api.md, Notices): entity_id is the webhook's.
+    await db.query(
+      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
+         entity_id, occurred_at, entity)
+       VALUES ('notice-1', 'main', true, 'notice', 'failing', '42', $1, '{}'),
+         ('notice-2', 'main', true, 'notice', 'circuit_opened', '42', $2, '{}'),
+         ('notice-3', 'main', true, 'notice', 'failing', '43', $2, '{}')`,
+      [at(20), at(21)],
+    );
+    try {
+      const about42 = await list(api, 'filter[entity_type]=notice&filter[entity_id]=42');
+      expect(ids(about42)).toEqual(['notice-2', 'notice-1']);
+      expect(about42.data[0]!.attributes).toMatchObject({
+        entity_type: 'notice',
+        event_type: 'circuit_opened',
+        entity_id: '42',
+      });
+      const failing = await list(api, 'filter[entity_type]=notice&filter[event_type]=failing');
+      expect(ids(failing)).toEqual(['notice-3', 'notice-1']);
+      const wrong = await api.call(
+        'GET',
+        '/events?filter[entity_type]=notice&filter[event_type]=publish',
+      );
+      expect(wrong.status).toBe(422);
+      expect(wrong.body.data[0].attributes.details.param).toBe('filter.event_type');
+    } finally {
+      await db.query(`DELETE FROM events WHERE entity_type = 'notice'`);
+    }
+  });
+
   it('pages by offset: the pages together are the list, the count on each', async ({ api }) => {
     const pages: string[] = [];
     for (let offset = 0; offset < ALL.length + 3; offset += 3) {

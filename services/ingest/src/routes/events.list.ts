@@ -1,17 +1,21 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import {
-  ENTITY_TYPES,
-  EVENT_TYPES,
   EnvironmentId,
-  isEventTypeOf,
-  type EntityType,
-  type EventType,
+  WEBHOOK_ENTITY_TYPES,
+  WEBHOOK_EVENT_TYPES,
+  isWebhookEventType,
+  type WebhookEntityType,
 } from '@herald/contract';
 import { context } from '@herald/runtime';
 import { listEvents, type Db } from '@herald/store';
 import { serializeLoggedEvent } from '../events/serialize.js';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
+
+const ALL_EVENT_TYPES = [...new Set(Object.values(WEBHOOK_EVENT_TYPES).flat())] as [
+  string,
+  ...string[],
+];
 
 /** GET /events query (docs/api.md, GET /events). */
 const EventListQuery = z
@@ -20,16 +24,20 @@ const EventListQuery = z
     filter: z
       .object({
         environment: EnvironmentId.optional(),
-        entity_type: z.enum(ENTITY_TYPES as [EntityType, ...EntityType[]]).optional(),
+        // Herald's own notices too (docs/api.md, Notices: entity type notice, entity id the
+        // webhook's): producers cannot send them, but they are listed like any event.
+        entity_type: z
+          .enum(WEBHOOK_ENTITY_TYPES as [WebhookEntityType, ...WebhookEntityType[]])
+          .optional(),
         // What an entity id may be (POST /events): 1–128 characters, any of them.
         entity_id: z.string().min(1).max(128).optional(),
-        event_type: z.enum(EVENT_TYPES as [EventType, ...EventType[]]).optional(),
+        event_type: z.enum(ALL_EVENT_TYPES).optional(),
         occurred_at: instantRange.optional(),
         accepted_at: instantRange.optional(),
       })
       .strict()
       .refine(
-        (f) => !f.entity_type || !f.event_type || isEventTypeOf(f.entity_type, f.event_type),
+        (f) => !f.entity_type || !f.event_type || isWebhookEventType(f.entity_type, f.event_type),
         { message: 'is not an event type of filter[entity_type]', path: ['event_type'] },
       )
       .optional(),
