@@ -11,6 +11,7 @@ import { formatDuration, formatMs, statsSeries } from '../lib/stats-series.js';
 import type { ReplayOffer, Webhook } from '../lib/types.js';
 import { setWebhookEnabled } from '../lib/webhook-actions.js';
 import { JobList, JobPanel, PaceField, ReplayOfferNote, startBulkJob } from './bulk-jobs.js';
+import { WebhookNotices } from './webhook-notices.js';
 
 const WINDOWS = ['1h', '24h', '7d', '30d'] as const;
 type StatsWindow = (typeof WINDOWS)[number];
@@ -137,6 +138,7 @@ export function WebhookPage({ id, params }: { id: string; params: URLSearchParam
       <LoadState resource={stats} label="Loading statistics…" />
       {stats.data && <Health stats={stats.data.data} />}
 
+      <WebhookNotices webhookId={id} />
       <Replay webhookId={id} enabled={enabled} />
       <h2>Bulk jobs of this webhook</h2>
       <JobList webhookId={id} limit={5} />

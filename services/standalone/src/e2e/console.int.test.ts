@@ -479,6 +479,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await expect.poll(() => page.getByTestId('circuit').textContent()).toBe('Closed');
     expect(await page.getByTestId('failure-streak').textContent()).toBe('None');
     expect(await page.getByTestId('backlog').textContent()).toBe('Empty');
+    await page.getByText('No notices about this webhook.').waitFor();
     await expect.poll(() => page.getByTestId('latency').textContent()).toMatch(/^[\d.]+ m?s \//);
     // Both charts are drawn by uPlot (its canvas and legend), with a summary in words.
     const deliveries = page.locator('[data-chart="deliveries"]');
@@ -528,6 +529,10 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         .locator('[data-chart="deliveries"]')
         .getByText('0 succeeded and 2 failed')
         .waitFor();
+      // Herald's notice of it (an event of entity type notice about this webhook) is listed.
+      const notices = page.getByRole('list', { name: 'Notices' });
+      await notices.getByText('Circuit opened').waitFor({ timeout: 15_000 });
+      await notices.scrollIntoViewIfNeeded();
       await shot('webhook-page-circuit');
 
       // The test call's own page: its attempt, made by the test, failed with the 503.
@@ -537,6 +542,15 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await expect.poll(() => attempt.textContent()).toMatch(/#1 Test.*Failed.*HTTP 503/);
       await attempt.scrollIntoViewIfNeeded();
       await shot('call-attempts-test');
+
+      // The notice links to its event's page.
+      await page.goBack();
+      const noticeId = (
+        await api('GET', `/events?filter[entity_type]=notice&filter[entity_id]=${flaky}`)
+      ).data[0].id as string;
+      await notices.getByRole('link', { name: 'The notice and its calls' }).click();
+      expect(decodeURIComponent(page.url())).toContain(`#/events/${noticeId}`);
+      await page.getByText('circuit_opened').first().waitFor();
     } finally {
       await down.close();
     }
