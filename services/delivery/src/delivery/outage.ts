@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job } from 'bullmq';
-import { isDbUnavailableError } from '@herald/store';
+import { isDbUnavailableError, sqlState } from '@herald/store';
 
 /** The longest a job waits between two looks at a database that is away. */
 const MAX_WAIT_MS = 5000;
@@ -25,7 +25,8 @@ export async function putOffUntilDatabaseReturns(
  * Runs a write until it reaches the database: while Postgres is unreachable it is tried again,
  * every 100 ms doubling to 2 s, until `giveUp()` (the process is shutting down). For an attempt's
  * outcome: the request was sent, so sending it again because the record could not be written
- * would deliver it twice.
+ * would deliver it twice. A write Postgres chose as a deadlock's victim (40P01) was rolled back
+ * whole, and is tried again too.
  */
 export async function writeUntilStored<T>(
   write: () => Promise<T>,
@@ -35,7 +36,8 @@ export async function writeUntilStored<T>(
     try {
       return await write();
     } catch (error) {
-      if (!isDbUnavailableError(error) || giveUp()) throw error;
+      const again = isDbUnavailableError(error) || sqlState(error) === '40P01';
+      if (!again || giveUp()) throw error;
       await sleep(wait);
     }
   }
