@@ -63,7 +63,7 @@ const models = new Map<string, ModelInfo>([
 ]);
 
 describe('serializeItem', () => {
-  it('renders the item resource of API.md §3.1 for the asked version', () => {
+  it('renders the item resource (docs/api.md, GET /items) for the asked version', () => {
     const item = stored({});
     expect(serializeItem(item, { version: 'current' })).toEqual({
       type: 'item',

@@ -30,7 +30,7 @@ const textOf = (statement: string | NamedStatement): string =>
   typeof statement === 'string' ? statement : statement.text;
 
 /**
- * The one SQL code path (ARCHITECTURE.md decision 4): PostgreSQL through `pg`, or PGlite (Postgres
+ * The one SQL code path (docs/architecture.md, One SQL code path): PostgreSQL through `pg`, or PGlite (Postgres
  * compiled to WASM, in-process) as the embedded default. Same SQL, same migrations.
  */
 export interface Db extends Queryable {

@@ -35,7 +35,7 @@ async function withReceiver(respond?: Receiver['respond']): Promise<Receiver> {
   return r;
 }
 
-describe('the request Herald sends (API.md §6.1)', () => {
+describe('the request Herald sends (docs/api.md, What a webhook call sends)', () => {
   it('sends the default payload byte for byte, with custom headers, Basic auth and signatures', async ({
     db,
     pipeline,
@@ -189,7 +189,7 @@ describe('the request Herald sends (API.md §6.1)', () => {
   });
 });
 
-describe('outcomes (API.md §6.2)', () => {
+describe('outcomes (docs/api.md, What a webhook call sends)', () => {
   it('does not follow a 3xx: one request, a failure with the 3xx status', async ({
     db,
     pipeline,
@@ -370,7 +370,7 @@ describe('outcomes (API.md §6.2)', () => {
   });
 });
 
-describe('fairness (API.md §6.2)', () => {
+describe('fairness (docs/api.md, What a webhook call sends)', () => {
   it('a slow endpoint does not delay a fast one', async ({ db }) => {
     // A pipeline of its own with a long timeout: the slow endpoint's calls hang until the test
     // releases them, so what is asserted is an order of events, not a duration.

@@ -43,7 +43,7 @@ async function matchedNames(
   );
 }
 
-describe('matching (API.md §4.3)', () => {
+describe('matching (docs/api.md, Events and filters)', () => {
   it('applies every filter kind, ANDs filters, ORs ids, and honours entity and event types', async ({
     db,
     pipeline,
@@ -220,7 +220,7 @@ describe('matching (API.md §4.3)', () => {
   });
 });
 
-describe('SSRF guard (API.md §6.3)', () => {
+describe('SSRF guard (docs/api.md, The webhook resource)', () => {
   it('refuses loopback, literal or resolved, when the allow-list does not hold it, with no retry', async () => {
     const strictDb = await createTestDb();
     const strict = await startPipeline(strictDb.db, { allowCidrs: parseCidrList('') });

@@ -21,7 +21,7 @@ import {
 } from '@herald/testkit';
 import { itemEvent, startReceiver, webhookInput, type Receiver } from './harness.test-support.js';
 
-// "Nothing lost" (ARCHITECTURE.md decision 1): the built delivery service runs as a child process
+// "Nothing lost" (docs/architecture.md, Why it holds under faults): the built delivery service runs as a child process
 // against this file's schema and its own Redis database (so FLUSHDB touches nothing shared).
 const REDIS_URL = 'redis://127.0.0.1:6379/9';
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));

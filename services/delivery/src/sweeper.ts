@@ -144,7 +144,7 @@ export interface SweeperOptions {
 const DISABLE_CHECK_INTERVAL_MS = 60_000;
 
 /**
- * The one sweeper (ARCHITECTURE.md decision 1), started once per delivery process by
+ * The one sweeper (docs/architecture.md, Why it holds under faults), started once per delivery process by
  * startDelivery: re-enqueues what Redis lost or never got — events stored but not matched, calls
  * still pending well after they were enqueued, and calls rescheduled whose retry is overdue — and
  * takes over the calls held by a delivery process whose lease ran out (it died). Calls held by a

@@ -69,7 +69,7 @@ const event: fc.Arbitrary<MatchableEvent> = fc.record({
 });
 
 describe('WebhookIndex', () => {
-  it('matches exactly what API.md §4.3 says, for any webhooks and event', () => {
+  it('matches exactly what docs/api.md (Events and filters) says, for any webhooks and event', () => {
     fc.assert(
       fc.property(
         fc.array(webhook, { maxLength: 12 }),

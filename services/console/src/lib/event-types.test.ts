@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { WEBHOOK_ENTITY_TYPES, WEBHOOK_EVENT_TYPES } from '@herald/contract/tables';
 import { ALL_EVENT_TYPES, eventTypesOf, takesFilters } from './event-types.js';
 
-describe("the console's reading of the contract's event type table (API.md §5.1, §4.2)", () => {
+describe("the console's reading of the contract's event type table (docs/api.md, Events and filters)", () => {
   it('gives an entity type its event types, and an unknown one (a prototype key too) none', () => {
     for (const entity of WEBHOOK_ENTITY_TYPES) {
       expect(eventTypesOf(entity)).toEqual(WEBHOOK_EVENT_TYPES[entity]);
