@@ -55,6 +55,19 @@ export function useResource<T>(
 }
 
 /** The environment's webhooks (GET /webhooks). */
+/** Webhooks to choose from in a filter: the first page of 500 (GET /webhooks paged), not all. */
+export const WEBHOOK_CHOICES = 500;
+export function useWebhookChoices(client: ApiClient): Resource<Collection<Webhook>> {
+  return useResource(
+    (signal) =>
+      client.get<Collection<Webhook>>('/webhooks', {
+        signal,
+        query: { page: { limit: String(WEBHOOK_CHOICES) } },
+      }),
+    [client],
+  );
+}
+
 export function useWebhooks(client: ApiClient): Resource<Collection<Webhook>> {
   return useResource(
     (signal) => client.get<Collection<Webhook>>('/webhooks', { signal }),

@@ -16,10 +16,11 @@ import {
   TableHead,
   formatTime,
 } from '../components/ui.js';
-import { useInterval, useResource, useWebhooks } from '../hooks.js';
+import { WEBHOOK_CHOICES, useInterval, useResource, useWebhookChoices } from '../hooks.js';
 import { asFailure, type ApiFailure, type Collection } from '../lib/api.js';
 import { parsePace, resendFilter, toInstant, type CallFilters } from '../lib/bulk.js';
 import type { QueryValue } from '../lib/query.js';
+import type { Webhook } from '../lib/types.js';
 import { formatRoute } from '../lib/route.js';
 import { PaceField, startBulkJob } from './bulk-jobs.js';
 
@@ -65,10 +66,12 @@ export function CallLog({ params }: { params: URLSearchParams }) {
   const [live, setLive] = useState(true);
   const key = params.toString();
 
-  const webhooks = useWebhooks(client);
+  // The picker offers a page of webhooks (a deployment may have thousands); the table names
+  // each call's webhook from the list's `included`.
+  const webhooks = useWebhookChoices(client);
   const calls = useResource(
     (signal) =>
-      client.get<Collection<WebhookCallResource>>('/webhook_calls', {
+      client.get<Collection<WebhookCallResource> & { included?: Webhook[] }>('/webhook_calls', {
         signal,
         query: callsQuery(filters),
       }),
@@ -90,7 +93,11 @@ export function CallLog({ params }: { params: URLSearchParams }) {
       }),
     );
   };
-  const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
+  const choices = webhooks.data?.data ?? [];
+  const names = new Map(
+    [...choices, ...(calls.data?.included ?? [])].map((w) => [w.id, w.attributes.name]),
+  );
+  const moreWebhooks = (webhooks.data?.meta?.total_count ?? 0) > WEBHOOK_CHOICES;
   const list = calls.data?.data ?? [];
   const total = calls.data?.meta?.total_count ?? list.length;
   const filtered = Object.entries(filters).some(([k, v]) => k !== 'offset' && v !== '');
@@ -112,11 +119,22 @@ export function CallLog({ params }: { params: URLSearchParams }) {
           any="All webhooks"
           onChange={(webhook) => setFilter({ webhook })}
         >
-          {(webhooks.data?.data ?? []).map((webhook) => (
+          {choices.map((webhook) => (
             <option key={webhook.id} value={webhook.id}>
               {webhook.attributes.name}
             </option>
           ))}
+          {/* A webhook chosen from its own page may lie beyond the first page of choices. */}
+          {filters.webhook && !choices.some((w) => w.id === filters.webhook) ? (
+            <option value={filters.webhook}>
+              {names.get(filters.webhook) ?? `Webhook #${filters.webhook}`}
+            </option>
+          ) : null}
+          {moreWebhooks ? (
+            <option disabled value="">
+              {`… the first ${WEBHOOK_CHOICES} by id; open a webhook's page for the others`}
+            </option>
+          ) : null}
         </FilterSelect>
         <FilterSelect
           label="Status"

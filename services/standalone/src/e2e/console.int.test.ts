@@ -857,6 +857,20 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await rows.first().getByText('Load webhook 4321').waitFor();
       await page.getByLabel('Search by name or URL').fill('no such webhook');
       await page.getByText(`No webhook's name or URL contains “no such webhook”.`).waitFor();
+
+      // The call log offers one page of webhooks to filter by, not all of them, and names each
+      // call's webhook from the list's `included`.
+      requests.length = 0;
+      await nav().getByRole('link', { name: 'Call log' }).click();
+      await page.getByRole('heading', { name: 'Call log' }).waitFor();
+      await page.locator('tr[data-call-id]').first().waitFor();
+      const picker = requests.map(path).filter((p) => p.startsWith('/webhooks'));
+      expect(picker).toEqual(['/webhooks?page[limit]=500']);
+      const select = page.locator('select[name="webhook"]');
+      await expect.poll(() => select.locator('option').count()).toBe(1 + 500 + 1);
+      expect(await select.textContent()).toContain('the first 500 by id');
+      const named = page.locator('tr[data-call-id] td[data-label="Webhook"]').first();
+      await expect.poll(() => named.textContent()).not.toMatch(/^\d+$/);
     } finally {
       page.off('request', onRequest);
     }
