@@ -19,12 +19,10 @@ import {
   type BulkResendFilter,
   type Db,
   type ReplayFilter,
+  type WebhookRecord,
 } from '@herald/store';
-import type { JobAttemptResult } from './jobs/deliver-webhook.js';
+import type { JobItemResult } from './jobs/deliver-webhook.js';
 import { WebhookIndex } from './webhook-index.js';
-
-/** An item's end, or `stopped`: not sent because the job is stopping (it stays `sending`). */
-type ItemResult = BulkItemOutcome | 'stopped';
 
 /** Events read per page of a replay's selection. */
 const SELECT_PAGE = 1000;
@@ -49,7 +47,7 @@ export interface BulkJobsOptions {
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
     stopping: () => boolean,
-  ) => Promise<JobAttemptResult>;
+  ) => Promise<JobItemResult>;
   /** Hears a job that ended (completed or failed), for the notices. */
   onEnded?: (job: BulkJobRecord) => void;
   /** Hears each item finished. */
@@ -113,13 +111,15 @@ export class BulkJobs {
 
   async #run(job: BulkJobRecord): Promise<void> {
     const { db, lease, logger } = this.options;
-    const trigger = job.kind;
     logger.info({ bulkJobId: job.id, kind: job.kind }, 'bulk job started');
-    await resumeBulkJob(db, job.id, trigger);
+    await resumeBulkJob(db, job.id, job.kind);
     if (job.matched === null) {
-      const selected =
-        job.kind === 'bulk_resend' ? await this.#selectResend(job) : await this.#selectReplay(job);
-      if (!selected) return;
+      if (job.kind === 'replay') {
+        if (!(await this.#selectReplay(job))) return;
+      } else {
+        const matched = await selectBulkResendCalls(db, job.id, job.filter as BulkResendFilter);
+        logger.info({ bulkJobId: job.id, matched }, 'bulk resend selected its calls');
+      }
     }
     const perSecond = job.ratePerSecond;
     const batchSize = perSecond
@@ -132,52 +132,43 @@ export class BulkJobs {
     rate.add(0);
     for (;;) {
       if (stopping()) return;
-      // A replay's webhook must still be there, and enabled: otherwise the job cannot go on.
-      if (job.kind === 'replay') {
-        const webhook = await findWebhook(db, job.webhookId!);
-        if (!webhook?.enabled) {
-          const reason = webhook ? 'the webhook was disabled' : 'the webhook was deleted';
-          return this.#end(job, { state: 'failed', reason });
-        }
-      }
+      if (job.kind === 'replay' && !(await this.#replayWebhook(job))) return;
       const items = await takeBulkJobItems(db, job.id, lease.id, batchSize);
       if (items === null) return; // cancelled, or taken over
       if (items.length === 0) return this.#end(job, { state: 'completed' });
-      const paced = async (item: BulkJobItem): Promise<ItemResult> => {
+      const paced = async (item: BulkJobItem): Promise<JobItemResult> => {
         const at = nextStart;
         nextStart = Math.max(performance.now(), nextStart) + spacingMs;
         const wait = at - performance.now();
         if (wait > 0) await sleep(wait);
         return this.#send(job, item, stopping);
       };
-      const outcomes: { position: string; outcome: ItemResult }[] = [];
-      if (job.kind === 'replay') {
-        for (const item of items)
-          outcomes.push({ position: item.position, outcome: await paced(item) });
-      } else {
-        // `concurrency` lanes take the batch's items in order.
-        const results: ItemResult[] = [];
-        let next = 0;
-        const lane = async (): Promise<void> => {
-          for (let i = next++; i < items.length; i = next++) results[i] = await paced(items[i]!);
-        };
-        const lanes = Math.min(this.options.concurrency, items.length);
-        await Promise.all(Array.from({ length: lanes }, lane));
-        items.forEach((item, i) =>
-          outcomes.push({ position: item.position, outcome: results[i]! }),
-        );
-      }
+      // Lanes take the batch's items in order: a bulk resend `concurrency` of them, a replay
+      // one, so that each of its items waits for the previous answer.
+      const results: JobItemResult[] = [];
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        for (let i = next++; i < items.length; i = next++) results[i] = await paced(items[i]!);
+      };
+      const lanes = job.kind === 'replay' ? 1 : Math.min(this.options.concurrency, items.length);
+      await Promise.all(Array.from({ length: lanes }, lane));
       // Items not sent because the job is stopping stay `sending`: the next holder settles them.
-      const finished = outcomes.filter(
-        (o): o is { position: string; outcome: BulkItemOutcome } => o.outcome !== 'stopped',
-      );
+      const finished: { position: string; outcome: BulkItemOutcome }[] = [];
+      items.forEach((item, i) => {
+        const outcome = results[i]!;
+        if (outcome !== 'stopped') finished.push({ position: item.position, outcome });
+      });
       rate.add(finished.length);
       await finishBulkJobItems(db, job.id, lease.id, finished, rate.perSecond());
       this.options.onItems?.(finished.map((o) => o.outcome));
     }
   }
 
-  async #send(job: BulkJobRecord, item: BulkJobItem, stopping: () => boolean): Promise<ItemResult> {
+  async #send(
+    job: BulkJobRecord,
+    item: BulkJobItem,
+    stopping: () => boolean,
+  ): Promise<JobItemResult> {
     let callId = item.callId;
     let newCall = item.newCall;
     if (job.kind === 'replay' && callId === null) {
@@ -192,20 +183,19 @@ export class BulkJobs {
       ({ callId, newCall } = taken);
     }
     if (callId === null) return 'skipped';
-    const result = await this.options.attempt({ callId, newCall, trigger: job.kind }, stopping);
-    if (!result.sent) return result.reason === 'the job stopped' ? 'stopped' : 'skipped';
-    return result.status === 'success' ? 'succeeded' : 'failed';
+    return this.options.attempt({ callId, newCall, trigger: job.kind }, stopping);
   }
 
-  /** A bulk resend's selection, in one statement. */
-  async #selectResend(job: BulkJobRecord): Promise<boolean> {
-    const matched = await selectBulkResendCalls(
-      this.options.db,
-      job.id,
-      job.filter as BulkResendFilter,
-    );
-    this.options.logger.info({ bulkJobId: job.id, matched }, 'bulk resend selected its calls');
-    return true;
+  /**
+   * A replay's webhook, if it is still there and enabled; otherwise the job cannot go on: it
+   * ends as failed, and null.
+   */
+  async #replayWebhook(job: BulkJobRecord): Promise<WebhookRecord | null> {
+    const webhook = await findWebhook(this.options.db, job.webhookId!);
+    if (webhook?.enabled) return webhook;
+    const reason = webhook ? 'the webhook was disabled' : 'the webhook was deleted';
+    await this.#end(job, { state: 'failed', reason });
+    return null;
   }
 
   /**
@@ -215,12 +205,8 @@ export class BulkJobs {
    */
   async #selectReplay(job: BulkJobRecord): Promise<boolean> {
     const { db, lease } = this.options;
-    const webhook = await findWebhook(db, job.webhookId!);
-    if (!webhook?.enabled) {
-      const reason = webhook ? 'the webhook was disabled' : 'the webhook was deleted';
-      await this.#end(job, { state: 'failed', reason });
-      return false;
-    }
+    const webhook = await this.#replayWebhook(job);
+    if (!webhook) return false;
     const index = new WebhookIndex();
     index.replaceAll([webhook]);
     const entityTypes = [...new Set(webhook.events.map((entry) => entry.entity_type))];

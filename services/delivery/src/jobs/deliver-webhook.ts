@@ -16,6 +16,7 @@ import {
   dropWebhookCall,
   isDbUnavailableError,
   type AttemptTrigger,
+  type BulkItemOutcome,
   type Db,
   type StoredEvent,
   type WebhookCallRecord,
@@ -445,9 +446,11 @@ async function applyOutcome(
 
 export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobData, handler };
 
-/** What a bulk job's item came to: sent (and how it went), or not sent, and why. */
-export type JobAttemptResult =
-  { sent: true; status: Outcome['status'] } | { sent: false; reason: string };
+/**
+ * What a bulk job's item came to: sent and succeeded or not, skipped (not sent: its call is on
+ * its way, or it, its webhook or its event is gone), or stopped (not sent: the job is stopping).
+ */
+export type JobItemResult = BulkItemOutcome | 'stopped';
 
 /**
  * An attempt a bulk job makes of one call (bulk_resend, or replay). A call already on its way
@@ -460,22 +463,21 @@ export async function attemptForJob(
   ctx: DeliverContext,
   item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
   stopping: () => boolean,
-): Promise<JobAttemptResult> {
+): Promise<JobItemResult> {
   const call = await ctx.loaders.calls.load(item.callId);
-  if (!call) return { sent: false, reason: 'the call no longer exists' };
+  if (!call) return 'skipped';
   const due = item.newCall
     ? call.status === 'pending' && call.lastSentAt === null
     : call.status !== 'pending' && call.status !== 'rescheduled';
-  if (!due) return { sent: false, reason: 'the call is already on its way' };
+  if (!due) return 'skipped';
   const [webhook, event] = await Promise.all([
     ctx.loaders.webhooks.load(call.webhookId),
     call.testEvent ?? ctx.loaders.events.load(call.eventId),
   ]);
-  if (!webhook) return { sent: false, reason: 'the webhook was deleted' };
-  if (!event) return { sent: false, reason: 'the event no longer exists' };
+  if (!webhook || !event) return 'skipped';
   // Its rate limit and circuit first, then a slot of its in-flight limit.
   for (let turn = false; ;) {
-    if (stopping()) return { sent: false, reason: 'the job stopped' };
+    if (stopping()) return 'stopped';
     const admission = await admit(ctx, webhook, turn);
     if (admission.send) break;
     ctx.metrics.putOff.inc({ path: 'bulk', reason: admission.reason });
@@ -484,11 +486,11 @@ export async function attemptForJob(
   }
   const slot = slotToken(call.id);
   while (!(await ctx.limiter.acquire(webhook.id, slot))) {
-    if (stopping()) return { sent: false, reason: 'the job stopped' };
+    if (stopping()) return 'stopped';
     // The job's item waits in memory, not as a job: look again soon.
     await sleep(10 + Math.random() * 40);
   }
-  let status: Outcome['status'] = 'failed';
+  let status = 'failed' as Outcome['status'];
   await deliverHolding(ctx, webhook.id, slot, async () => {
     // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
     // a call sent again is a resend (a failure leaves its plan as it was).
@@ -496,5 +498,5 @@ export async function attemptForJob(
     const outcome = await attempt(ctx, data, call, webhook, event, item.trigger);
     status = outcome.status;
   });
-  return { sent: true, status };
+  return status === 'success' ? 'succeeded' : 'failed';
 }
