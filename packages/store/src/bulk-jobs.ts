@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import type { StoredEvent } from './events.js';
 import type { WebhookCallStatus } from './webhook-calls.js';
 
 // Bulk jobs (migration 017, docs/api.md, Bulk jobs): a bulk resend or a replay, stored here and
@@ -288,18 +289,19 @@ export async function selectBulkResendCalls(
 }
 
 /** An event a replay may send: what matching reads of it, and where it is in the order. */
-export interface ReplayCandidate {
-  id: string;
-  seq: string;
-  occurredAt: Date;
-  environment: string;
-  isEnvironmentPrimary: boolean;
-  entityType: string;
-  eventType: string;
-  entityId: string | null;
-  itemTypeId: string | null;
-  itemTypeApiKey: string | null;
-}
+export type ReplayCandidate = Pick<
+  StoredEvent,
+  | 'id'
+  | 'seq'
+  | 'occurredAt'
+  | 'environment'
+  | 'isEnvironmentPrimary'
+  | 'entityType'
+  | 'eventType'
+  | 'entityId'
+  | 'itemTypeId'
+  | 'itemTypeApiKey'
+>;
 
 /**
  * The next `limit` stored events of a replay's range after `after`, in occurrence order
