@@ -166,4 +166,45 @@ describe.each(['postgres', 'pglite'] as const)('bulk jobs on %s', (kind) => {
     );
     expect(rows).toEqual([{ swept: true }]);
   });
+
+  it('cancelling a replay ends the new calls whose first attempt never went', async () => {
+    await renewLease(t.db, lease);
+    const webhook = await insertWebhook(t.db, testWebhookInput());
+    await addEvents('c-', 2, '2027-01-01T00:00:00Z');
+    const job = await createBulkJob(t.db, {
+      kind: 'replay',
+      webhookId: webhook.id,
+      filter: { occurred_at: { gt: '2026-12-31T23:58:30Z' } },
+      ratePerSecond: null,
+    });
+    // The earlier tests' jobs still running are this process's already.
+    const { rows: earlier } = await t.db.query<{ id: string }>(
+      "SELECT id FROM bulk_jobs WHERE state = 'running'",
+    );
+    const claimed = await claimBulkJob(
+      t.db,
+      lease.id,
+      60_000,
+      earlier.map((row) => row.id),
+    );
+    expect(claimed?.id).toBe(job.id);
+    expect(await addReplayItems(t.db, job.id, lease.id, ['c-1', 'c-2'], null, true)).toBe(true);
+    const items = await takeBulkJobItems(t.db, job.id, lease.id, 10);
+    // c-1's call was sent (an attempt recorded on it); c-2's was made, then its process died.
+    const sent = await takeReplayCall(t.db, job.id, items![0]!.position, 'c-1', webhook.id);
+    await t.db.query(
+      `UPDATE webhook_calls SET status = 'success', attempts_count = 1 WHERE id = $1`,
+      [sent!.callId],
+    );
+    const unsent = await takeReplayCall(t.db, job.id, items![1]!.position, 'c-2', webhook.id);
+    expect((await cancelBulkJob(t.db, job.id))?.state).toBe('cancelled');
+    const { rows } = await t.db.query<{ id: string; status: string; failure_reason: string }>(
+      'SELECT id, status, failure_reason FROM webhook_calls WHERE id = ANY($1) ORDER BY id',
+      [[sent!.callId, unsent!.callId]],
+    );
+    expect(rows).toEqual([
+      { id: sent!.callId, status: 'success', failure_reason: null },
+      { id: unsent!.callId, status: 'failed', failure_reason: 'the replay was cancelled' },
+    ]);
+  });
 });
