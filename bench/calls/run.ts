@@ -6,8 +6,8 @@ import { createApp } from '@herald/ingest';
 import { createRedis, createLogger } from '@herald/runtime';
 import {
   createPostgresDb,
+  createWebhookCallMonths,
   createToken,
-  insertWebhook,
   listWebhookCalls,
   migrate,
   readWebhookStats,
@@ -15,13 +15,14 @@ import {
   type StatsWindow,
   type WebhookCallListQuery,
 } from '@herald/store';
-import { deleteTestRedisKeys, testDeps, testWebhookInput } from '@herald/testkit';
+import { deleteTestRedisKeys, testDeps } from '@herald/testkit';
 import { productionHttp } from '../lib/http.js';
 import { benchBulkResend } from './bulk-resend.js';
+import { insertBenchEvents, rehearseMigration } from './migration.js';
 
 /**
  * pnpm bench:calls [--calls=N] [--webhooks=N] [--samples=N] [--bulk-calls=N] [--bulk-only]
- *   [--regenerate]
+ *   [--regenerate] [--migration-only] [--migration-calls=N]
  * The call log at scale (issue #14): GET /webhooks/:id/stats, GET /webhook_stats and
  * GET /webhook_calls against a log of N calls (default 10 million), side by side with a baseline
  * that runs the same store functions (their SQL) through `pg` behind a bare node:http server (no
@@ -44,6 +45,8 @@ const WEBHOOKS = Number(args.get('webhooks') ?? 100);
 const SAMPLES = Number(args.get('samples') ?? 200);
 /** Failed calls the bulk resend measurement sends again (a database of its own). */
 const BULK_CALLS = Number(args.get('bulk-calls') ?? 20_000);
+/** Calls of the log migration 021 is rehearsed on (a database of its own). */
+const MIGRATION_CALLS = Number(args.get('migration-calls') ?? 10_000_000);
 
 /** Creates the database if missing, migrates it, and fills it unless it holds the data set. */
 async function generate(): Promise<boolean> {
@@ -58,25 +61,16 @@ async function generate(): Promise<boolean> {
     await migrate(db);
     const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM webhook_calls');
     if (Number(rows[0]!.n) === CALLS) return false;
-    for (let i = 0; i < WEBHOOKS; i++) {
-      await insertWebhook(db, testWebhookInput({ name: `bench-${i}` }));
-    }
-    const events = Math.ceil(CALLS / WEBHOOKS);
     // One event per (CALLS / WEBHOOKS), each matched by every webhook, over the last 30 days.
+    await insertBenchEvents(db, CALLS, WEBHOOKS);
+    // 99 % success, 1 % failed, a few pending: the last attempt's request and answer each,
+    // made when the event occurred (in that month's partition, with that month's id).
+    await createWebhookCallMonths(db, new Date(Date.now() - 31 * 86_400_000), 3);
     await db.query(
-      `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
-         entity_id, occurred_at, entity, matched_at)
-       SELECT 'e' || n, 'main', true, 'item', 'update', 'r' || n,
-         now() - (n::float8 / $1) * interval '30 days', '{}', now()
-       FROM generate_series(1, $1) AS n`,
-      [events],
-    );
-    // 99 % success, 1 % failed, a few pending: the last attempt's request and answer each.
-    await db.query(
-      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, status,
+      `INSERT INTO webhook_calls (id, event_id, webhook_id, entity_type, event_type, status,
          created_at, request_url, request_headers, request_payload, response_status,
          response_payload, last_sent_at, attempts_count, enqueued_at)
-       SELECT e.id, w.id, 'item', 'update',
+       SELECT herald_webhook_call_id(e.occurred_at), e.id, w.id, 'item', 'update',
          CASE WHEN (w.id + e.seq) % 2000 = 0 THEN 'pending'
               WHEN (w.id + e.seq) % 100 = 0 THEN 'failed' ELSE 'success' END,
          e.occurred_at, 'https://example.com/hook', '{"Content-Type":"application/json"}',
@@ -225,6 +219,8 @@ const SCENARIOS: Scenario[] = [
 async function main(): Promise<void> {
   // The bulk resend alone: it has a database of its own, not the 10 million calls.
   if (args.has('bulk-only')) return printBulkResend();
+  // The rehearsal of migration 021 alone: a database of its own, filled at schema 020.
+  if (args.has('migration-only')) return printMigration();
   const started = Date.now();
   const generated = await generate();
   process.stderr.write(
@@ -343,6 +339,23 @@ async function printBulkResend(): Promise<void> {
     `| baseline: raw undici request() | ${bulk.raw.perSecond.toFixed(0)} | ${bulk.raw.seconds.toFixed(2)} | | |`,
   );
   console.log(`\nHerald / baseline: ${(bulk.herald.perSecond / bulk.raw.perSecond).toFixed(2)}×`);
+}
+
+/** Migration 021 on a log of MIGRATION_CALLS calls, and a month's retention, side by side. */
+async function printMigration(): Promise<void> {
+  const m = await rehearseMigration(URL_, MIGRATION_CALLS);
+  const n = (value: number) => value.toLocaleString('en');
+  console.log(
+    `\nMigration 021 on ${n(m.calls)} calls and ${n(m.attempts)} attempts; retention of a month of ${n(m.monthCalls)} calls\n`,
+  );
+  console.log('| step | s | baseline | s |');
+  console.log('|---|---:|---|---:|');
+  console.log(
+    `| migrate 020 → 021 (in place) | ${m.migrateSeconds.toFixed(2)} | raw pg: count(*) over both tables | ${m.scanSeconds.toFixed(2)} |`,
+  );
+  console.log(
+    `| retention: drop the month | ${m.dropSeconds.toFixed(3)} | raw pg: DELETE its calls and attempts | ${m.deleteSeconds.toFixed(2)} |`,
+  );
 }
 
 main().catch(async (error: unknown) => {

@@ -1,4 +1,4 @@
-import { migrate, openDb, type Db } from '@herald/store';
+import { createWebhookCallMonths, migrate, openDb, type Db } from '@herald/store';
 import type { Redis } from 'ioredis';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
@@ -62,6 +62,8 @@ export async function openDatabase(
   if (config.MIGRATE_ON_START) {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
+    // The delivery log's partitions of this month and the next two (the sweeper keeps them).
+    await createWebhookCallMonths(db);
   }
   return db;
 }

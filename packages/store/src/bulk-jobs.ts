@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import type { Db, Queryable } from './db.js';
 import type { StoredEvent } from './events.js';
 import type { WebhookCallStatus } from './webhook-calls.js';
 
@@ -445,33 +445,48 @@ export async function takeBulkJobItems(
 /**
  * The call a replay's item sends: the event's existing call for the webhook, or a new one the
  * job makes (pending, never swept: its first attempt is the job's), recorded on the item before
- * anything is sent so that a job taken over sends the same call. null: the event is gone.
+ * anything is sent so that a job taken over sends the same call. null: the event is gone, or
+ * not matched yet (its calls are on their way: the match sends it to the webhook if it matches).
  */
 export async function takeReplayCall(
-  db: Queryable,
+  db: Db,
   jobId: string,
   position: string,
   eventId: string,
   webhookId: string,
 ): Promise<{ callId: string; newCall: boolean } | null> {
-  const { rows } = await db.query<{ call_id: string | null; new_call: boolean }>(
-    `WITH made AS (
-       INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, enqueued_at)
-       SELECT e.id, $4, e.entity_type, e.event_type, 'infinity' FROM events e WHERE e.id = $3
-       ON CONFLICT (event_id, webhook_id) DO NOTHING RETURNING id
-     ), found AS (
-       SELECT id, true AS new_call FROM made
-       UNION ALL
-       SELECT id, false FROM webhook_calls WHERE event_id = $3 AND webhook_id = $4
-     ), chosen AS (SELECT id, new_call FROM found ORDER BY new_call DESC LIMIT 1)
-     UPDATE bulk_job_items i SET call_id = chosen.id, new_call = chosen.new_call,
-       attempts_before = 0
-     FROM chosen WHERE i.job_id = $1 AND i.position = $2
-     RETURNING i.call_id, i.new_call`,
-    [jobId, position, eventId, webhookId],
-  );
-  const row = rows[0];
-  return row?.call_id ? { callId: row.call_id, newCall: row.new_call } : null;
+  return db.transaction(async (tx) => {
+    // One call per (event, webhook) across the months of webhook_calls (migration 021): the
+    // event's row is held, and an event not matched yet is left to the match, which makes its
+    // call if the webhook matches it (createWebhookCalls makes calls only for unmatched events
+    // under the same lock). The next statement sees every call the match made.
+    const event = await tx.query<{ matched: boolean }>(
+      'SELECT matched_at IS NOT NULL AS matched FROM events WHERE id = $1 FOR NO KEY UPDATE',
+      [eventId],
+    );
+    if (!event.rows[0]?.matched) return null;
+    const { rows } = await tx.query<{ call_id: string | null; new_call: boolean }>(
+      `WITH existing AS (
+         SELECT id FROM webhook_calls WHERE event_id = $3 AND webhook_id = $4
+       ), made AS (
+         INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, enqueued_at)
+         SELECT e.id, $4, e.entity_type, e.event_type, 'infinity' FROM events e
+         WHERE e.id = $3 AND NOT EXISTS (SELECT 1 FROM existing)
+         ON CONFLICT DO NOTHING RETURNING id
+       ), found AS (
+         SELECT id, true AS new_call FROM made
+         UNION ALL
+         SELECT id, false FROM existing
+       ), chosen AS (SELECT id, new_call FROM found ORDER BY new_call DESC LIMIT 1)
+       UPDATE bulk_job_items i SET call_id = chosen.id, new_call = chosen.new_call,
+         attempts_before = 0
+       FROM chosen WHERE i.job_id = $1 AND i.position = $2
+       RETURNING i.call_id, i.new_call`,
+      [jobId, position, eventId, webhookId],
+    );
+    const row = rows[0];
+    return row?.call_id ? { callId: row.call_id, newCall: row.new_call } : null;
+  });
 }
 
 /**

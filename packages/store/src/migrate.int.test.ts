@@ -1,9 +1,24 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPgliteTestDb, createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
+import {
+  createPgliteTestDb,
+  createTestDb,
+  testItemEvent,
+  testWebhookInput,
+  type TestDb,
+} from '@herald/testkit';
 import { createPostgresDb, type Db } from './db.js';
 import { insertEvents } from './events.js';
-import { listWebhookCallAttempts } from './webhook-calls.js';
-import { findWebhook } from './webhooks.js';
+import {
+  createWebhookCalls,
+  deleteFinishedWebhookCalls,
+  dropWebhookCallMonths,
+  findWebhookCalls,
+  listWebhookCallAttempts,
+  listWebhookCalls,
+  recordWebhookCallAttempts,
+  type WebhookCallAttempt,
+} from './webhook-calls.js';
+import { findWebhook, insertWebhook } from './webhooks.js';
 import { loadMigrations, migrate, splitStatements } from './migrate.js';
 import { findEnvironment, findPrimaryEnvironment } from './environments.js';
 import { createToken, findTokenByHash, hashToken, listTokens, revokeToken } from './tokens.js';
@@ -172,6 +187,91 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
       totalCount: 0,
       attempts: [],
     });
+  });
+
+  it('021 makes the log monthly in place: calls keep their ids, attempts and counts; new ones go to their month', async () => {
+    const db = await openBefore(21);
+    const hook = await insertWebhook(db, testWebhookInput());
+    await insertEvents(
+      db,
+      ['old-a', 'old-b', 'old-c', 'new-a'].map((id) => testItemEvent(id)),
+    );
+    const matchOf = (...ids: string[]) =>
+      ids.map((id) => ({
+        event: { id, entityType: 'item', eventType: 'update' },
+        webhookIds: [hook.id],
+      }));
+    const old = await createWebhookCalls(db, matchOf('old-a', 'old-b', 'old-c'));
+    const attempt = (status: 'success' | 'failed', at: Date): WebhookCallAttempt => ({
+      status,
+      trigger: 'first',
+      durationMs: 12,
+      tripsCircuit: false,
+      requestUrl: 'https://example.com/hook',
+      requestHeaders: { 'webhook-id': 'x' },
+      requestPayload: '{}',
+      responseStatus: status === 'success' ? 200 : 500,
+      responseHeaders: {},
+      responsePayload: 'ok',
+      failureReason: null,
+      attemptedAutoRetriesCount: 0,
+      lastSentAt: at,
+      nextRetryAt: null,
+    });
+    await recordWebhookCallAttempts(db, [
+      { id: old[0]!.id, attempt: attempt('success', new Date('2026-01-02T03:04:05Z')) },
+      { id: old[1]!.id, attempt: attempt('failed', new Date('2026-01-02T03:04:06Z')) },
+    ]);
+    const ids = old.map((call) => call.id);
+    const page = { offset: 0, limit: 10 };
+    const list = () =>
+      listWebhookCalls(db, { ...page, orderBy: { column: 'created_at', desc: false } });
+    const before = {
+      calls: await findWebhookCalls(db, ids),
+      attempts: await listWebhookCallAttempts(db, ids[0]!, page),
+      list: await list(),
+    };
+    expect(before.list.totalCount).toBe(3);
+
+    expect(await migrate(db)).toEqual(['021_partition_webhook_calls']);
+    expect(await findWebhookCalls(db, ids)).toEqual(before.calls);
+    expect(await listWebhookCallAttempts(db, ids[0]!, page)).toEqual(before.attempts);
+    expect(await list()).toEqual(before.list);
+    const partitionOf = async (id: string) =>
+      (
+        await db.query<{ partition: string }>(
+          'SELECT tableoid::regclass::text AS partition FROM webhook_calls WHERE id = $1',
+          [id],
+        )
+      ).rows[0]?.partition;
+    expect(await partitionOf(ids[0]!)).toBe('webhook_calls_legacy');
+    // An event matched before makes no second call: its call is in another partition than a
+    // new one would be, so no unique index could tell.
+    expect(await createWebhookCalls(db, matchOf('old-a'))).toEqual([]);
+    expect((await list()).totalCount).toBe(3);
+
+    // The row-by-row retention empties the legacy partition (attempts too), then it is dropped.
+    await db.query(`UPDATE webhook_calls SET status = 'failed' WHERE id = $1`, [ids[2]]);
+    expect(await deleteFinishedWebhookCalls(db, new Date(), 10)).toBe(3);
+    const attempts = await db.query('SELECT 1 FROM webhook_call_attempts');
+    expect(attempts.rowCount).toBe(0);
+    expect(await dropWebhookCallMonths(db, new Date(0))).toEqual({ months: [], calls: 0 });
+    const legacy = await db.query<{ name: string | null }>(
+      `SELECT to_regclass('webhook_calls_legacy')::text AS name`,
+    );
+    expect(legacy.rows[0]!.name).toBeNull();
+    expect((await list()).totalCount).toBe(0);
+
+    // A new call: an id of this month, in this month's partition.
+    const [made] = await createWebhookCalls(db, matchOf('new-a'));
+    const now = new Date();
+    const month = BigInt(now.getUTCFullYear() * 12 + now.getUTCMonth());
+    expect(BigInt(made!.id) >> 36n).toBe(month);
+    expect(Number(made!.id)).toBeLessThan(Number.MAX_SAFE_INTEGER);
+    expect(await partitionOf(made!.id)).toBe(
+      `webhook_calls_${now.getUTCFullYear()}_${String(now.getUTCMonth() + 1).padStart(2, '0')}`,
+    );
+    expect((await list()).totalCount).toBe(1);
   });
 
   it('stores tokens as hashes and revokes them', async () => {

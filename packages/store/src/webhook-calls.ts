@@ -227,17 +227,25 @@ export async function createWebhookCalls(
       // when calls were made; the setting in effect at commit is the one that counts.
       // The webhook's row decides, not the caller's index: a webhook disabled or deleted (by the
       // API or by a worker on a 410) gets no new call from the moment that change commits.
-      text: `WITH inserted AS (
+      // One call per (event, webhook): only the events not matched yet get calls, each held
+      // (in id order, so that two statements never wait for each other in a circle) until the
+      // statement commits; a statement that waited finds the event matched and makes nothing
+      // (webhook_calls is partitioned by month, so no unique index spans the calls of two
+      // months; migration 021). The partition's unique index stays a second guard.
+      text: `WITH unmatched AS (
+       SELECT id FROM events WHERE id = ANY($2::text[]) AND (matched_at IS NULL) IS TRUE
+       ORDER BY id FOR NO KEY UPDATE
+     ), inserted AS (
        INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, held_by)
        SELECT x.e, x.w, x.t, x.v, $3
        FROM json_to_recordset($1::json) AS x(e text, w bigint, t text, v text, n integer)
+       JOIN unmatched u ON u.id = x.e
        JOIN webhooks ww ON ww.id = x.w AND ww.enabled
        ORDER BY x.n
-       ON CONFLICT (event_id, webhook_id) DO NOTHING
+       ON CONFLICT DO NOTHING
        RETURNING id, webhook_id, event_id
      ), matched AS (
-       UPDATE events SET matched_at = now()
-       WHERE id = ANY($2::text[]) AND (matched_at IS NULL) IS TRUE
+       UPDATE events SET matched_at = now() WHERE id IN (SELECT id FROM unmatched)
        RETURNING 1
      )
      SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
@@ -369,23 +377,87 @@ export async function dropWebhookCall(db: Queryable, id: string, reason: string)
 
 /**
  * Deletes up to `limit` finished calls (success, failed) created before `before`, oldest first,
- * and returns how many (the delivery log's retention). Calls still pending or rescheduled stay
- * whatever their age. Rows another transaction holds (a resend being recorded, another delivery
- * process pruning) are skipped, so pruners never wait for each other or for deliveries.
+ * with their attempts, and returns how many: the delivery log's retention where a whole month
+ * cannot go at once (dropWebhookCallMonths). Calls still pending or rescheduled stay whatever
+ * their age. Rows another transaction holds (a resend being recorded, another delivery process
+ * pruning) are skipped, so pruners never wait for each other or for deliveries.
  */
 export async function deleteFinishedWebhookCalls(
   db: Queryable,
   before: Date,
   limit: number,
 ): Promise<number> {
-  const { rowCount } = await db.query(
-    `DELETE FROM webhook_calls WHERE id IN (
-       SELECT id FROM webhook_calls
-       WHERE created_at < $1 AND status IN ('success', 'failed')
-       ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+  const { rows } = await db.query<{ deleted: string }>(
+    `WITH gone AS (
+       DELETE FROM webhook_calls WHERE id IN (
+         SELECT id FROM webhook_calls
+         WHERE created_at < $1 AND status IN ('success', 'failed')
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id
+     ), attempts AS (
+       DELETE FROM webhook_call_attempts WHERE call_id IN (SELECT id FROM gone)
+     )
+     SELECT count(*) AS deleted FROM gone`,
     [before, limit],
   );
-  return rowCount;
+  return Number(rows[0]?.deleted ?? 0);
+}
+
+/** The first instant of the month (UTC) `at` falls in. */
+export const monthStart = (at: Date): Date =>
+  new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+
+/**
+ * Makes the monthly partitions of webhook_calls and webhook_call_attempts (migration 021) of
+ * `months` months from the one `from` falls in, those missing; returns how many it made. The
+ * delivery processes make this month's and the next two at start and at every pruning pass.
+ */
+export async function createWebhookCallMonths(
+  db: Queryable,
+  from: Date = new Date(),
+  months = 3,
+): Promise<number> {
+  const { rows } = await db.query<{ made: number }>(
+    'SELECT herald_create_webhook_call_partitions($1, $2) AS made',
+    [from, months],
+  );
+  return rows[0]?.made ?? 0;
+}
+
+/**
+ * The delivery log's retention by whole months: drops each month partition that ended before
+ * `before` (calls, attempts and their counts, at once), oldest first, except a month that still
+ * holds a pending or rescheduled call (it goes once that call ends), and the partition of the
+ * calls made before migration 021 once the row-by-row retention has emptied it. Returns the
+ * months dropped and how many calls they held.
+ */
+export async function dropWebhookCallMonths(
+  db: Queryable,
+  before: Date,
+): Promise<{ months: string[]; calls: number }> {
+  const { rows } = await db.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = 'webhook_calls'::regclass AND c.relname ~ '^webhook_calls_[0-9]{4}_[0-9]{2}$'
+     ORDER BY c.relname`,
+  );
+  const months: string[] = [];
+  let calls = 0;
+  for (const { relname } of rows) {
+    const [year = 0, month = 0] = relname.slice('webhook_calls_'.length).split('_').map(Number);
+    const start = new Date(Date.UTC(year, month - 1, 1));
+    const end = new Date(Date.UTC(year, month, 1));
+    if (end > before) break;
+    const dropped = await db.query<{ calls: string | null }>(
+      'SELECT herald_drop_webhook_call_partition($1) AS calls',
+      [start],
+    );
+    const count = dropped.rows[0]?.calls;
+    if (count === null || count === undefined) continue;
+    months.push(relname.slice('webhook_calls_'.length).replace('_', '-'));
+    calls += Number(count);
+  }
+  await db.query('SELECT herald_drop_empty_legacy_webhook_calls()');
+  return { months, calls };
 }
 
 /** Notes that a job was just put in Redis for these calls (restarts the sweeper's clock). */

@@ -90,11 +90,12 @@ export const deliveryEnv = {
   DELIVERY_SWEEP_AFTER_MS: int(100, 86_400_000).default(60_000),
   /**
    * Days a finished call (success or failed, with its request and response) stays in the delivery
-   * log (GET /webhook_calls) before the sweeper deletes it; 0 keeps calls forever. Calls still
-   * pending or rescheduled are never deleted.
+   * log (GET /webhook_calls) at least: the sweeper drops a month of calls once the whole month is
+   * older (so at most a month more); 0 keeps calls forever. Calls still pending or rescheduled are
+   * never deleted.
    */
   DELIVERY_LOG_RETENTION_DAYS: int(0, 36_500).default(30),
-  /** How often the sweeper deletes the calls past DELIVERY_LOG_RETENTION_DAYS (in batches). */
+  /** How often the sweeper makes the log's months ahead and drops those past the retention. */
   DELIVERY_LOG_PRUNE_INTERVAL_MS: int(1000, 86_400_000).default(3_600_000),
   /** Full reload period of the in-memory webhook index (changes also arrive over pub/sub). */
   WEBHOOK_INDEX_RELOAD_MS: int(100, 3_600_000).default(30_000),

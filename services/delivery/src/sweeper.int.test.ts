@@ -10,10 +10,12 @@ import {
   type Redis,
 } from '@herald/runtime';
 import {
-  createWebhookCalls,
+  createWebhookCallMonths,
   insertEvents,
   insertWebhook,
+  listWebhookCalls,
   markEventsMatched,
+  monthStart,
   renewLease,
   type NewEvent,
 } from '@herald/store';
@@ -183,29 +185,32 @@ describe('the sweeper: webhook calls', () => {
     retries?: number;
   }
 
-  /** A call per entry, set up as described; returns the call ids by event id. */
+  /**
+   * A call per entry, set up as described (made `days` ago: in that month's partition, with
+   * that month's id); returns the call ids by event id.
+   */
   async function calls(entries: Record<string, CallSetup>) {
     const names = Object.keys(entries);
     await insertEvents(t.db, names.map(event));
-    const created = await createWebhookCalls(
-      t.db,
-      names.map((id) => ({
-        event: { id, entityType: 'item', eventType: 'update' },
-        webhookIds: [webhookId],
-      })),
-    );
-    for (const call of created) {
-      const { status, days = 0, minutesWaiting = 0, retries = 0 } = entries[call.eventId]!;
+    await markEventsMatched(t.db, names);
+    const made = new Map<string, string>();
+    for (const [eventId, setup] of Object.entries(entries)) {
+      const { status, days = 0, minutesWaiting = 0, retries = 0 } = setup;
+      const createdAt = new Date(Date.now() - days * DAY);
+      await createWebhookCallMonths(t.db, createdAt, 1);
       // As recordWebhookCallAttempts leaves them: a rescheduled call's clock is its next retry.
-      await t.db.query(
-        `UPDATE webhook_calls SET status = $2, created_at = now() - make_interval(days => $3),
-           enqueued_at = now() - make_interval(mins => $4), attempted_auto_retries_count = $5,
-           next_retry_at = CASE WHEN $2 = 'rescheduled' THEN now() - make_interval(mins => $4) END
-         WHERE id = $1`,
-        [call.id, status, days, minutesWaiting, retries],
+      const { rows } = await t.db.query<{ id: string }>(
+        `INSERT INTO webhook_calls (id, created_at, event_id, webhook_id, entity_type, event_type,
+           status, enqueued_at, attempted_auto_retries_count, next_retry_at)
+         VALUES (herald_webhook_call_id($1), $1, $2, $3, 'item', 'update', $4,
+           now() - make_interval(mins => $5), $6,
+           CASE WHEN $4 = 'rescheduled' THEN now() - make_interval(mins => $5) END)
+         RETURNING id`,
+        [createdAt, eventId, webhookId, status, minutesWaiting, retries],
       );
+      made.set(eventId, rows[0]!.id);
     }
-    return new Map(created.map((call) => [call.eventId, call.id]));
+    return made;
   }
 
   const remaining = async (ids: Map<string, string>) => {
@@ -365,36 +370,92 @@ describe('the sweeper: webhook calls', () => {
     await deliverQueue.drain();
   });
 
-  it('deletes finished calls past the retention, batch after batch, and keeps the rest', async () => {
-    const ids = await calls({
-      'ret-ok-1': { status: 'success', days: 40 },
-      'ret-ok-2': { status: 'success', days: 31 },
-      'ret-ok-3': { status: 'success', days: 90 },
-      'ret-failed-1': { status: 'failed', days: 45 },
-      'ret-failed-2': { status: 'failed', days: 400 },
-      'ret-pending': { status: 'pending', days: 50 },
-      'ret-rescheduled': { status: 'rescheduled', days: 50 },
-      'ret-recent': { status: 'success', days: 29 },
-    });
-    const before = await metrics.registry.getSingleMetricAsString(
-      'herald_delivery_log_pruned_total',
+  /** The months webhook_calls has a partition for (YYYY_MM). */
+  const months = async () => {
+    const { rows } = await t.db.query<{ month: string }>(
+      `SELECT substr(c.relname, 15) AS month FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = 'webhook_calls'::regclass ORDER BY 1`,
     );
+    return rows.map((row) => row.month);
+  };
+  const monthOf = (daysAgo: number) => {
+    const at = new Date(Date.now() - daysAgo * DAY);
+    return `${at.getUTCFullYear()}_${String(at.getUTCMonth() + 1).padStart(2, '0')}`;
+  };
+  /** What a pruning at `retentionMs` keeps: every month not wholly past it, and unfinished calls. */
+  const kept = (entries: Record<string, CallSetup>, retentionMs: number) => {
+    const first = monthStart(new Date(Date.now() - retentionMs));
+    return Object.entries(entries)
+      .filter(
+        ([, { status, days = 0 }]) =>
+          status === 'pending' ||
+          status === 'rescheduled' ||
+          Date.now() - days * DAY >= first.getTime(),
+      )
+      .map(([eventId]) => eventId)
+      .sort();
+  };
+  const totalCount = async () =>
+    (
+      await listWebhookCalls(
+        t.db,
+        { limit: 1, offset: 0, orderBy: { column: 'created_at', desc: false } },
+        0,
+      )
+    ).totalCount;
+
+  it('drops whole months past the retention, keeps a month a call is still on its way in, and the rest', async () => {
+    const entries: Record<string, CallSetup> = {
+      'ret-ok-1': { status: 'success', days: 400 },
+      'ret-failed-1': { status: 'failed', days: 100 },
+      // A month with a call still on its way: the month stays, its finished calls go one by one.
+      'ret-pending': { status: 'pending', days: 160 },
+      'ret-ok-2': { status: 'success', days: 160 },
+      'ret-rescheduled': { status: 'rescheduled', days: 50 },
+      // Around the retention: kept or not by their month, whatever the day.
+      'ret-failed-2': { status: 'failed', days: 45 },
+      'ret-ok-3': { status: 'success', days: 31 },
+      'ret-recent': { status: 'success', days: 29 },
+      'ret-today': { status: 'success', days: 0 },
+    };
+    const before = await totalCount();
+    const ids = await calls(entries);
+    expect(await totalCount()).toBe(before + 9);
+    const pruned = () =>
+      metrics.registry.getSingleMetricAsString('herald_delivery_log_pruned_total');
     // Without a retention nothing goes.
     expect(await sweeper(null).prune()).toBe(0);
-    expect(await remaining(ids)).toHaveLength(8);
-    // Five old finished calls, two per statement: three statements.
-    expect(await sweeper(30 * DAY).prune()).toBe(5);
-    expect(await remaining(ids)).toEqual(['ret-pending', 'ret-recent', 'ret-rescheduled']);
-    expect(before).toMatch(/ 0$/m);
-    expect(
-      await metrics.registry.getSingleMetricAsString('herald_delivery_log_pruned_total'),
-    ).toMatch(/ 5$/m);
+    expect(await remaining(ids)).toHaveLength(9);
+    expect(await pruned()).toMatch(/ 0$/m);
+
+    const expected = kept(entries, 30 * DAY);
+    const gone = 9 - expected.length;
+    expect(await sweeper(30 * DAY).prune()).toBe(gone);
+    expect(await remaining(ids)).toEqual(expected);
+    expect(expected).toEqual(expect.arrayContaining(['ret-pending', 'ret-recent', 'ret-today']));
+    expect(expected).not.toContain('ret-ok-2');
+    // Whole months dropped (the counts with them), the one with a pending call kept.
+    const left = await months();
+    expect(left).not.toContain(monthOf(400));
+    expect(left).not.toContain(monthOf(100));
+    expect(left).toContain(monthOf(160));
+    expect(left).toContain(monthOf(0));
+    expect(await totalCount()).toBe(before + expected.length);
+    expect(await pruned()).toMatch(new RegExp(` ${gone}$`, 'm'));
     expect(await sweeper(30 * DAY).prune()).toBe(0);
+
+    // Once its last call ended, the month goes at the next pass.
+    await t.db.query(`UPDATE webhook_calls SET status = 'failed' WHERE id = $1`, [
+      ids.get('ret-pending'),
+    ]);
+    expect(await sweeper(30 * DAY).prune()).toBe(1);
+    expect(await months()).not.toContain(monthOf(160));
+    expect(await totalCount()).toBe(before + expected.length - 1);
   });
 
   it('prunes once started, without waiting for the first interval', async () => {
     const ids = await calls({
-      'ret-start-old': { status: 'success', days: 10 },
+      'ret-start-old': { status: 'success', days: 70 },
       'ret-start-new': { status: 'success', days: 0 },
     });
     const running = sweeper(7 * DAY, { intervalMs: 3_600_000 });
@@ -408,8 +469,10 @@ describe('the sweeper: webhook calls', () => {
 
   it('stops a pruning at its statement cap and goes on at the next passes', async () => {
     const names = ['cap-1', 'cap-2', 'cap-3', 'cap-4', 'cap-5'];
+    // Their month holds a pending call: it stays, and they go one by one.
+    await calls({ 'cap-pending': { status: 'pending', days: 250 } });
     const ids = await calls(
-      Object.fromEntries(names.map((n) => [n, { status: 'failed', days: 9 }])),
+      Object.fromEntries(names.map((n) => [n, { status: 'failed', days: 250 }])),
     );
     // Two statements of two rows, then the rest at the next call.
     const capped = sweeper(7 * DAY, { pruneStatementsPerPass: 2 });
@@ -419,7 +482,7 @@ describe('the sweeper: webhook calls', () => {
 
     // Started: a pass of one statement every 50 ms, though the pruning interval is an hour.
     const more = await calls(
-      Object.fromEntries(names.map((n) => [`${n}-again`, { status: 'success', days: 9 }])),
+      Object.fromEntries(names.map((n) => [`${n}-again`, { status: 'success', days: 250 }])),
     );
     const running = sweeper(7 * DAY, { intervalMs: 50, pruneStatementsPerPass: 1 });
     running.start();
@@ -428,6 +491,18 @@ describe('the sweeper: webhook calls', () => {
     } finally {
       await running.stop();
     }
+  });
+
+  it('makes the partitions of this month and the next two at every pass', async () => {
+    const inTwoMonths = new Date(Date.now());
+    inTwoMonths.setUTCDate(1);
+    inTwoMonths.setUTCMonth(inTwoMonths.getUTCMonth() + 2);
+    const name = `${inTwoMonths.getUTCFullYear()}_${String(inTwoMonths.getUTCMonth() + 1).padStart(2, '0')}`;
+    await t.db.query(`DROP TABLE webhook_call_attempts_${name}`);
+    await t.db.query(`DROP TABLE webhook_calls_${name}`);
+    expect(await months()).not.toContain(name);
+    await sweeper(null).prune();
+    expect(await months()).toContain(name);
   });
 });
 

@@ -7,14 +7,17 @@ import {
   type Logger,
 } from '@herald/runtime';
 import {
+  createWebhookCallMonths,
   deleteExpiredLeases,
   deleteFinishedWebhookCalls,
   deleteOldWebhookStats,
   disableFailingWebhooks,
+  dropWebhookCallMonths,
   listOrphanedWebhookCalls,
   listStrandedWebhookCalls,
   listUnmatchedEvents,
   markWebhookCallsEnqueued,
+  monthStart,
   type Db,
   type Queryable,
 } from '@herald/store';
@@ -166,7 +169,7 @@ export class Sweeper {
     this.#pruned = counterOf(
       options.registry,
       'herald_delivery_log_pruned_total',
-      'Finished webhook calls deleted from the delivery log past DELIVERY_LOG_RETENTION_DAYS',
+      'Finished webhook calls removed from the delivery log past DELIVERY_LOG_RETENTION_DAYS (months dropped, or rows deleted)',
     );
   }
 
@@ -223,28 +226,38 @@ export class Sweeper {
   }
 
   /**
-   * Deletes the finished calls older than the retention, a batch per statement until none is
-   * left, the sweeper stops, or pruneStatementsPerPass statements have run (the next pass goes
-   * on); returns how many.
+   * Keeps the delivery log's months: makes this month's partition and the next two, and past the
+   * retention drops each month whose every day is older than it (docs/architecture.md, The
+   * delivery log by month). A month still holding a pending or rescheduled call stays, and its
+   * finished calls are deleted a batch per statement until none is left, the sweeper stops, or
+   * pruneStatementsPerPass statements have run (the next pass goes on). Returns how many calls
+   * went.
    */
   async prune(): Promise<number> {
-    const { retentionMs, batchSize, pruneStatementsPerPass = 100 } = this.options;
+    const { db, retentionMs, batchSize, pruneStatementsPerPass = 100 } = this.options;
+    await createWebhookCallMonths(db);
     // The stats' buckets past their keeping: few rows (one per webhook and minute or hour).
-    await deleteOldWebhookStats(this.options.db, retentionMs);
+    await deleteOldWebhookStats(db, retentionMs);
     if (retentionMs === null) return 0;
     const before = new Date(Date.now() - retentionMs);
-    let total = 0;
+    const dropped = await dropWebhookCallMonths(db, before);
+    this.#pruned.inc(dropped.calls);
+    let total = dropped.calls;
+    // What a whole month could not take: the months before the retention's.
+    const monthsBefore = monthStart(before);
     for (let statements = 0; !this.#stopped; statements++) {
       if (statements === pruneStatementsPerPass) {
         this.#pruneDueAt = 0; // calls left: the next pass goes on
         break;
       }
-      const deleted = await deleteFinishedWebhookCalls(this.options.db, before, batchSize);
+      const deleted = await deleteFinishedWebhookCalls(db, monthsBefore, batchSize);
       this.#pruned.inc(deleted);
       total += deleted;
       if (deleted < batchSize) break;
     }
-    if (total > 0) this.options.logger.info({ calls: total }, 'delivery log pruned');
+    if (total > 0) {
+      this.options.logger.info({ calls: total, months: dropped.months }, 'delivery log pruned');
+    }
     return total;
   }
 

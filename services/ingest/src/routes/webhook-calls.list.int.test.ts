@@ -1,5 +1,10 @@
 import { describe, expect } from 'vitest';
-import { WEBHOOK_CALL_COUNT_CAP, createWebhookCalls, type Queryable } from '@herald/store';
+import {
+  WEBHOOK_CALL_COUNT_CAP,
+  createWebhookCallMonths,
+  createWebhookCalls,
+  type Queryable,
+} from '@herald/store';
 import type { TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
@@ -123,19 +128,22 @@ describe('GET /webhook_calls', () => {
     db,
   }) => {
     const hook = await createWebhook(api, 'many');
+    // Calls made back then: in their month's partition, with their month's ids.
+    const callsMadeAt = (events: string, at: string | null) =>
+      db.query(
+        `INSERT INTO webhook_calls (id, event_id, webhook_id, entity_type, event_type, created_at)
+         SELECT herald_webhook_call_id(coalesce($3, occurred_at)), id, $1, 'item', 'update',
+           coalesce($3, occurred_at)
+         FROM events WHERE id LIKE $2 ORDER BY occurred_at`,
+        [hook, events, at],
+      );
+    await createWebhookCallMonths(db, new Date('2025-02-01T00:00:00Z'), 2);
     // CAP + 1 calls, one second apart from 2025-03-01T00:00:01Z, in one statement.
     await insertEvents(db, 'cap-', 'cap-entity', WEBHOOK_CALL_COUNT_CAP + 1, '2025-03-01');
-    await db.query(
-      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, created_at)
-       SELECT id, $1, 'item', 'update', occurred_at FROM events WHERE id LIKE 'cap-%'`,
-      [hook],
-    );
+    await callsMadeAt('cap-%', null);
     // And one in February, before the ranges below.
     await insertEvents(db, 'cap-early-', 'cap-entity', 1, '2025-02-10');
-    await callsOf(db, ['cap-early-1'], [hook]);
-    await db.query(
-      `UPDATE webhook_calls SET created_at = timestamptz '2025-02-10' WHERE event_id = 'cap-early-1'`,
-    );
+    await callsMadeAt('cap-early-%', '2025-02-10T00:00:00Z');
     const total = async (query: string): Promise<number> => {
       const { status, body } = await api.call<ListAnswer>(
         'GET',
@@ -155,14 +163,7 @@ describe('GET /webhook_calls', () => {
     expect(await total(`filter[fields][created_at][gt]=${from}`)).toBe(WEBHOOK_CALL_COUNT_CAP + 1);
     // A bound above the truth: the range's month holds more calls than the range.
     await insertEvents(db, 'cap-late-', 'cap-entity', 5, '2025-03-30');
-    await callsOf(
-      db,
-      ['cap-late-1', 'cap-late-2', 'cap-late-3', 'cap-late-4', 'cap-late-5'],
-      [hook],
-    );
-    await db.query(
-      `UPDATE webhook_calls SET created_at = timestamptz '2025-03-30' WHERE event_id LIKE 'cap-late-%'`,
-    );
+    await callsMadeAt('cap-late-%', '2025-03-30T00:00:00Z');
     expect(
       await total(
         `filter[fields][created_at][gt]=${from}&filter[fields][created_at][lt]=2025-03-29`,
