@@ -1,5 +1,5 @@
 import type { EventResource } from '@herald/contract/tables';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import { EventTypeFilters } from '../components/event-type-filters.js';
 import {
@@ -53,7 +53,14 @@ export function EventLog({ params }: { params: URLSearchParams }) {
   const key = params.toString();
   // The id as typed; it filters once submitted (one request per search, not per keystroke).
   const [typed, setTyped] = useState(filters.entityId);
-  useEffect(() => setTyped(filters.entityId), [filters.entityId]);
+  // Follows the address when it changes (back, forward), not on mount: an effect that runs late
+  // would wipe what was typed meanwhile.
+  const shown = useRef(filters.entityId);
+  useEffect(() => {
+    if (shown.current === filters.entityId) return;
+    shown.current = filters.entityId;
+    setTyped(filters.entityId);
+  }, [filters.entityId]);
 
   const events = useResource(
     (signal) =>
