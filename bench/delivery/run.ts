@@ -186,6 +186,7 @@ function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], mo
     autoRetry: true,
     redactHeaders: [],
     deliveryPolicy: {},
+    payloadChanges: false,
   };
 }
 
