@@ -13,7 +13,7 @@ import {
 import { WebhookIndex, type MatchableEvent } from '@herald/delivery';
 import type { WebhookRecord } from '@herald/store';
 
-export const MATCH_WEBHOOKS = 10_000;
+const MATCH_WEBHOOKS = 10_000;
 const MATCH_EVENTS = 100_000;
 
 /** The model every event's record has (what the match worker reads from its model cache). */
