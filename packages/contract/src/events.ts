@@ -33,6 +33,11 @@ export function isEventTypeOf(entityType: EntityType, eventType: unknown): event
 }
 
 /** Ids of records and models (docs/api.md, POST /events). */
+/** A model's or field's api_key (docs/api.md, POST /events): snake_case, 1–64 characters. */
+export const API_KEY_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+/** A locale code (`en`, `pt-BR`). */
+export const LOCALE_PATTERN = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
+
 export const EntityId = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 characters from A-Z a-z 0-9 _ -');
@@ -120,7 +125,7 @@ export const ItemTypeEntity = z.looseObject({
   attributes: z
     .looseObject({
       name: z.string().min(1).max(255),
-      api_key: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be snake_case, 1–64 characters'),
+      api_key: z.string().regex(API_KEY_PATTERN, 'must be snake_case, 1–64 characters'),
       modular_block: z.boolean().default(false),
       sortable: z.boolean().default(false),
       tree: z.boolean().default(false),
@@ -160,7 +165,7 @@ export const FieldEntity = z.looseObject({
   type: z.literal('field'),
   id: z.string().min(1).max(128).optional(),
   attributes: z.looseObject({
-    api_key: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be snake_case, 1–64 characters'),
+    api_key: z.string().regex(API_KEY_PATTERN, 'must be snake_case, 1–64 characters'),
     field_type: z.enum(FIELD_TYPES),
     localized: z.boolean().default(false),
     label: z.string().max(255).nullish(),
@@ -175,7 +180,7 @@ export const EnvironmentEntity = z.looseObject({
   attributes: z
     .looseObject({
       locales: z
-        .array(z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'must be a locale code'))
+        .array(z.string().regex(LOCALE_PATTERN, 'must be a locale code'))
         .min(1)
         .max(100)
         .optional(),

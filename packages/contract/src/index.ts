@@ -13,6 +13,8 @@ export {
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 export { ROLES, isRole, type Role } from './roles.js';
 export {
+  API_KEY_PATTERN,
+  LOCALE_PATTERN,
   ENTITY_BYTES_MAX,
   ENTITY_TYPES,
   EVENTS_PER_REQUEST_MAX,
@@ -74,6 +76,33 @@ export {
   webhooksChangedChannel,
   type WebhookChangedMessage,
 } from './webhooks.js';
+export {
+  FIELD_TYPE_FILTERS,
+  coerceFilterOperand,
+  compileMatchPattern,
+  fieldConditionHolds,
+  fieldTypeFilters,
+  filterOperator,
+  parseDateTime,
+  type FilterOperand,
+  type FilterSpec,
+  type FilterTarget,
+  type FilterValueKind,
+  type MatchOperand,
+  type RefuseOperand,
+} from './item-filters.js';
+export { regexCostProblem } from './regex-cost.js';
+export {
+  compileContentFilter,
+  contentFilterHolds,
+  describeChanges,
+  describeItemEvent,
+  jsonEqual,
+  type ChangeSet,
+  type ContentFilter,
+  type ItemEventContent,
+  type ItemEventVersions,
+} from './webhook-content.js';
 export { type EventCallResource, type EventResource } from './event-log.js';
 export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
 export { errorMessage, isObject } from './values.js';

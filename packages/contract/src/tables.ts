@@ -4,13 +4,16 @@
  * other. No zod, ipaddr.js or node: module may be reached from here (tables.test.ts checks it).
  */
 export {
+  CONTENT_ENTRY_KEYS,
   ENVIRONMENT_TYPES,
+  RECORD_STATUSES,
   UNFILTERED_ENTITY_TYPES,
   WEBHOOK_ENTITY_TYPES,
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   isWebhookEntityType,
   type DeliveryPolicy,
+  type RecordStatus,
   type WebhookEntityType,
   type WebhookEventEntry,
   type WebhookFilter,

@@ -65,7 +65,26 @@ export interface WebhookEventEntry {
   event_types: string[];
   filter?: WebhookFilter | null;
   filters?: WebhookFilter[] | null;
+  /*
+   * Extensions, `item` entries only: field-aware matching (docs/api.md, Events and filters;
+   * webhook-content.ts). Absent, null or empty, a key does not narrow.
+   */
+  /** At least one of these fields changed (in one of `locales`, when localized and given). */
+  changed_fields?: string[] | null;
+  /** Some field changed in one of these locales; also the locales `fields` look at. */
+  locales?: string[] | null;
+  /** The record's status after the event is one of these. */
+  record_status?: RecordStatus[] | null;
+  /** Conditions on the record's fields with GET /items' operators: api_key → operator → operand. */
+  fields?: Record<string, Record<string, unknown>> | null;
 }
+
+/** The statuses a record has (docs/api.md, GET /items, `_status`). */
+export const RECORD_STATUSES = ['draft', 'updated', 'published'] as const;
+export type RecordStatus = (typeof RECORD_STATUSES)[number];
+
+/** The keys of an events entry that narrow on content (extension; `item` entries only). */
+export const CONTENT_ENTRY_KEYS = ['changed_fields', 'locales', 'record_status', 'fields'] as const;
 
 /** The filters of an entry whatever shape it was sent in (all must hold; ids within one OR). */
 export function entryFilters(entry: WebhookEventEntry): WebhookFilter[] {

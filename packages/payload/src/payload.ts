@@ -7,6 +7,7 @@ import {
   type StoredItem,
 } from '@herald/contract';
 import { loadBlocks, loadModels, type Queryable, type StoredEvent } from '@herald/store';
+import type { JsonPatchOperation } from './changes.js';
 
 /** docs/api.md, What a webhook call sends: the default body, keys in this order. */
 export interface DefaultPayload {
@@ -21,6 +22,8 @@ export interface DefaultPayload {
   event_type: string;
   entity: unknown;
   previous_entity?: unknown;
+  /** Extension, with `payload_changes`: JSON Patch from the previous to the new attributes. */
+  changes?: JsonPatchOperation[] | null;
   related_entities: unknown[];
 }
 
@@ -32,6 +35,8 @@ export function buildDefaultPayload(input: {
   event: StoredEvent;
   entity: unknown;
   previousEntity: unknown;
+  /** Present (null when unknown) only for webhooks with `payload_changes`. */
+  changes?: JsonPatchOperation[] | null;
 }): DefaultPayload {
   const { event } = input;
   const payload: Omit<DefaultPayload, 'related_entities'> & { related_entities?: unknown[] } = {
@@ -50,6 +55,7 @@ export function buildDefaultPayload(input: {
   if (event.previousEntity !== null && event.previousEntity !== undefined) {
     payload.previous_entity = input.previousEntity;
   }
+  if (input.changes !== undefined) payload.changes = input.changes;
   payload.related_entities = event.relatedEntities.map(canonicalItem);
   return payload as DefaultPayload;
 }

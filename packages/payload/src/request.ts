@@ -1,4 +1,6 @@
 import type { Queryable, StoredEvent, WebhookRecord } from '@herald/store';
+import { describeChanges } from '@herald/contract';
+import { jsonPatch } from './changes.js';
 import { buildDefaultPayload, serializeEntity, type ModelSource } from './payload.js';
 import { redactHeaders } from './redact-headers.js';
 import { renderCustomPayload, renderUrl } from './render.js';
@@ -13,7 +15,9 @@ export type RenderedWebhook = Pick<
   | 'httpBasicUser'
   | 'httpBasicPassword'
   | 'redactHeaders'
-> & { nestedItemsInPayload: boolean };
+  | 'nestedItemsInPayload'
+  | 'payloadChanges'
+>;
 
 export interface DeliveryRequestInput {
   webhook: RenderedWebhook;
@@ -51,24 +55,20 @@ export async function renderDeliveryRequest(
   input: DeliveryRequestInput,
 ): Promise<DeliveryRequest> {
   const { webhook, event } = input;
+  const serialize = (entity: unknown, nested: boolean) =>
+    serializeEntity(db, event.environment, entity, nested, input.models);
   const [entity, previousEntity] = await Promise.all([
-    serializeEntity(
-      db,
-      event.environment,
-      event.entity,
-      webhook.nestedItemsInPayload,
-      input.models,
-    ),
+    serialize(event.entity, webhook.nestedItemsInPayload),
     event.previousEntity === null || event.previousEntity === undefined
       ? null
-      : serializeEntity(
-          db,
-          event.environment,
-          event.previousEntity,
-          webhook.nestedItemsInPayload,
-          input.models,
-        ),
+      : serialize(event.previousEntity, webhook.nestedItemsInPayload),
   ]);
+  // The attributes `changes` and `changed_fields` compare, only when the webhook shows them.
+  const wantsChangedFields = webhook.customPayload?.includes('changed_fields') ?? false;
+  const versions =
+    webhook.payloadChanges || wantsChangedFields
+      ? await comparedVersions(event, entity, previousEntity, (e) => serialize(e, false), webhook)
+      : null;
   const payload = buildDefaultPayload({
     callId: input.callId,
     webhookId: webhook.id,
@@ -77,15 +77,63 @@ export async function renderDeliveryRequest(
     event,
     entity,
     previousEntity,
+    ...(webhook.payloadChanges && {
+      changes: versions ? jsonPatch(versions.previous, versions.next) : null,
+    }),
   });
   const url = renderUrl(webhook.url, payload);
   const body =
     webhook.customPayload === null
       ? JSON.stringify(payload)
-      : renderCustomPayload(webhook.customPayload, payload);
+      : renderCustomPayload(webhook.customPayload, {
+          ...payload,
+          // Extension: the api_keys of the fields that changed (absent when unknown).
+          ...(versions && { changed_fields: changedFields(versions.previous, versions.next) }),
+        });
   const { headers, redacted } = buildHeaders(input, body);
   return { url, body, headers, redacted };
 }
+
+const attributesOf = (entity: unknown): Record<string, unknown> => {
+  const attributes = (entity as { attributes?: unknown } | null)?.attributes;
+  return attributes !== null && typeof attributes === 'object' && !Array.isArray(attributes)
+    ? (attributes as Record<string, unknown>)
+    : {};
+};
+
+/**
+ * The previous and new attributes a payload's `changes` and `changed_fields` compare, or null
+ * when the previous version is unknown (an event with no previous_entity that is not an item
+ * event, or one stored before Herald kept the previous version). Against the version Herald
+ * stored (block fields as block ids), the entity is compared with its blocks as ids too.
+ */
+async function comparedVersions(
+  event: StoredEvent,
+  entity: unknown,
+  previousEntity: unknown,
+  collapsed: (entity: unknown) => Promise<unknown>,
+  webhook: RenderedWebhook,
+): Promise<{ previous: Record<string, unknown>; next: Record<string, unknown> } | null> {
+  if (event.previousEntity !== null && event.previousEntity !== undefined) {
+    return { previous: attributesOf(previousEntity), next: attributesOf(entity) };
+  }
+  const stored = event.previousAttributes;
+  if (stored === null || stored === undefined) return null;
+  const next = webhook.nestedItemsInPayload ? await collapsed(event.entity) : entity;
+  return { previous: stored, next: attributesOf(next) };
+}
+
+/** The api_keys of the attributes that differ, in the order of the new version, then removed ones. */
+function changedFields(previous: Record<string, unknown>, next: Record<string, unknown>): string[] {
+  return [...describeChanges(previous, next, () => false).keys()].sort(
+    (a, b) => keyRank(next, a) - keyRank(next, b),
+  );
+}
+
+const keyRank = (attributes: Record<string, unknown>, key: string): number => {
+  const index = Object.keys(attributes).indexOf(key);
+  return index < 0 ? Number.MAX_SAFE_INTEGER : index;
+};
 
 /**
  * Headers as sent, and as logged (docs/api.md, What a webhook call sends;

@@ -29,6 +29,13 @@ export interface StoredEvent extends Omit<NewEvent, 'entityJson'> {
    * models serve the ones that did not change.
    */
   modelVersion?: string | null;
+  /**
+   * Item events without a previous_entity: the attributes of the version the event replaced, as
+   * stored before it was applied (`{}` when there was none; migration 022). Null otherwise.
+   */
+  previousAttributes?: Record<string, unknown> | null;
+  /** Item saves, publishes and unpublishes: the status they give the record (migration 022). */
+  recordStatus?: string | null;
 }
 
 /** The rows of insertEvents' recordset; `n` keeps the request order (seq follows it). */
@@ -99,11 +106,13 @@ interface EventRow extends Record<string, unknown> {
   related_entities: unknown[];
   matched_at: Date | null;
   model_version: string | null;
+  previous_attributes: Record<string, unknown> | null;
+  record_status: string | null;
 }
 
 const EVENT_COLUMNS = `id, seq, environment, is_environment_primary, entity_type, event_type,
   entity_id, item_type_id, item_type_api_key, occurred_at, accepted_at, entity, previous_entity,
-  related_entities, matched_at,
+  related_entities, matched_at, previous_attributes, record_status,
   (SELECT m.xmin::text FROM item_types m
    WHERE m.environment = events.environment AND m.id = events.item_type_id) AS model_version`;
 
@@ -157,6 +166,8 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
   previousEntity: row.previous_entity,
   relatedEntities: row.related_entities,
   modelVersion: row.model_version,
+  previousAttributes: row.previous_attributes,
+  recordStatus: row.record_status,
 });
 
 export async function findEvent(db: Queryable, id: string): Promise<StoredEvent | null> {

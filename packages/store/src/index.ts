@@ -66,6 +66,7 @@ export {
 } from './models.js';
 export {
   RECORD_COLUMNS,
+  captureItemVersions,
   deleteRecords,
   findRecord,
   loadBlocks,
@@ -80,6 +81,7 @@ export {
   writeItemBatch,
   StaleBatchContextError,
   type ExpectedContext,
+  type ItemVersionCapture,
   type BlockSync,
   type BlockWrite,
   type RecordDelete,

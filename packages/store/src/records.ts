@@ -173,6 +173,50 @@ export async function upsertRecords(
   );
 }
 
+/** An item event about to be applied, whose record's stored version captureItemVersions reads. */
+export interface ItemVersionCapture {
+  eventId: string;
+  environment: string;
+  id: string;
+  eventType: string;
+  /** How the event writes its record; null for a delete. */
+  mode: RecordMode | null;
+}
+
+/**
+ * Stores on each event (migration 022) the attributes of the version it is about to replace, as
+ * stored now (only for events that came without a previous_entity), and the status it gives its
+ * record, as upsertRecords computes it. Call it right before the events' records are written, in
+ * the same transaction: writeItemBatch does the same within its one statement.
+ */
+export async function captureItemVersions(
+  db: Queryable,
+  captures: readonly ItemVersionCapture[],
+): Promise<void> {
+  if (captures.length === 0) return;
+  const rows = captures.map((c) => ({
+    event_id: c.eventId,
+    environment: c.environment,
+    id: c.id,
+    event_type: c.eventType,
+    mode: c.mode,
+  }));
+  await db.query(
+    `UPDATE events e SET
+       previous_attributes = CASE WHEN e.previous_entity IS NULL THEN coalesce(
+         CASE WHEN x.event_type IN ('publish', 'unpublish') THEN r.published_attributes
+              ELSE r.current_attributes END, '{}') END,
+       record_status = CASE x.mode WHEN 'publish' THEN 'published' WHEN 'unpublish' THEN 'draft'
+         WHEN 'save' THEN CASE WHEN r.published_attributes IS NOT NULL THEN 'updated'
+                               ELSE 'draft' END END
+     FROM json_to_recordset($1::json) AS x(event_id text, environment text, id text,
+       event_type text, mode text)
+     LEFT JOIN records r ON r.environment = x.environment AND r.id = x.id AND NOT r.is_block
+     WHERE e.id = x.event_id`,
+    [JSON.stringify(rows)],
+  );
+}
+
 /** A block of a record's current version, extracted from an expanded block field. */
 export interface BlockWrite {
   environment: string;

@@ -37,6 +37,7 @@ const input = (name: string): WebhookInput => ({
   autoRetry: true,
   redactHeaders: [],
   deliveryPolicy: {},
+  payloadChanges: false,
 });
 
 describe.each(['postgres', 'pglite'] as const)('webhooks repository on %s', (kind) => {

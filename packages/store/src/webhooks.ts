@@ -20,6 +20,8 @@ export interface WebhookRecord {
   redactHeaders: string[];
   /** Extension: the endpoint health policy ({} takes every default). */
   deliveryPolicy: DeliveryPolicy;
+  /** Extension: the default payload carries `changes`, a JSON Patch (migration 022). */
+  payloadChanges: boolean;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -47,6 +49,7 @@ export interface WebhookInput {
   autoRetry: boolean;
   redactHeaders: string[];
   deliveryPolicy: DeliveryPolicy;
+  payloadChanges: boolean;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -64,12 +67,13 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   autoRetry: { column: 'auto_retry' },
   redactHeaders: { column: 'redact_headers', json: true },
   deliveryPolicy: { column: 'delivery_policy', json: true },
+  payloadChanges: { column: 'payload_changes' },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  delivery_policy, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
+  delivery_policy, payload_changes, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -88,6 +92,7 @@ export interface WebhookRow extends Record<string, unknown> {
   auto_retry: boolean;
   redact_headers: string[];
   delivery_policy: DeliveryPolicy;
+  payload_changes: boolean;
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -113,6 +118,7 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   autoRetry: row.auto_retry,
   redactHeaders: row.redact_headers,
   deliveryPolicy: row.delivery_policy,
+  payloadChanges: row.payload_changes,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -142,8 +148,9 @@ export async function insertWebhook(
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
        http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-       signing_secret, delivery_policy)
-     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json)
+       signing_secret, delivery_policy, payload_changes)
+     VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json,
+       $15)
      ${RETURNING}`,
     [
       input.name,
@@ -160,6 +167,7 @@ export async function insertWebhook(
       JSON.stringify(input.redactHeaders),
       signingSecret,
       JSON.stringify(input.deliveryPolicy ?? {}),
+      input.payloadChanges ?? false,
     ],
   );
   return toWebhook(rows[0]!);

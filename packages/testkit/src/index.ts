@@ -216,6 +216,7 @@ export function testWebhookInput(overrides: Partial<WebhookInput> = {}): Webhook
     autoRetry: true,
     redactHeaders: [],
     deliveryPolicy: {},
+    payloadChanges: false,
     ...overrides,
   };
 }

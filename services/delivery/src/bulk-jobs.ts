@@ -5,6 +5,7 @@ import {
   addReplayItems,
   claimBulkJob,
   endBulkJob,
+  findEvents,
   findWebhook,
   finishBulkJobItems,
   isDbUnavailableError,
@@ -18,9 +19,12 @@ import {
   type BulkJobRecord,
   type BulkResendFilter,
   type Db,
+  type ReplayCandidate,
   type ReplayFilter,
   type WebhookRecord,
 } from '@herald/store';
+import type { ModelCache } from './delivery/loaders.js';
+import { contentFor } from './event-content.js';
 import type { JobItemResult } from './jobs/deliver-webhook.js';
 import { WebhookIndex } from './webhook-index.js';
 
@@ -43,6 +47,8 @@ export interface BulkJobsOptions {
    * wait for a slot).
    */
   concurrency: number;
+  /** Models of the events a replay's field-aware entries read (event-content.ts). */
+  models: ModelCache;
   /** Sends one item's call (attemptForJob with the process's delivery context). */
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
@@ -221,13 +227,28 @@ export class BulkJobs {
         limit: SELECT_PAGE,
       });
       const last = page.at(-1);
-      const matching = page.filter((event) => index.match(event).length > 0).map((e) => e.id);
+      const matching = await this.#matchReplayPage(index, page);
       const complete = page.length < SELECT_PAGE;
       const place = last ? { occurredAt: last.occurredAt, seq: last.seq } : after;
       if (!(await addReplayItems(db, job.id, lease.id, matching, place, complete))) return false;
       after = place;
       if (complete) return true;
     }
+  }
+
+  /** The ids of a page's events the webhook matches; those it matches on content read in full. */
+  async #matchReplayPage(index: WebhookIndex, page: readonly ReplayCandidate[]): Promise<string[]> {
+    const needing = page.filter((event) => index.needsContent(event)).map((event) => event.id);
+    const full = new Map(
+      (needing.length > 0 ? await findEvents(this.options.db, needing) : []).map((e) => [e.id, e]),
+    );
+    const matching: string[] = [];
+    for (const candidate of page) {
+      const event = full.get(candidate.id);
+      const content = event && (await contentFor(index, this.options.models, event));
+      if (index.match(candidate, content).length > 0) matching.push(candidate.id);
+    }
+    return matching;
   }
 
   async #end(

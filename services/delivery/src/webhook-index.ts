@@ -1,10 +1,19 @@
-import { entryFilters, type WebhookFilterEntityType } from '@herald/contract';
+import {
+  compileContentFilter,
+  contentFilterHolds,
+  entryFilters,
+  type ContentFilter,
+  type ItemEventContent,
+  type WebhookFilterEntityType,
+} from '@herald/contract';
 import type { StoredEvent, WebhookRecord } from '@herald/store';
 
 /** One events entry of one webhook, its filters turned into sets. */
 interface IndexedEntry {
   webhookId: string;
   filters: { kind: WebhookFilterEntityType; ids: ReadonlySet<string> }[];
+  /** Its content keys (field-aware matching), null when it has none. */
+  content: ContentFilter | null;
 }
 
 /** What matching reads of an event (docs/api.md, Events and filters). */
@@ -69,6 +78,8 @@ function eventKeys(kind: WebhookFilterEntityType, event: MatchableEvent): (strin
 interface Bucket {
   keyed: Map<WebhookFilterEntityType, Map<string, IndexedEntry[]>>;
   scanned: IndexedEntry[];
+  /** Whether an entry has content keys: matching then needs the event's content. */
+  content: boolean;
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
@@ -118,6 +129,7 @@ export class WebhookIndex {
             kind: f.entity_type,
             ids: new Set(f.entity_ids),
           })),
+          content: compileContentFilter(entry),
         };
         const key = KEY_KINDS.map((kind) => indexed.filters.find((f) => f.kind === kind)).find(
           (f) => f !== undefined,
@@ -130,9 +142,10 @@ export class WebhookIndex {
         for (const eventType of new Set(entry.event_types)) {
           let bucket = byEvent.get(eventType);
           if (!bucket) {
-            bucket = { keyed: new Map(), scanned: [] };
+            bucket = { keyed: new Map(), scanned: [], content: false };
             byEvent.set(eventType, bucket);
           }
+          if (indexed.content) bucket.content = true;
           if (!key) {
             bucket.scanned.push(indexed);
             continue;
@@ -149,8 +162,19 @@ export class WebhookIndex {
     this.#byType = byType;
   }
 
-  /** Ids of the webhooks the event matches, each once. */
-  match(event: MatchableEvent): string[] {
+  /**
+   * Whether an entry that could match the event has content keys: then match needs the event's
+   * content (describeItemEvent), which costs the event's model. Cheap: one lookup.
+   */
+  needsContent(event: Pick<MatchableEvent, 'entityType' | 'eventType'>): boolean {
+    return this.#byType.get(event.entityType)?.get(event.eventType)?.content ?? false;
+  }
+
+  /**
+   * Ids of the webhooks the event matches, each once. `content` is the event's content, needed
+   * when needsContent says so: without it an entry with content keys does not match.
+   */
+  match(event: MatchableEvent, content?: ItemEventContent): string[] {
     const bucket = this.#byType.get(event.entityType)?.get(event.eventType);
     if (!bucket) return [];
     const matched = new Set<string>();
@@ -158,7 +182,10 @@ export class WebhookIndex {
       if (!entries) return;
       for (const entry of entries) {
         if (matched.has(entry.webhookId)) continue;
-        if (entry.filters.every((f) => filterHolds(f, event))) matched.add(entry.webhookId);
+        if (!entry.filters.every((f) => filterHolds(f, event))) continue;
+        // Content last: the id filters are cheaper and usually decide.
+        if (entry.content && !(content && contentFilterHolds(entry.content, content))) continue;
+        matched.add(entry.webhookId);
       }
     };
     consider(bucket.scanned);

@@ -235,6 +235,7 @@ export async function startDelivery(
   const matchContext: MatchContext = {
     db,
     index,
+    models: loaders.models,
     metrics,
     logger: logger.child({ module: 'match' }),
     startAttempts: (calls) => firstAttempts.add(calls),
@@ -327,6 +328,7 @@ export async function startDelivery(
     pollMs: settings.bulkJobsPollMs,
     maxJobs: settings.bulkJobsPerProcess,
     concurrency: settings.maxInFlightPerWebhook,
+    models: loaders.models,
     attempt: (item, stopping) => attemptForJob(deliverContext, item, () => closing || stopping()),
     onItems: (outcomes) => {
       for (const outcome of outcomes) metrics.bulkItems.inc({ outcome });

@@ -9,14 +9,18 @@ import {
   type StoredEvent,
 } from '@herald/store';
 import type { Lease } from '../delivery/lease.js';
+import type { ModelCache } from '../delivery/loaders.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns } from '../delivery/outage.js';
+import { contentFor } from '../event-content.js';
 import type { WebhookIndex } from '../webhook-index.js';
 import type { NewCall } from './deliver-webhook.js';
 
 export interface MatchContext {
   db: Db;
   index: WebhookIndex;
+  /** Models of the events whose matching needs their content (field-aware entries). */
+  models: ModelCache;
   metrics: DeliveryMetrics;
   logger: Logger;
   /** Queues the first attempts of new calls in this process (FirstAttempts). */
@@ -82,9 +86,12 @@ async function matchAndCreate(
 ): Promise<NewCall[]> {
   const events = found.filter((event) => !event.matchedAt);
   if (events.length === 0) return [];
-  const matches = events.map((event) => {
+  const contents = await Promise.all(
+    events.map((event) => contentFor(ctx.index, ctx.models, event)),
+  );
+  const matches = events.map((event, i) => {
     const started = performance.now();
-    const webhookIds = ctx.index.match(event);
+    const webhookIds = ctx.index.match(event, contents[i]);
     ctx.metrics.matchDuration.observe((performance.now() - started) / 1000);
     return { event, webhookIds };
   });

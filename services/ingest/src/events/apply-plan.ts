@@ -1,5 +1,6 @@
 import { BLOCK_FIELD_TYPES, type ItemVersion, type ModelInfo } from '@herald/contract';
 import {
+  captureItemVersions,
   deleteEnvironment,
   deleteModel,
   deleteRecords,
@@ -19,6 +20,7 @@ import {
   type BlockWrite,
   type Db,
   type ExpectedContext,
+  type ItemVersionCapture,
   type Queryable,
   type RecordText,
   type RecordWrite,
@@ -174,6 +176,9 @@ async function applyItemRun(
   for (const round of rounds) {
     const deletes = round.flatMap((e) => (e.kind === 'item-delete' ? [e.delete] : []));
     const writes = round.flatMap((e) => (e.kind === 'item-write' ? [e] : []));
+    // Each round sees the records as the rounds before it left them: every event gets the
+    // version it replaces, even when the batch touches its record more than once.
+    await captureItemVersions(db, round.map(versionCapture));
     await deleteRecords(db, deletes);
     const written = await upsertRecords(
       db,
@@ -182,6 +187,15 @@ async function applyItemRun(
     const applied = writes.filter((e) => written.has(recordKey(e.write.environment, e.write.id)));
     if (applied.length > 0) await writeBlocksAndTexts(db, applied, written, plan, models);
   }
+}
+
+function versionCapture(effect: ItemEffect): ItemVersionCapture {
+  if (effect.kind === 'item-delete') {
+    const { environment, id } = effect.delete;
+    return { eventId: effect.eventId, environment, id, eventType: 'delete', mode: null };
+  }
+  const { environment, id, eventId, eventType, mode } = effect.write;
+  return { eventId, environment, id, eventType, mode };
 }
 
 async function writeBlocksAndTexts(

@@ -348,18 +348,22 @@ describe('planBatch: item deletes and the models of records', () => {
       {
         kind: 'item-delete',
         delete: { environment: 'main', id: 'r1', updatedAt: NOW, currentVersion: 'v7' },
+        eventId: expect.any(String),
       },
       {
         kind: 'item-delete',
         delete: { environment: 'main', id: 'r2', updatedAt: NOW, currentVersion: null },
+        eventId: expect.any(String),
       },
       {
         kind: 'item-delete',
         delete: { environment: 'main', id: 'r3', updatedAt: NOW, currentVersion: null },
+        eventId: expect.any(String),
       },
       {
         kind: 'item-delete',
         delete: { environment: 'main', id: 'r4', updatedAt: NOW, currentVersion: null },
+        eventId: expect.any(String),
       },
     ]);
     expect(p.events.map((e) => [e.row.itemTypeId, e.row.itemTypeApiKey])).toEqual([

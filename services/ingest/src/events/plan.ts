@@ -21,7 +21,7 @@ interface EnvironmentState {
 /** What one event does to the record store. */
 export type Effect =
   | { kind: 'item-write'; write: RecordWrite; extracted: ExtractedItem }
-  | { kind: 'item-delete'; delete: RecordDelete }
+  | { kind: 'item-delete'; delete: RecordDelete; eventId: string }
   | { kind: 'model-upsert'; environment: string; model: ModelWrite; fields: FieldWrite[] }
   | { kind: 'model-delete'; environment: string; id: string }
   | { kind: 'environment-upsert'; id: string; locales: string[] | undefined }
@@ -381,6 +381,7 @@ class Planner {
       return {
         kind: 'item-delete',
         delete: { environment, id: item.id, updatedAt, currentVersion },
+        eventId,
       };
     }
     const modelId = item.relationships?.item_type.data.id;

@@ -24,7 +24,12 @@ export interface WebhookPreviewDeps {
 
 /** Attributes of the webhook that shape the request; the same keys as creation requires of them. */
 const RENDERED = ['url', 'headers', 'custom_payload', 'http_basic_user'] as const;
-const OPTIONAL = ['nested_items_in_payload', 'http_basic_password', 'redact_headers'] as const;
+const OPTIONAL = [
+  'nested_items_in_payload',
+  'http_basic_password',
+  'redact_headers',
+  'payload_changes',
+] as const;
 /** Extensions: which event to render, and which webhook's id the payload names. */
 const CHOICES = ['event_id', 'webhook_id'] as const;
 const ALLOWED = new Set<string>([...RENDERED, ...OPTIONAL, ...CHOICES]);
@@ -100,6 +105,7 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
         httpBasicPassword: settings.httpBasicPassword ?? null,
         nestedItemsInPayload: settings.nestedItemsInPayload ?? false,
         redactHeaders: settings.redactHeaders ?? [],
+        payloadChanges: settings.payloadChanges ?? false,
       },
       event: event.event,
       callId: PREVIEW_CALL_ID,
@@ -242,6 +248,13 @@ function sampleEvent(environment: Environment, now = new Date()): StoredEvent {
       },
     },
     previousEntity: null,
+    // As if Herald had stored an earlier version: `changes` and `changed_fields` show something.
+    previousAttributes: {
+      title: { [locale]: 'Hello' },
+      slug: 'hello',
+      body: 'A sample record, used to preview a webhook.',
+    },
+    recordStatus: 'published',
     relatedEntities: [],
   };
 }

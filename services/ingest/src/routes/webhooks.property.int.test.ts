@@ -67,12 +67,42 @@ const filter = fc.record(
   },
   { requiredKeys: [] },
 );
+/** Field conditions (extension): GET /items operators, operands right, wrong or hostile. */
+const operand = fc.oneof(
+  value,
+  pick('5', 'true', 'a,b', '2026-01-01', '(a+)+$', '\\1', '[[:alpha:]]', '\\m', '('),
+  fc.record(
+    { pattern: fc.oneof(text, pick('^a', '(a|b)*')), case_sensitive: value },
+    { requiredKeys: [] },
+  ),
+  fc.record({ latitude: value, longitude: value, radius: value }, { requiredKeys: [] }),
+);
+const conditions = fc.dictionary(
+  fc.oneof(pick('title', 'views', 'Title', '_status'), text),
+  fc.oneof(
+    fc.dictionary(
+      fc.oneof(pick('eq', 'gt', 'in', 'notIn', 'matches', 'exists', 'near', 'all_in'), text),
+      operand,
+      { maxKeys: 3 },
+    ),
+    value,
+  ),
+  { maxKeys: 3 },
+);
+const names = fc.oneof(
+  fc.array(fc.oneof(pick('title', 'en', 'pt-BR', 'published', 'draft'), text), { maxLength: 3 }),
+  value,
+);
 const entry = fc.record(
   {
     entity_type: fc.oneof(pick('item', 'item_type', 'upload', 'cda_cache_tags', 'sso_user'), value),
     event_types: fc.oneof(fc.array(fc.oneof(pick('create', 'publish', 'invalidate'), text)), value),
     filter: fc.oneof(filter, value),
     filters: fc.oneof(fc.array(filter, { maxLength: 3 }), value),
+    changed_fields: names,
+    locales: names,
+    record_status: names,
+    fields: fc.oneof(conditions, value),
   },
   { requiredKeys: [] },
 );
@@ -89,6 +119,7 @@ const attributes = fc.record(
     payload_api_version: fc.oneof(pick('3'), value),
     nested_items_in_payload: fc.oneof(fc.boolean(), value),
     auto_retry: fc.oneof(fc.boolean(), value),
+    payload_changes: fc.oneof(fc.boolean(), value),
     redact_headers: fc.oneof(fc.array(fc.oneof(text, value), { maxLength: 5 }), value),
     signing_secret: value,
     extra: value,
@@ -136,23 +167,42 @@ const wellShaped = fc.record({
           },
         ),
         events: fc.array(
-          fc.record({
-            entity_type: pick('item', 'upload', 'environment'),
-            event_types: fc.uniqueArray(pick('create', 'update', 'delete'), { minLength: 1 }),
-            filters: fc.array(
-              fc.record({
-                entity_type: pick('item_type', 'item', 'environment'),
-                entity_ids: fc.array(fc.string({ unit: 'binary', minLength: 1 }), { minLength: 1 }),
+          fc.record(
+            {
+              entity_type: pick('item', 'upload', 'environment'),
+              event_types: fc.uniqueArray(pick('create', 'update', 'delete'), { minLength: 1 }),
+              filters: fc.array(
+                fc.record({
+                  entity_type: pick('item_type', 'item', 'environment'),
+                  entity_ids: fc.array(fc.string({ unit: 'binary', minLength: 1 }), {
+                    minLength: 1,
+                  }),
+                }),
+                { maxLength: 2 },
+              ),
+              changed_fields: fc.uniqueArray(pick('title', 'views', 'slug'), { minLength: 1 }),
+              locales: fc.uniqueArray(pick('en', 'it', 'pt-BR'), { minLength: 1 }),
+              record_status: fc.uniqueArray(pick('draft', 'updated', 'published'), {
+                minLength: 1,
               }),
-              { maxLength: 2 },
-            ),
-          }),
+              fields: fc.dictionary(
+                pick('title', 'views'),
+                fc.oneof(
+                  pick({ gt: 5 }, { matches: '^a' }, { in: ['a', 'b'] }, { exists: true }),
+                  fc.record({ eq: tricky }),
+                ),
+                { minKeys: 1, maxKeys: 2 },
+              ),
+            },
+            { requiredKeys: ['entity_type', 'event_types', 'filters'] },
+          ),
           { maxLength: 3 },
         ),
         custom_payload: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' }), text, tricky),
         http_basic_user: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         http_basic_password: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         enabled: fc.boolean(),
+        payload_changes: fc.boolean(),
       },
       { requiredKeys: [...REQUIRED_ATTRIBUTES] },
     ),

@@ -1,6 +1,7 @@
 import Mustache from 'mustache';
 import { z } from 'zod';
 import {
+  CONTENT_ENTRY_KEYS,
   ENVIRONMENT_TYPES,
   PAYLOAD_API_VERSIONS,
   UNFILTERED_ENTITY_TYPES,
@@ -19,6 +20,7 @@ import {
 } from '@herald/contract';
 import type { WebhookInput } from '@herald/store';
 import { check, issueToEntry, parse, report, rule } from '../validation/zod-errors.js';
+import { checkContentKeys } from './content-keys.js';
 
 /**
  * Webhook attributes (docs/api.md, The webhook resource) as a zod schema, shared by create, update
@@ -43,6 +45,7 @@ const WRITABLE = {
   auto_retry: 'autoRetry',
   redact_headers: 'redactHeaders',
   delivery_policy: 'deliveryPolicy',
+  payload_changes: 'payloadChanges',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -57,6 +60,7 @@ const OPTIONAL_ON_CREATE = {
   enabled: true,
   redact_headers: true,
   delivery_policy: true,
+  payload_changes: true,
   payload_api_version: true,
   nested_items_in_payload: true,
   auto_retry: true,
@@ -67,6 +71,7 @@ const DEFAULTS = {
   payloadApiVersion: '3',
   nestedItemsInPayload: false,
   autoRetry: true,
+  payloadChanges: false,
 } as const;
 
 const LIMITS = {
@@ -392,7 +397,13 @@ const EntityType = entityType(
 const EventTypes = list('event_types', z.unknown());
 const EventType = z.string(expected('event types are strings'));
 const Filters = z.array(z.unknown(), expected('filters must be an array of filter objects'));
-const ENTRY_KEYS = new Set(['entity_type', 'event_types', 'filter', 'filters']);
+const ENTRY_KEYS = new Set<string>([
+  'entity_type',
+  'event_types',
+  'filter',
+  'filters',
+  ...CONTENT_ENTRY_KEYS,
+]);
 
 const Entry = jsonObject('each events entry must be an object with entity_type and event_types')
   .superRefine((entry, ctx) => {
@@ -400,7 +411,7 @@ const Entry = jsonObject('each events entry must be an object with entity_type a
       ctx,
       entry,
       ENTRY_KEYS,
-      'an events entry has entity_type, event_types and filter or filters',
+      'an events entry has entity_type, event_types, filter or filters, and (item entries) changed_fields, locales, record_status, fields',
     );
     const known = check(ctx, EntityType, entry['entity_type'], ['entity_type'])
       ? (entry['entity_type'] as WebhookEntityType)
@@ -445,16 +456,22 @@ const Entry = jsonObject('each events entry must be an object with entity_type a
     } else {
       for (const [path, item] of given) check(ctx, Filter, item, path);
     }
+    checkContentKeys(ctx, entry, known);
   })
   // Rebuilt key by key in the order of the contract, keeping the shape the client sent.
   .transform((entry): WebhookEventEntry => {
-    const { entity_type, event_types, filter, filters } = entry as unknown as WebhookEventEntry;
-    return {
+    const given = entry as unknown as WebhookEventEntry;
+    const { entity_type, event_types, filter, filters } = given;
+    const result: WebhookEventEntry = {
       entity_type,
       event_types,
       ...(filter !== undefined && { filter }),
       ...(filters !== undefined && { filters }),
     };
+    for (const key of CONTENT_ENTRY_KEYS) {
+      if (given[key] !== undefined) Object.assign(result, { [key]: given[key] });
+    }
+    return result;
   });
 
 const Events = present(
@@ -577,6 +594,7 @@ function webhookAttributes(allowCidrs: CidrList) {
     enabled: flag('enabled'),
     nested_items_in_payload: flag('nested_items_in_payload'),
     auto_retry: flag('auto_retry'),
+    payload_changes: flag('payload_changes'),
     payload_api_version: PayloadApiVersion,
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;

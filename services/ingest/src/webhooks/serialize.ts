@@ -22,6 +22,7 @@ export function serializeWebhook(webhook: WebhookRecord) {
       auto_retry: webhook.autoRetry,
       redact_headers: webhook.redactHeaders,
       delivery_policy: webhook.deliveryPolicy,
+      payload_changes: webhook.payloadChanges,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,

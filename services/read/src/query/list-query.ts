@@ -1,13 +1,17 @@
 import {
   ApiError,
-  ITEM_FILTER_OPERATORS,
+  coerceFilterOperand,
+  fieldTypeFilters,
+  filterOperator,
   type ErrorCode,
+  type FilterOperand,
+  type FilterSpec,
+  type FilterValueKind,
   type ItemFilterOperator,
   type ItemVersion,
   type ModelInfo,
   isObject,
 } from '@herald/contract';
-import { regexCostProblem } from './regex-cost.js';
 
 /**
  * GET /items query parameters (docs/api.md, GET /items and Field filters) → a validated query (the
@@ -62,38 +66,14 @@ export type Target =
 type Operator = ItemFilterOperator;
 
 /** How values of a target compare in SQL (drives operand coercion and the SQL expression). */
-export type ValueKind =
-  | 'text'
-  | 'number'
-  | 'date'
-  | 'timestamp'
-  | 'boolean'
-  | 'status'
-  | 'upload'
-  | 'id_list'
-  | 'upload_list'
-  | 'lat_lon'
-  | 'structured_text'
-  | 'opaque';
-
-export interface MatchOperand {
-  pattern: string;
-  caseSensitive: boolean;
-  regexp: boolean;
-}
-
-type Operand =
-  | { type: 'scalar'; value: string | number | boolean }
-  | { type: 'list'; values: string[] }
-  | { type: 'flag'; value: boolean }
-  | { type: 'match'; match: MatchOperand }
-  | { type: 'near'; latitude: number; longitude: number; radius: number };
+export type ValueKind = FilterValueKind;
+export type { MatchOperand } from '@herald/contract';
 
 export interface Condition {
   target: Target;
   kind: ValueKind;
   operator: Operator;
-  operand: Operand;
+  operand: FilterOperand;
   /** The query parameter it came from, e.g. `filter[fields][title][matches]` (for errors). */
   param: string;
 }
@@ -284,58 +264,8 @@ export function parseListParams(raw: Record<string, unknown>): ListParams {
 // ---------------------------------------------------------------------------------------------
 // Resolution against the model: the allow-lists of fields, operators and sort keys.
 
-const NUMERIC_OPS: readonly Operator[] = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'exists'];
-const STRING_OPS: readonly Operator[] = [
-  'eq',
-  'neq',
-  'in',
-  'not_in',
-  'matches',
-  'not_matches',
-  'is_blank',
-  'is_present',
-  'exists',
-];
-const TEXT_OPS: readonly Operator[] = [
-  'matches',
-  'not_matches',
-  'is_blank',
-  'is_present',
-  'exists',
-];
-const LINK_OPS: readonly Operator[] = ['eq', 'neq', 'in', 'not_in', 'exists'];
-const LINKS_OPS: readonly Operator[] = ['eq', 'any_in', 'all_in', 'not_in', 'exists'];
-
-/** docs/api.md, Field filters: operators and comparison kind per field type. */
-const FIELD_TYPES: Readonly<
-  Record<string, { operators: readonly Operator[]; kind: ValueKind; sortable: boolean }>
-> = {
-  boolean: { operators: ['eq'], kind: 'boolean', sortable: true },
-  integer: { operators: NUMERIC_OPS, kind: 'number', sortable: true },
-  float: { operators: NUMERIC_OPS, kind: 'number', sortable: true },
-  date: { operators: NUMERIC_OPS, kind: 'date', sortable: true },
-  date_time: { operators: NUMERIC_OPS, kind: 'timestamp', sortable: true },
-  string: { operators: STRING_OPS, kind: 'text', sortable: true },
-  slug: { operators: ['eq', 'neq', 'in', 'not_in'], kind: 'text', sortable: true },
-  text: { operators: TEXT_OPS, kind: 'text', sortable: false },
-  structured_text: { operators: TEXT_OPS, kind: 'structured_text', sortable: false },
-  link: { operators: LINK_OPS, kind: 'text', sortable: false },
-  file: { operators: LINK_OPS, kind: 'upload', sortable: false },
-  links: { operators: LINKS_OPS, kind: 'id_list', sortable: false },
-  gallery: { operators: LINKS_OPS, kind: 'upload_list', sortable: false },
-  lat_lon: { operators: ['near', 'exists'], kind: 'lat_lon', sortable: false },
-  color: { operators: ['exists'], kind: 'opaque', sortable: false },
-  json: { operators: ['exists'], kind: 'opaque', sortable: false },
-  seo: { operators: ['exists'], kind: 'opaque', sortable: false },
-  video: { operators: ['exists'], kind: 'opaque', sortable: false },
-  rich_text: { operators: [], kind: 'opaque', sortable: false },
-  single_block: { operators: [], kind: 'opaque', sortable: false },
-};
-
-const TIMESTAMP_OPS = NUMERIC_OPS;
-const META_COLUMNS: Readonly<
-  Record<MetaColumn, { operators: readonly Operator[]; kind: ValueKind; sortable: boolean }>
-> = {
+const TIMESTAMP_OPS: readonly Operator[] = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'exists'];
+const META_COLUMNS: Readonly<Record<MetaColumn, FilterSpec>> = {
   id: { operators: ['eq', 'neq', 'in', 'not_in'], kind: 'text', sortable: true },
   _created_at: { operators: TIMESTAMP_OPS, kind: 'timestamp', sortable: true },
   _updated_at: { operators: TIMESTAMP_OPS, kind: 'timestamp', sortable: true },
@@ -354,56 +284,6 @@ const META_COLUMNS: Readonly<
 };
 
 const isMetaColumn = (key: string): key is MetaColumn => Object.hasOwn(META_COLUMNS, key);
-
-/** The official client types mix spellings: accept camelCase for every snake_case name. */
-function normalizeOperator(name: string): string {
-  return name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-}
-
-const ALL_OPERATORS: ReadonlySet<string> = new Set(ITEM_FILTER_OPERATORS);
-
-const STATUSES = new Set(['draft', 'updated', 'published']);
-const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
-const INTEGER = /^-?\d{1,30}$/;
-const FLOAT = /^-?(\d{1,30}(\.\d{0,30})?|\.\d{1,30})(e[+-]?\d{1,3})?$/i;
-
-function validDate(y: string, m: string, d: string): boolean {
-  const year = Number(y);
-  const month = Number(m);
-  const day = Number(d);
-  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
-  return day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
-
-/** An ISO-8601 date-time operand as a canonical UTC string; no zone means UTC (seed rule 5). */
-export function parseDateTime(text: string): string | null {
-  const m = DATE_TIME.exec(text);
-  if (!m) return null;
-  const [, y, mo, d, h, mi, s, frac, zone] = m;
-  if (!validDate(y!, mo!, d!) || Number(h) > 23 || Number(mi) > 59 || Number(s ?? 0) > 59) {
-    return null;
-  }
-  let offsetMinutes = 0;
-  if (zone && zone.toUpperCase() !== 'Z') {
-    const sign = zone.startsWith('-') ? -1 : 1;
-    const digits = zone.slice(1).replace(':', '');
-    const hours = Number(digits.slice(0, 2));
-    const minutes = Number(digits.slice(2));
-    if (hours > 15 || minutes > 59) return null;
-    offsetMinutes = sign * (hours * 60 + minutes);
-  }
-  // setUTCFullYear, not Date.UTC, which reads the years 0–99 as 1900–1999.
-  const date = new Date(0);
-  date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
-  date.setUTCHours(Number(h), Number(mi) - offsetMinutes, Number(s ?? 0), 0);
-  // A zone can carry 0001-01-01 or 9999-12-31 out of the years Postgres and ISO strings hold.
-  if (date.getUTCFullYear() < 1 || date.getUTCFullYear() > 9999) return null;
-  // Sub-millisecond digits are kept by Postgres (microseconds); keep up to 6.
-  const micros = (frac ?? '').slice(1, 7).padEnd(6, '0');
-  return `${date.toISOString().slice(0, 19)}.${micros}Z`;
-}
 
 interface ResolveContext {
   locales: readonly string[];
@@ -443,15 +323,14 @@ export function resolveListQuery(params: ListParams, ctx: ResolveContext): ListQ
         });
       }
       for (const [rawOperator, rawOperand] of entries) {
-        const name = normalizeOperator(rawOperator);
+        const operator = filterOperator(rawOperator);
         const param = `filter[fields][${key}][${rawOperator}]`;
-        if (!ALL_OPERATORS.has(name)) {
+        if (!operator) {
           fail('INVALID_FILTER_FIELDS_PARAM', param, `unknown operator "${rawOperator}"`, {
             field: key,
             operator: rawOperator,
           });
         }
-        const operator = name as Operator;
         if (!spec.operators.includes(operator)) {
           fail(
             'INVALID_FILTER_FIELDS_PARAM',
@@ -462,7 +341,9 @@ export function resolveListQuery(params: ListParams, ctx: ResolveContext): ListQ
             { field: key, operator: rawOperator },
           );
         }
-        const operand = coerceOperand(target, spec.kind, operator, rawOperand, param, rawOperator);
+        const bad = (why: string): never =>
+          fail('INVALID_FILTER_FIELDS_PARAM', param, why, { field: key, operator: rawOperator });
+        const operand = coerceFilterOperand(target, spec.kind, operator, rawOperand, bad);
         conditions.push({ target, kind: spec.kind, operator, operand, param });
       }
     }
@@ -550,17 +431,13 @@ function resolveTarget(
   use: 'filter' | 'order',
 ): {
   target: Target;
-  spec: { operators: readonly Operator[]; kind: ValueKind; sortable: boolean };
+  spec: FilterSpec;
 } {
   const code: ErrorCode = use === 'filter' ? 'INVALID_FILTER_FIELDS_PARAM' : 'INVALID_ORDERING';
   const param = use === 'filter' ? `filter[fields][${key}]` : 'order_by';
   const field = model.fields.find((f) => f.apiKey === key);
   if (field) {
-    const spec = FIELD_TYPES[field.fieldType] ?? {
-      operators: ['exists'] as const,
-      kind: 'opaque' as const,
-      sortable: false,
-    };
+    const spec = fieldTypeFilters(field.fieldType);
     return {
       target: {
         kind: 'field',
@@ -585,178 +462,4 @@ function resolveTarget(
     return { target: { kind: 'meta', column: key }, spec: META_COLUMNS[key] };
   }
   fail(code, param, `model ${model.apiKey} has no field or meta column "${key}"`, { field: key });
-}
-
-function coerceOperand(
-  target: Target,
-  kind: ValueKind,
-  operator: Operator,
-  raw: unknown,
-  param: string,
-  operatorName: string,
-): Operand {
-  const field = target.kind === 'meta' ? target.column : target.apiKey;
-  const bad = (why: string): never =>
-    fail('INVALID_FILTER_FIELDS_PARAM', param, why, { field, operator: operatorName });
-
-  switch (operator) {
-    case 'exists':
-    case 'is_blank':
-    case 'is_present': {
-      if (raw === true || raw === 'true') return { type: 'flag', value: true };
-      if (raw === false || raw === 'false') return { type: 'flag', value: false };
-      return bad('operand must be "true" or "false"');
-    }
-    case 'in':
-    case 'not_in':
-    case 'any_in':
-    case 'all_in':
-      return { type: 'list', values: coerceList(kind, raw, bad) };
-    case 'eq':
-      if (kind === 'id_list' || kind === 'upload_list') {
-        return { type: 'list', values: coerceList(kind, raw, bad) };
-      }
-      return { type: 'scalar', value: coerceScalar(target, kind, raw, bad) };
-    case 'neq':
-    case 'gt':
-    case 'gte':
-    case 'lt':
-    case 'lte':
-      return { type: 'scalar', value: coerceScalar(target, kind, raw, bad) };
-    case 'matches':
-    case 'not_matches': {
-      if (typeof raw === 'string') {
-        const problem = regexCostProblem(raw);
-        if (problem) return bad(`regular expression refused: ${problem}`);
-        return { type: 'match', match: { pattern: raw, caseSensitive: false, regexp: true } };
-      }
-      if (!isObject(raw)) return bad('operand must be {pattern, case_sensitive, regexp}');
-      const options: Record<string, unknown> = {};
-      for (const [key, value] of Object.entries(raw)) options[normalizeOperator(key)] = value;
-      for (const key of Object.keys(options)) {
-        if (!['pattern', 'case_sensitive', 'regexp'].includes(key)) {
-          bad(`unknown key "${key}" (pattern, case_sensitive, regexp)`);
-        }
-      }
-      const pattern = options['pattern'];
-      if (typeof pattern !== 'string') return bad('pattern must be a string');
-      const flag = (key: string, fallback: boolean): boolean => {
-        const value = options[key];
-        if (value === undefined) return fallback;
-        if (value === true || value === 'true') return true;
-        if (value === false || value === 'false') return false;
-        return bad(`${key} must be "true" or "false"`);
-      };
-      const match = {
-        pattern,
-        caseSensitive: flag('case_sensitive', false),
-        regexp: flag('regexp', true),
-      };
-      const problem = match.regexp ? regexCostProblem(pattern) : null;
-      if (problem) return bad(`regular expression refused: ${problem}`);
-      return { type: 'match', match };
-    }
-    case 'near': {
-      if (!isObject(raw)) return bad('operand must be {latitude, longitude, radius}');
-      const number = (key: string, max: number): number => {
-        const value = raw[key];
-        let n = NaN;
-        if (typeof value === 'number') n = value;
-        else if (typeof value === 'string' && FLOAT.test(value)) n = Number(value);
-        if (!Number.isFinite(n) || Math.abs(n) > max) {
-          return bad(`${key} must be a number within ±${max}`);
-        }
-        return n;
-      };
-      const latitude = number('latitude', 90);
-      const longitude = number('longitude', 180);
-      const radius = number('radius', 4e7);
-      if (radius < 0) return bad('radius must be ≥ 0 (metres)');
-      return { type: 'near', latitude, longitude, radius };
-    }
-  }
-}
-
-function coerceList(kind: ValueKind, raw: unknown, bad: (why: string) => never): string[] {
-  let values: unknown[];
-  if (Array.isArray(raw)) values = raw;
-  else if (typeof raw === 'string') values = raw === '' ? [] : raw.split(',');
-  else if (isObject(raw) && Object.keys(raw).every((k) => /^\d+$/.test(k))) {
-    values = Object.values(raw); // qs turns a[1001]=x into an object beyond its array limit
-  } else return bad('operand must be a list (key[]=a&key[]=b, or comma-separated)');
-  if (values.length > FILTER_IDS_MAX) bad(`at most ${FILTER_IDS_MAX} values`);
-  return values.map((value) => {
-    if (typeof value !== 'string') return bad('list elements must be strings');
-    if (kind === 'status' && !STATUSES.has(value)) {
-      return bad(`"${value}" is not a status (draft, updated, published)`);
-    }
-    return value;
-  });
-}
-
-/**
- * The numbers a target holds: what ingest stores in an integer field (safe integers), a float
- * field (finite doubles) and the position column (a Postgres integer). An operand outside them
- * could only ever match nothing (or everything), so it is refused rather than answered.
- */
-function numberDomain(target: Target): { integer: boolean; max: number; name: string } {
-  if (target.kind === 'meta') return { integer: true, max: 2 ** 31 - 1, name: 'position' };
-  if (target.fieldType === 'integer') {
-    return { integer: true, max: Number.MAX_SAFE_INTEGER, name: 'an integer field' };
-  }
-  return { integer: false, max: Number.MAX_VALUE, name: 'a float field' };
-}
-
-function coerceScalar(
-  target: Target,
-  kind: ValueKind,
-  raw: unknown,
-  bad: (why: string) => never,
-): string | number | boolean {
-  if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
-    return bad('operand must be a single value');
-  }
-  const text = String(raw);
-  switch (kind) {
-    case 'boolean':
-      if (text === 'true') return true;
-      if (text === 'false') return false;
-      return bad('operand must be "true" or "false"');
-    case 'number': {
-      const domain = numberDomain(target);
-      if (domain.integer ? !INTEGER.test(text) : !INTEGER.test(text) && !FLOAT.test(text)) {
-        return bad(`"${text}" is not ${domain.integer ? 'an integer' : 'a number'}`);
-      }
-      // position's lower bound is one below -max (a Postgres integer); no position is that low.
-      if (!(Math.abs(Number(text)) <= domain.max)) {
-        return bad(`"${text}" is outside the values of ${domain.name} (±${domain.max})`);
-      }
-      return text;
-    }
-    case 'date': {
-      const m = DATE.exec(text);
-      if (!m || !validDate(m[1]!, m[2]!, m[3]!)) return bad(`"${text}" is not a date YYYY-MM-DD`);
-      return text;
-    }
-    case 'timestamp': {
-      const iso = parseDateTime(text);
-      if (iso === null) {
-        return bad(
-          `"${text}" is not an ISO-8601 date-time (YYYY-MM-DDThh:mm:ss, zone optional) in years 0001–9999`,
-        );
-      }
-      return iso;
-    }
-    case 'status':
-      if (!STATUSES.has(text)) return bad(`"${text}" is not a status (draft, updated, published)`);
-      return text;
-    case 'text':
-    case 'upload':
-    case 'structured_text':
-    case 'opaque':
-    case 'id_list':
-    case 'upload_list':
-    case 'lat_lon':
-      return text;
-  }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDateTime } from './list-query.js';
+import { parseDateTime } from './item-filters.js';
 
 describe('parseDateTime', () => {
   it('keeps the years 0001–0099 (Date.UTC reads them as 1900–1999)', () => {
