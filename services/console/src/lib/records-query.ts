@@ -1,12 +1,5 @@
+import { takesList, typedOperand, type ConditionRow } from './field-conditions.js';
 import type { QueryValue } from './query.js';
-
-/** One row of the records screen's field filters. */
-export interface FieldFilterRow {
-  key: number;
-  field: string;
-  operator: string;
-  value: string;
-}
 
 export interface RecordsQuery {
   model: string;
@@ -14,28 +7,9 @@ export interface RecordsQuery {
   locale: string;
   version: 'published' | 'current';
   orderBy: string;
-  filters: FieldFilterRow[];
+  filters: ConditionRow[];
   offset: number;
   limit: number;
-}
-
-const LIST_OPERATORS = new Set(['in', 'not_in', 'any_in', 'all_in']);
-const PATTERN_OPERATORS = new Set(['matches', 'not_matches']);
-
-/** The operand of one filter row as the query string carries it. */
-function operand(operator: string, value: string): QueryValue {
-  if (LIST_OPERATORS.has(operator)) {
-    return value
-      .split(',')
-      .map((part) => part.trim())
-      .filter((part) => part !== '');
-  }
-  if (PATTERN_OPERATORS.has(operator)) return { pattern: value };
-  if (operator === 'near') {
-    const [latitude = '', longitude = '', radius = ''] = value.split(',').map((x) => x.trim());
-    return { latitude, longitude, radius };
-  }
-  return value;
 }
 
 /** The GET /items query parameters (docs/api.md, GET /items) for the screen's state. */
@@ -46,8 +20,8 @@ export function recordsParams(query: RecordsQuery): Record<string, QueryValue> {
     if (!field || !row.operator) continue;
     // A list operator with nothing listed is still meaningful (`in: []` matches nothing), but a
     // blank value for the others means "not filled in yet".
-    if (row.value === '' && !LIST_OPERATORS.has(row.operator)) continue;
-    (fields[field] ??= {})[row.operator] = operand(row.operator, row.value);
+    if (row.value === '' && !takesList(row.operator)) continue;
+    (fields[field] ??= {})[row.operator] = typedOperand(row.operator, row.value);
   }
   const filter: Record<string, QueryValue> = {};
   if (query.model.trim()) filter['type'] = query.model.trim();

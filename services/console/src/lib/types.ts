@@ -16,6 +16,12 @@ export interface WebhookEventEntry {
   event_types: string[];
   filter?: WebhookFilter | null;
   filters?: WebhookFilter[] | null;
+  /** Extensions, item entries (field-aware matching): absent, null or empty, a key does not narrow. */
+  changed_fields?: string[] | null;
+  locales?: string[] | null;
+  record_status?: string[] | null;
+  /** Conditions on the record's fields: api_key → operator → operand. */
+  fields?: Record<string, Record<string, unknown>> | null;
 }
 
 export interface WebhookAttributes {
@@ -34,6 +40,8 @@ export interface WebhookAttributes {
   redact_headers?: string[];
   /** Extension: the endpoint health policy (rate limit, circuit breaker, disable after failing). */
   delivery_policy?: DeliveryPolicy;
+  /** Extension: the default payload carries `changes`, a JSON Patch from the previous version. */
+  payload_changes?: boolean;
   signing_secret?: string;
   disabled_reason?: string | null;
   disabled_at?: string | null;

@@ -52,9 +52,93 @@ describe('webhook form', () => {
       http_basic_user: 'user',
       http_basic_password: 'pw',
       nested_items_in_payload: true,
+      payload_changes: false,
       auto_retry: false,
       delivery_policy: { circuit_failures: 3 },
     });
+  });
+
+  const contentEntry = {
+    entity_type: 'item',
+    event_types: ['update', 'publish'],
+    changed_fields: ['title', 'slug'],
+    locales: ['it'],
+    record_status: ['published'],
+    fields: {
+      views: { gte: 100, lt: '5000' },
+      title: { matches: { pattern: '^breaking', case_sensitive: false } },
+      tags: { any_in: ['a', 'b'] },
+    },
+  };
+
+  it('round-trips content keys and payload_changes exactly while untouched', () => {
+    const attributes = attributesFromForm(
+      formFromWebhook({
+        ...webhook,
+        payload_changes: true,
+        events: [contentEntry, { ...webhook.events[0]!, locales: null, fields: null }],
+      }),
+    );
+    expect(attributes['payload_changes']).toBe(true);
+    expect(attributes['events']).toEqual([
+      contentEntry,
+      { ...webhook.events[0]!, locales: null, fields: null },
+    ]);
+  });
+
+  it('sends edited content keys, leaving out empty ones and nulling emptied ones', () => {
+    const form = formFromWebhook({ ...webhook, events: [contentEntry] });
+    const entry = form.events[0]!;
+    expect(entry.conditions.map((c) => [c.field, c.operator, c.value])).toEqual([
+      ['views', 'gte', '100'],
+      ['views', 'lt', '5000'],
+      ['title', 'matches', '{"pattern":"^breaking","case_sensitive":false}'],
+      ['tags', 'any_in', 'a, b'],
+    ]);
+    const edited = {
+      ...entry,
+      changedFields: 'title,\nbody ',
+      locales: '',
+      recordStatus: [],
+      conditions: [
+        { ...entry.conditions[0]!, value: '200' },
+        { ...entry.conditions[1]!, operator: 'lte' },
+        { ...entry.conditions[3]!, value: 'a, c' },
+        { key: 99, field: 'title', operator: 'matches', value: '^Hot' },
+        // A new row left blank is no condition.
+        { key: 100, field: '', operator: 'eq', value: '' },
+      ],
+    };
+    expect(attributesFromForm({ ...form, events: [edited] })['events']).toEqual([
+      {
+        entity_type: 'item',
+        event_types: ['update', 'publish'],
+        changed_fields: ['title', 'body'],
+        locales: null,
+        record_status: null,
+        fields: {
+          views: { gte: '200', lte: '5000' },
+          tags: { any_in: ['a', 'c'] },
+          title: { matches: { pattern: '^Hot' } },
+        },
+      },
+    ]);
+    // A new entry sends no content key it was not given.
+    const fresh = attributesFromForm(emptyForm())['events'] as Record<string, unknown>[];
+    expect(Object.keys(fresh[0]!).sort()).toEqual(['entity_type', 'event_types']);
+    const typed = {
+      ...emptyForm().events[0]!,
+      recordStatus: ['draft', 'published'],
+      conditions: [{ key: 1, field: 'views', operator: 'exists', value: 'true' }],
+    };
+    expect(attributesFromForm({ ...emptyForm(), events: [typed] })['events']).toEqual([
+      {
+        entity_type: 'item',
+        event_types: ['publish', 'unpublish'],
+        record_status: ['draft', 'published'],
+        fields: { views: { exists: 'true' } },
+      },
+    ]);
   });
 
   it('sends every key a create needs, null where empty', () => {
@@ -71,6 +155,7 @@ describe('webhook form', () => {
         'http_basic_user',
         'name',
         'nested_items_in_payload',
+        'payload_changes',
         'redact_headers',
         'url',
       ].sort(),
@@ -89,8 +174,10 @@ describe('webhook form', () => {
       redact_headers: ['X-Tenant', 'x-other'],
       http_basic_user: 'user',
       nested_items_in_payload: true,
+      payload_changes: false,
     });
     expect(previewAttributes(form, ' evt-1 ')['event_id']).toBe('evt-1');
+    expect(previewAttributes({ ...form, payloadChanges: true }, '')['payload_changes']).toBe(true);
   });
 
   it('maps a single-filter path to the first filter row', () => {

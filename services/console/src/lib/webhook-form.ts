@@ -1,4 +1,6 @@
+import { CONTENT_ENTRY_KEYS } from '@herald/contract/tables';
 import { policyForm, policyFromForm, type PolicyForm } from './delivery-policy.js';
+import { operandFromText, operandText, type ConditionRow } from './field-conditions.js';
 import type { WebhookAttributes, WebhookEventEntry } from './types.js';
 
 /**
@@ -18,6 +20,12 @@ export interface FilterRow {
   ids: string;
 }
 
+/** One of an item entry's `fields` conditions. */
+export interface EntryCondition extends ConditionRow {
+  /** The operand the webhook holds: sent back as it is while the operator and text are unchanged. */
+  stored?: { operator: string; value: string; operand: unknown };
+}
+
 export interface EventRow {
   key: number;
   entity_type: string;
@@ -25,6 +33,16 @@ export interface EventRow {
   filters: FilterRow[];
   /** The narrowing shape the webhook was sent in: the seed's `filter` or DatoCMS's `filters`. */
   shape: 'filter' | 'filters';
+  /*
+   * Field-aware matching (item entries; docs/api.md, Events and filters): `changed_fields` and
+   * `locales` as typed, comma-separated; `record_status`; `fields` as condition rows.
+   */
+  changedFields: string;
+  locales: string;
+  recordStatus: string[];
+  conditions: EntryCondition[];
+  /** The content keys the entry was loaded with: emptied, they are sent as null, else left out. */
+  loadedContentKeys: readonly string[];
 }
 
 export interface WebhookForm {
@@ -40,6 +58,8 @@ export interface WebhookForm {
   httpBasicUser: string;
   httpBasicPassword: string;
   nestedItemsInPayload: boolean;
+  /** `payload_changes`: the default payload carries `changes` (a JSON Patch). */
+  payloadChanges: boolean;
   autoRetry: boolean;
   /** `delivery_policy` as typed, each key empty for the deployment's default. */
   deliveryPolicy: PolicyForm;
@@ -56,6 +76,27 @@ const SAMPLE_TEMPLATE = `{
   "record": "{{entity.id}}"
 }`;
 
+/** A new events entry, narrowed by nothing. */
+export function newEventRow(entityType: string, eventTypes: string[]): EventRow {
+  return {
+    key: rowKey(),
+    entity_type: entityType,
+    event_types: eventTypes,
+    filters: [],
+    shape: 'filters',
+    ...noContentKeys(),
+    loadedContentKeys: [],
+  };
+}
+
+/** An events entry's content keys, cleared (entries of other entity types take none). */
+export function noContentKeys(): Pick<
+  EventRow,
+  'changedFields' | 'locales' | 'recordStatus' | 'conditions'
+> {
+  return { changedFields: '', locales: '', recordStatus: [], conditions: [] };
+}
+
 export function emptyForm(): WebhookForm {
   return {
     name: '',
@@ -63,20 +104,13 @@ export function emptyForm(): WebhookForm {
     enabled: true,
     headers: [],
     redactHeaders: '',
-    events: [
-      {
-        key: rowKey(),
-        entity_type: 'item',
-        event_types: ['publish', 'unpublish'],
-        filters: [],
-        shape: 'filters',
-      },
-    ],
+    events: [newEventRow('item', ['publish', 'unpublish'])],
     useCustomPayload: false,
     customPayload: SAMPLE_TEMPLATE,
     httpBasicUser: '',
     httpBasicPassword: '',
     nestedItemsInPayload: false,
+    payloadChanges: false,
     autoRetry: true,
     deliveryPolicy: policyForm(undefined),
   };
@@ -106,6 +140,16 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
         })),
         shape:
           Object.hasOwn(entry, 'filter') && !Object.hasOwn(entry, 'filters') ? 'filter' : 'filters',
+        changedFields: (entry.changed_fields ?? []).join(', '),
+        locales: (entry.locales ?? []).join(', '),
+        recordStatus: [...(entry.record_status ?? [])],
+        conditions: Object.entries(entry.fields ?? {}).flatMap(([field, operators]) =>
+          Object.entries(operators).map(([operator, operand]) => {
+            const value = operandText(operator, operand);
+            return { key: rowKey(), field, operator, value, stored: { operator, value, operand } };
+          }),
+        ),
+        loadedContentKeys: CONTENT_ENTRY_KEYS.filter((key) => Object.hasOwn(entry, key)),
       };
     }),
     useCustomPayload: attributes.custom_payload !== null,
@@ -113,6 +157,7 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
     httpBasicUser: attributes.http_basic_user ?? '',
     httpBasicPassword: attributes.http_basic_password ?? '',
     nestedItemsInPayload: attributes.nested_items_in_payload,
+    payloadChanges: attributes.payload_changes ?? false,
     autoRetry: attributes.auto_retry,
     deliveryPolicy: policyForm(attributes.delivery_policy),
   };
@@ -139,7 +184,43 @@ function eventEntry(row: EventRow): WebhookEventEntry {
   }));
   if (row.shape === 'filter' && filters.length === 1) entry.filter = filters[0]!;
   else if (filters.length > 0) entry.filters = filters;
-  return entry;
+  // Content keys: an empty one is left out, or null if the entry had it (the API refuses `[]`).
+  const orNull = <T>(key: string, value: T | null) =>
+    value !== null || row.loadedContentKeys.includes(key) ? { [key]: value } : {};
+  const names = (text: string) => {
+    const list = splitIds(text);
+    return list.length > 0 ? list : null;
+  };
+  const fields = fieldsFromConditions(row.conditions);
+  return {
+    ...entry,
+    ...orNull('changed_fields', names(row.changedFields)),
+    ...orNull('locales', names(row.locales)),
+    ...orNull('record_status', row.recordStatus.length > 0 ? row.recordStatus : null),
+    ...orNull('fields', fields),
+  };
+}
+
+/** An entry's `fields` from its condition rows (null for none); untouched rows as stored. */
+function fieldsFromConditions(
+  rows: readonly EntryCondition[],
+): Record<string, Record<string, unknown>> | null {
+  const fields = new Map<string, Map<string, unknown>>();
+  for (const row of rows) {
+    // A new row left blank is not a condition yet.
+    if (row.field.trim() === '' && row.value.trim() === '') continue;
+    const { stored } = row;
+    const operand =
+      stored && stored.operator === row.operator && stored.value === row.value
+        ? stored.operand
+        : operandFromText(row.operator, row.value);
+    const field = row.field.trim();
+    if (!fields.has(field)) fields.set(field, new Map());
+    fields.get(field)!.set(row.operator, operand);
+  }
+  if (fields.size === 0) return null;
+  // fromEntries defines own keys, whatever they are named (`__proto__` included).
+  return Object.fromEntries([...fields].map(([field, ops]) => [field, Object.fromEntries(ops)]));
 }
 
 /** The attributes a create or update sends (all writable keys: create needs them all). */
@@ -155,6 +236,7 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
     http_basic_password: form.httpBasicPassword === '' ? null : form.httpBasicPassword,
     nested_items_in_payload: form.nestedItemsInPayload,
+    payload_changes: form.payloadChanges,
     auto_retry: form.autoRetry,
     delivery_policy: policyFromForm(form.deliveryPolicy),
   };
@@ -176,6 +258,7 @@ export function previewAttributes(
     redact_headers: splitIds(form.redactHeaders),
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
     nested_items_in_payload: form.nestedItemsInPayload,
+    payload_changes: form.payloadChanges,
   };
   // An existing webhook's id goes in the payload's webhook_id, as delivery would put it.
   if (webhookId) attributes['webhook_id'] = webhookId;

@@ -1,4 +1,3 @@
-import { ITEM_FILTER_OPERATORS } from '@herald/contract/tables';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import {
@@ -13,9 +12,11 @@ import {
   TextInput,
   formatTime,
 } from '../components/ui.js';
+import { ConditionRowEditor } from '../components/condition-row.js';
 import { useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
-import { recordsParams, type FieldFilterRow, type RecordsQuery } from '../lib/records-query.js';
+import type { ConditionRow } from '../lib/field-conditions.js';
+import { recordsParams, type RecordsQuery } from '../lib/records-query.js';
 import { formatRoute } from '../lib/route.js';
 import type { Item } from '../lib/types.js';
 import { rowKey } from '../lib/webhook-form.js';
@@ -33,7 +34,7 @@ const ORDERINGS = [
 ];
 
 function readQuery(params: URLSearchParams): RecordsQuery {
-  let filters: FieldFilterRow[] = [];
+  let filters: ConditionRow[] = [];
   try {
     const parsed = JSON.parse(params.get('fields') ?? '[]') as unknown;
     if (Array.isArray(parsed)) {
@@ -127,7 +128,7 @@ export function Records({ params }: { params: URLSearchParams }) {
 
   const apply = (patch: Partial<RecordsQuery> = {}) =>
     navigate(queryRoute({ ...draft, offset: 0, ...patch }));
-  const setRow = (index: number, patch: Partial<FieldFilterRow>) =>
+  const setRow = (index: number, patch: Partial<ConditionRow>) =>
     setDraft({
       ...draft,
       filters: draft.filters.map((row, i) => (i === index ? { ...row, ...patch } : row)),
@@ -211,40 +212,15 @@ export function Records({ params }: { params: URLSearchParams }) {
             <p class="hint">Field filters need exactly one model above.</p>
           )}
           {draft.filters.map((row, index) => (
-            <div class="filter-row" key={row.key}>
-              <TextInput
-                aria-label={`Filter ${index + 1} field`}
-                placeholder="field api_key"
-                class="mono"
-                value={row.field}
-                onValue={(field) => setRow(index, { field })}
-              />
-              <select
-                aria-label={`Filter ${index + 1} operator`}
-                value={row.operator}
-                onChange={(e) => setRow(index, { operator: e.currentTarget.value })}
-              >
-                <Options values={ITEM_FILTER_OPERATORS} />
-              </select>
-              <TextInput
-                aria-label={`Filter ${index + 1} value`}
-                class="grow"
-                placeholder={
-                  row.operator === 'near' ? 'latitude, longitude, radius' : 'value (lists: a, b)'
-                }
-                value={row.value}
-                onValue={(value) => setRow(index, { value })}
-              />
-              <button
-                type="button"
-                class="button button-small button-quiet"
-                onClick={() =>
-                  setDraft({ ...draft, filters: draft.filters.filter((_, i) => i !== index) })
-                }
-              >
-                Remove
-              </button>
-            </div>
+            <ConditionRowEditor
+              key={row.key}
+              name={`Filter ${index + 1}`}
+              row={row}
+              onChange={(patch) => setRow(index, patch)}
+              onRemove={() =>
+                setDraft({ ...draft, filters: draft.filters.filter((_, i) => i !== index) })
+              }
+            />
           ))}
           <button
             type="button"

@@ -46,6 +46,7 @@ const FIELD_ROOTS = [
   'http_basic_user',
   'http_basic_password',
   'nested_items_in_payload',
+  'payload_changes',
   'auto_retry',
   'payload_api_version',
   'delivery_policy',
@@ -311,6 +312,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
                     <code>{'{{x}}'}</code> escapes for a JSON string, <code>{'{{{x}}}'}</code> is
                     raw. The view is the default payload: <code>entity</code>,{' '}
                     <code>event_type</code>, <code>environment</code>, <code>webhook_call_id</code>…
+                    and <code>changed_fields</code>, the api_keys of the fields that changed.
                   </>
                 }
               >
@@ -338,6 +340,17 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             >
               Expand blocks in the payload's entity
             </Check>
+            <Check
+              name="payload_changes"
+              checked={form.payloadChanges}
+              onChange={(payloadChanges) => update('payload_changes', { payloadChanges })}
+            >
+              <span>
+                Add <code>changes</code>: a JSON Patch (RFC 6902) from the previous version's
+                attributes to the new ones
+              </span>
+            </Check>
+            <FieldErrors problems={[...at('nested_items_in_payload'), ...at('payload_changes')]} />
           </fieldset>
 
           <fieldset class="group">

@@ -1,13 +1,24 @@
 import {
+  CONTENT_ENTRY_KEYS,
   ENVIRONMENT_TYPES,
+  RECORD_STATUSES,
   WEBHOOK_ENTITY_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
 } from '@herald/contract/tables';
+import { ConditionRowEditor } from '../components/condition-row.js';
 import { Check, FieldErrors, Options, TextField, TextInput } from '../components/ui.js';
 import { problemsUnder, type FieldProblem } from '../lib/errors.js';
 import { eventTypesOf, takesFilters } from '../lib/event-types.js';
 import { POLICY_FIELDS, describeMs, type PolicyForm } from '../lib/delivery-policy.js';
-import { rowKey, type EventRow, type FilterRow, type HeaderRow } from '../lib/webhook-form.js';
+import {
+  newEventRow,
+  noContentKeys,
+  rowKey,
+  type EntryCondition,
+  type EventRow,
+  type FilterRow,
+  type HeaderRow,
+} from '../lib/webhook-form.js';
 
 /** Errors about `path` itself and its children, except those under the given sub-paths. */
 function own(problems: readonly FieldProblem[], path: string, except: string[] = []) {
@@ -58,6 +69,7 @@ export function EventsEditor({
                       entity_type: entity,
                       event_types: row.event_types.filter((type) => allowed.includes(type)),
                       filters: takesFilters(entity) ? row.filters : [],
+                      ...(entity === 'item' ? {} : noContentKeys()),
                     });
                   }}
                 >
@@ -68,28 +80,16 @@ export function EventsEditor({
                 <span class="label" id={`ev-${row.key}-types`}>
                   Event types
                 </span>
-                <div class="checks" role="group" aria-labelledby={`ev-${row.key}-types`}>
-                  {available.map((type) => (
-                    <Check
-                      key={type}
-                      name={`events.${index}.event_types`}
-                      value={type}
-                      checked={row.event_types.includes(type)}
-                      onChange={(checked) =>
-                        set(index, {
-                          event_types: checked
-                            ? available.filter((t) => t === type || row.event_types.includes(t))
-                            : row.event_types.filter((t) => t !== type),
-                        })
-                      }
-                    >
-                      {type}
-                    </Check>
-                  ))}
-                </div>
+                <CheckGroup
+                  labelledBy={`ev-${row.key}-types`}
+                  name={`${path}.event_types`}
+                  values={available}
+                  checked={row.event_types}
+                  onChange={(event_types) => set(index, { event_types })}
+                />
               </div>
             </div>
-            <FieldErrors problems={own(problems, path, ['filters'])} />
+            <FieldErrors problems={own(problems, path, ['filters', ...CONTENT_ENTRY_KEYS])} />
             {filterable &&
               row.filters.map((filter, filterIndex) => (
                 <FilterEditor
@@ -108,6 +108,14 @@ export function EventsEditor({
                 />
               ))}
             <FieldErrors problems={problemsUnder(problems, `${path}.filters`, { exact: true })} />
+            {row.entity_type === 'item' && (
+              <ContentKeysEditor
+                row={row}
+                path={path}
+                problems={problems}
+                onChange={(patch) => set(index, patch)}
+              />
+            )}
             <div class="actions">
               {filterable && (
                 <button
@@ -143,16 +151,162 @@ export function EventsEditor({
       <button
         type="button"
         class="button button-small"
-        onClick={() =>
-          onChange([
-            ...rows,
-            { key: rowKey(), entity_type: 'item', event_types: [], filters: [], shape: 'filters' },
-          ])
-        }
+        onClick={() => onChange([...rows, newEventRow('item', [])])}
       >
         Add events entry
       </button>
     </fieldset>
+  );
+}
+
+/** Checkboxes for some of `values`; what is checked is kept in the order of `values`. */
+function CheckGroup({
+  labelledBy,
+  name,
+  values,
+  checked,
+  onChange,
+}: {
+  labelledBy: string;
+  name: string;
+  values: readonly string[];
+  checked: readonly string[];
+  onChange: (checked: string[]) => void;
+}) {
+  return (
+    <div class="checks" role="group" aria-labelledby={labelledBy}>
+      {values.map((value) => (
+        <Check
+          key={value}
+          name={name}
+          value={value}
+          checked={checked.includes(value)}
+          onChange={(on) =>
+            onChange(
+              on
+                ? values.filter((v) => v === value || checked.includes(v))
+                : checked.filter((v) => v !== value),
+            )
+          }
+        >
+          {value}
+        </Check>
+      ))}
+    </div>
+  );
+}
+
+/**
+ * An item entry's field-aware matching (extension, docs/api.md, Events and filters): changed
+ * fields, locales, record status and field conditions, each empty for no narrowing.
+ */
+function ContentKeysEditor({
+  row,
+  path,
+  problems,
+  onChange,
+}: {
+  row: EventRow;
+  path: string;
+  problems: readonly FieldProblem[];
+  onChange: (patch: Partial<EventRow>) => void;
+}) {
+  const id = `ev-${row.key}`;
+  // A condition's errors name its field and operator (`events.0.fields.views.gt`).
+  const conditionProblems = (condition: EntryCondition) => {
+    const field = `${path}.fields.${condition.field.trim()}`;
+    return [
+      ...problemsUnder(problems, field, { exact: true }),
+      ...problemsUnder(problems, `${field}.${condition.operator}`),
+    ];
+  };
+  const claimed = new Set(row.conditions.flatMap(conditionProblems));
+  const setCondition = (index: number, patch: Partial<EntryCondition>) =>
+    onChange({
+      conditions: row.conditions.map((c, i) => (i === index ? { ...c, ...patch } : c)),
+    });
+  return (
+    <div class="content-keys">
+      <p class="hint">
+        Only when the record's content matches (every part given must hold; leave a part empty not
+        to narrow on it).
+      </p>
+      <div class="row-2">
+        <TextField
+          id={`${id}-changed-fields`}
+          label="Changed fields"
+          problems={problemsUnder(problems, `${path}.changed_fields`)}
+          hint="Field api_keys, comma-separated: at least one of them changed."
+          name={`${path}.changed_fields`}
+          class="mono"
+          placeholder="title, slug"
+          value={row.changedFields}
+          onValue={(changedFields) => onChange({ changedFields })}
+        />
+        <TextField
+          id={`${id}-locales`}
+          label="Locales"
+          problems={problemsUnder(problems, `${path}.locales`)}
+          hint="A localized field changed in one of these; the conditions below look at them."
+          name={`${path}.locales`}
+          class="mono"
+          placeholder="en, it"
+          value={row.locales}
+          onValue={(locales) => onChange({ locales })}
+        />
+      </div>
+      <div class="field">
+        <span class="label" id={`${id}-status`}>
+          Record status
+        </span>
+        <CheckGroup
+          labelledBy={`${id}-status`}
+          name={`${path}.record_status`}
+          values={RECORD_STATUSES}
+          checked={row.recordStatus}
+          onChange={(recordStatus) => onChange({ recordStatus })}
+        />
+        <span class="hint">The record's status after the event; none checked: any.</span>
+        <FieldErrors problems={problemsUnder(problems, `${path}.record_status`)} />
+      </div>
+      <div class="field" role="group" aria-labelledby={`${id}-conditions`}>
+        <span class="label" id={`${id}-conditions`}>
+          Field conditions
+        </span>
+        <span class="hint">
+          Each holds on the record after the event, as the records' field filters find it.
+        </span>
+        {row.conditions.map((condition, index) => (
+          <ConditionRowEditor
+            key={condition.key}
+            name={`Condition ${index + 1}`}
+            row={condition}
+            problems={conditionProblems(condition)}
+            onChange={(patch) => setCondition(index, patch)}
+            onRemove={() => onChange({ conditions: row.conditions.filter((_, i) => i !== index) })}
+          />
+        ))}
+        <FieldErrors
+          problems={problemsUnder(problems, `${path}.fields`).filter((p) => !claimed.has(p))}
+        />
+        <div>
+          <button
+            type="button"
+            class="button button-small"
+            onClick={() =>
+              onChange({
+                conditions: [
+                  ...row.conditions,
+                  { key: rowKey(), field: '', operator: 'eq', value: '' },
+                ],
+              })
+            }
+          >
+            Add field condition
+          </button>
+        </div>
+      </div>
+    </div>
   );
 }
 

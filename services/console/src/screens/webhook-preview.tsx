@@ -5,6 +5,7 @@ import {
   BodyView,
   ErrorNote,
   HeadersTable,
+  KeyValueTable,
   Loading,
   Suggestions,
   TextInput,
@@ -128,6 +129,7 @@ export function PreviewPanel({
           </p>
           <h3>Headers</h3>
           <HeadersTable headers={rendered.headers} />
+          {form.payloadChanges && !form.useCustomPayload && <PatchSummary body={rendered.body} />}
           <h3>Body</h3>
           <div data-testid="preview-body">
             <BodyView body={rendered.body} label="Rendered body" />
@@ -135,5 +137,42 @@ export function PreviewPanel({
         </div>
       )}
     </aside>
+  );
+}
+
+/**
+ * The default payload's `changes` (payload_changes: a JSON Patch from the previous version's
+ * attributes), one operation a row, so that its effect shows without reading through the entity.
+ */
+function PatchSummary({ body }: { body: string }) {
+  let changes: unknown;
+  try {
+    changes = (JSON.parse(body) as { changes?: unknown } | null)?.changes;
+  } catch {
+    return null;
+  }
+  if (changes === undefined) return null;
+  const operations = (Array.isArray(changes) ? (changes as unknown[]) : []).filter(
+    (op): op is Record<string, unknown> => typeof op === 'object' && op !== null,
+  );
+  return (
+    <>
+      <h3>Changes</h3>
+      <div data-testid="preview-changes">
+        <KeyValueTable
+          nameClass="mono"
+          empty={
+            changes === null ? 'null: no previous version is known for this event.' : 'No change.'
+          }
+          rows={operations.map(
+            (op) =>
+              [
+                `${String(op['op'])} ${String(op['path'])}`,
+                'value' in op ? <code>{JSON.stringify(op['value'])}</code> : '',
+              ] as const,
+          )}
+        />
+      </div>
+    </>
   );
 }
