@@ -234,7 +234,7 @@ async function main(): Promise<void> {
   const redis = createRedis(REDIS_URL, 'producer', silentLogger());
   const queue = createEventMatchQueue(redis, `herald_bench_${suffix}`, silentLogger());
   const servers: ServerProcess[] = [];
-  const agents: Agent[] = [];
+  let agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   try {
     await migrate(db);
     const { token } = await createToken(db, { name: 'bench', role: 'producer' });
@@ -247,9 +247,13 @@ async function main(): Promise<void> {
     const herald = await ServerProcess.start({ ...serverEnv, BENCH_MODE: 'herald' });
     servers.push(herald);
     // node:http with keep-alive rather than fetch: fetch (undici's web streams) costs ~0.6 ms of
-    // CPU per request on this machine, which the load generator would take from the server.
-    const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-    agents.push(agent);
+    // CPU per request on this machine, which the load generator would take from the server. A
+    // new agent for each run: a connection idle through the runs between could be closing
+    // (keepAliveTimeout) just as it is reused.
+    const freshAgent = () => {
+      agent.destroy();
+      agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    };
     const postBody = (url: string, body: string) =>
       new Promise<void>((resolve, reject) => {
         const request = httpRequest(
@@ -338,6 +342,7 @@ async function main(): Promise<void> {
       const bodies = Array.from({ length: batches }, () =>
         JSON.stringify({ data: Array.from({ length: batch }, itemEvent) }),
       );
+      freshAgent();
       if (PROFILE_DIR) await server.profileStart();
       const nodeBefore = processCpuMicros(server.pid);
       const rate = await measure(batches, batch, (i) => postBody(server.url, bodies[i]!));
@@ -360,7 +365,10 @@ async function main(): Promise<void> {
 
       const pgCpu = await CpuWindow.open(backends(`herald-bench-${suffix}`));
       const redisCpu = await CpuWindow.open(redisPids);
+      // Nothing consumes the queue here: the jobs the run added wait.
+      const jobsBefore = await queue.getWaitingCount();
       const posted = await runServer(herald, 'herald', batch);
+      const jobs = (await queue.getWaitingCount()) - jobsBefore;
       const pgUsed = await pgCpu.close();
       const redisUsed = await redisCpu.close();
 
@@ -426,6 +434,7 @@ async function main(): Promise<void> {
       ]);
       cpuRows.push([
         String(batch),
+        (jobs / batches).toFixed(2),
         perEvent(posted.nodeUsed),
         perEvent(pgUsed),
         perEvent(redisUsed),
@@ -454,10 +463,11 @@ async function main(): Promise<void> {
           ],
           rows,
         ) +
-        `\nCPU µs per event (= per request at batch 1). node: the server process alone (user + system); Postgres: that run's own backends; Redis: every local redis-server; the runs without HTTP: the bench process\n\n` +
+        `\nMatch jobs added per request; CPU µs per event (= per request at batch 1). node: the server process alone (user + system); Postgres: that run's own backends; Redis: every local redis-server; the runs without HTTP: the bench process\n\n` +
         table(
           [
             'batch size',
+            'match jobs per request',
             'POST /events: node',
             'Postgres',
             'Redis',
@@ -474,7 +484,7 @@ async function main(): Promise<void> {
         '\n',
     );
   } finally {
-    for (const agent of agents) agent.destroy();
+    agent.destroy();
     for (const server of servers) await server.stop();
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
