@@ -64,6 +64,9 @@ async function serveHerald(): Promise<{ server: Server; close: () => Promise<voi
     eventMatchQueue,
     deliverQueue,
     enqueueTimeoutMs: 5000,
+    ...(process.env['BENCH_ENQUEUE_WAIT_MS']
+      ? { enqueueWaitForWritesMs: Number(process.env['BENCH_ENQUEUE_WAIT_MS']) }
+      : {}),
   });
   const { server } = await listen(app, {
     port: 0,

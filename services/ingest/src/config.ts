@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { payloadEnv } from '@herald/payload';
-import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
+import { ENQUEUE_WAIT_FOR_WRITES_MS, commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
@@ -11,6 +11,16 @@ export const ingestEnv = {
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
    */
   ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /**
+   * How long POST /events, once its events are committed, waits at most for the writes of the
+   * requests running beside it, so that their ids go to Redis together as one match job; 0: never.
+   */
+  ENQUEUE_WAIT_FOR_WRITES_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(1000)
+    .default(ENQUEUE_WAIT_FOR_WRITES_MS),
   /** SITE_ID: `site_id` of delivered payloads; ingest renders previews with it, as delivery sends. */
   ...payloadEnv,
   /**
