@@ -9,6 +9,7 @@
  *
  * Needs the test Postgres and Redis (BENCH_DATABASE_URL, BENCH_REDIS_URL); works in a schema and
  * a Redis prefix of its own, dropped at the end. BENCH_BATCHES=1,100 runs some batch sizes only;
+ * BENCH_WARMUP_REQUESTS (3000) one-event requests warm each server up first;
  * BENCH_CPU_PROF=<folder> profiles both servers over each measured run (which slows them), writes
  * the profiles there and prints where their time went.
  */
@@ -37,6 +38,8 @@ const SCENARIOS = [
 ].filter(({ batch }) =>
   (process.env['BENCH_BATCHES'] ?? '1,100,1000').split(',').map(Number).includes(batch),
 );
+/** One-event requests sent to each server before anything is measured. */
+const WARMUP_REQUESTS = Number(process.env['BENCH_WARMUP_REQUESTS'] ?? 3_000);
 /** Where to write CPU profiles of the servers; unset: no profiling. */
 const PROFILE_DIR = process.env['BENCH_CPU_PROF'];
 
@@ -318,14 +321,16 @@ async function main(): Promise<void> {
     });
     servers.push(byHand);
 
-    // Warm-up: JIT, connection pools, prepared plans; one-event requests, then batches.
+    // Warm-up: connection pools, prepared plans, and the JIT, whose compiling (on threads of
+    // the server process, so in its CPU) a short run would otherwise measure: one-event
+    // requests, CONCURRENCY in flight, then batches.
     for (const server of [herald, byHand]) {
-      for (let i = 0; i < 200; i++) {
-        await postBody(server.url, JSON.stringify({ data: [itemEvent()] }));
-      }
-      for (let i = 0; i < 20; i++) {
-        await postBody(server.url, JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) }));
-      }
+      await measure(WARMUP_REQUESTS, 1, () =>
+        postBody(server.url, JSON.stringify({ data: [itemEvent()] })),
+      );
+      await measure(20, 50, () =>
+        postBody(server.url, JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) })),
+      );
     }
     if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
