@@ -9,7 +9,8 @@
  *
  * Needs the test Postgres and Redis (BENCH_DATABASE_URL, BENCH_REDIS_URL); works in a schema and
  * a Redis prefix of its own, dropped at the end. BENCH_BATCHES=1,100 runs some batch sizes only;
- * BENCH_WARMUP_REQUESTS (3000) one-event requests warm each server up first;
+ * BENCH_WARMUP_REQUESTS (3000) one-event requests warm each server up first; BENCH_ENQUEUE_WAIT_MS
+ * sets Herald's ENQUEUE_WAIT_FOR_WRITES_MS;
  * BENCH_CPU_PROF=<folder> profiles both servers over each measured run (which slows them), writes
  * the profiles there and prints where their time went.
  */

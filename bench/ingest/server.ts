@@ -7,7 +7,8 @@
  * the ids.
  *
  * Environment: BENCH_MODE, BENCH_SCHEMA, BENCH_SUFFIX, BENCH_DATABASE_URL, BENCH_REDIS_URL;
- * `rows` also BENCH_LOCALE and BENCH_SEARCH_CONFIG. Child → parent: {port} once listening.
+ * `herald` also BENCH_ENQUEUE_WAIT_MS (its ENQUEUE_WAIT_FOR_WRITES_MS, passed on from the
+ * parent's environment); `rows` also BENCH_LOCALE and BENCH_SEARCH_CONFIG. Child → parent: {port} once listening.
  * Parent → child: {cmd:'profile-start'} → {ok}; {cmd:'profile-stop', file} → {summary};
  * {cmd:'exit'}.
  */

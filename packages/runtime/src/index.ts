@@ -36,7 +36,6 @@ export {
   enqueueEventMatches,
   enqueueResend,
   enqueueRetry,
-  ENQUEUE_WAIT_FOR_WRITES_MS,
   EventMatchEnqueuer,
   type EventWrite,
   eventMatchJobId,

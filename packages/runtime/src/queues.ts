@@ -156,9 +156,6 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** How long a request's enqueue waits at most for the writes that ran beside its own. */
-export const ENQUEUE_WAIT_FOR_WRITES_MS = 2;
-
 /** One request's write of events, as the enqueuer follows it (EventMatchEnqueuer.startWrite). */
 export interface EventWrite {
   /** The write committed these ids: enqueue them (resolves once they are in Redis). */
@@ -177,10 +174,10 @@ interface Waiting {
  * Enqueues match jobs for concurrent requests together, as one job (up to MATCH_JOB_EVENTS_MAX
  * ids): a match job's fixed cost (BullMQ's scripts on both sides, a Redis round trip, a worker
  * wake-up) is most of the work of a one-event request. Ids that arrive while an enqueue is on
- * its way to Redis go in the next one; and ids whose request committed while other requests'
- * writes were still running (startWrite) wait for those writes, at most
- * ENQUEUE_WAIT_FOR_WRITES_MS, to go with their ids. At low load each request's ids go at once,
- * alone; each request's promise resolves only once its own ids are in Redis.
+ * its way to Redis go in the next one; and, given a `waitForWritesMs`, ids whose request committed
+ * while other requests' writes were still running (startWrite) wait for those writes, at most
+ * that long, to go with their ids. At low load each request's ids go at once, alone; each
+ * request's promise resolves only once its own ids are in Redis.
  */
 export class EventMatchEnqueuer {
   #waiting: Waiting[] = [];
@@ -195,7 +192,8 @@ export class EventMatchEnqueuer {
   constructor(
     private readonly queue: EventMatchQueue,
     private readonly timeoutMs: number,
-    private readonly waitForWritesMs = ENQUEUE_WAIT_FOR_WRITES_MS,
+    /** 0: never wait for writes (ENQUEUE_WAIT_FOR_WRITES_MS of ingest). */
+    private readonly waitForWritesMs = 0,
   ) {}
 
   /** A request starts writing events: enqueues waiting meanwhile may wait for its ids. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { payloadEnv } from '@herald/payload';
-import { ENQUEUE_WAIT_FOR_WRITES_MS, commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
@@ -14,13 +14,10 @@ export const ingestEnv = {
   /**
    * How long POST /events, once its events are committed, waits at most for the writes of the
    * requests running beside it, so that their ids go to Redis together as one match job; 0: never.
+   * Off by default: fewer match jobs, but the wait cost one client's 4 requests in flight more
+   * throughput than the jobs saved (bench:ingest, services/ingest/README.md).
    */
-  ENQUEUE_WAIT_FOR_WRITES_MS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(1000)
-    .default(ENQUEUE_WAIT_FOR_WRITES_MS),
+  ENQUEUE_WAIT_FOR_WRITES_MS: z.coerce.number().int().min(0).max(1000).default(0),
   /** SITE_ID: `site_id` of delivered payloads; ingest renders previews with it, as delivery sends. */
   ...payloadEnv,
   /**

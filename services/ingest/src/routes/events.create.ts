@@ -20,7 +20,7 @@ export type EventsDeps = ApiAppDeps & {
   enqueueTimeoutMs: number;
   /**
    * How long a committed request's enqueue waits for the writes beside it
-   * (ENQUEUE_WAIT_FOR_WRITES_MS); absent: that variable's default.
+   * (ENQUEUE_WAIT_FOR_WRITES_MS); absent: 0, never.
    */
   enqueueWaitForWritesMs?: number;
 };
