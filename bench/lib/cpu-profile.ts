@@ -50,7 +50,7 @@ function bucketOf(frame: ProfileNode['callFrame']): string {
   return 'other';
 }
 
-export function summarizeProfile(profile: Profile, top = 15): ProfileSummary {
+function summarizeProfile(profile: Profile, top = 15): ProfileSummary {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const self = new Map<number, number>();
   const samples = profile.samples ?? [];
@@ -97,6 +97,6 @@ export class CpuProfiler {
     await this.#session.post('Profiler.disable');
     this.#session.disconnect();
     writeFileSync(file, JSON.stringify(profile));
-    return summarizeProfile(profile as Profile);
+    return summarizeProfile(profile);
   }
 }
