@@ -1,22 +1,31 @@
 /**
  * pnpm bench:ingest — accepted events/s through POST /events (HTTP, validation, one transaction
  * storing the events and the records, enqueue on Redis) for batches of 1, 100 and 1000 item
- * events, side by side with a baseline measured in the same run: the same batches written to the
- * same events table by one hand-written multi-row INSERT per batch through `pg`.
+ * events, side by side with baselines measured in the same run: the same rows written by hand
+ * behind a bare `node:http` server (JSON.parse, one statement through `pg` per request), and
+ * without HTTP the same batches as one multi-row INSERT of the events alone, and as the same rows
+ * by hand. Herald and the `node:http` baseline each run in a process of their own
+ * (bench/ingest/server.ts), so that their CPU per request is theirs alone.
  *
  * Needs the test Postgres and Redis (BENCH_DATABASE_URL, BENCH_REDIS_URL); works in a schema and
- * a Redis prefix of its own, dropped at the end.
+ * a Redis prefix of its own, dropped at the end. BENCH_BATCHES=1,100 runs some batch sizes only;
+ * BENCH_WARMUP_REQUESTS (3000) one-event requests warm each server up first; BENCH_ENQUEUE_WAIT_MS
+ * sets Herald's ENQUEUE_WAIT_FOR_WRITES_MS;
+ * BENCH_CPU_PROF=<folder> profiles both servers over each measured run (which slows them), writes
+ * the profiles there and prints where their time went.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createApp } from '@herald/ingest';
 import { createEventMatchQueue, createRedis } from '@herald/runtime';
 import { createPostgresDb, createToken, migrate, textSearchConfig } from '@herald/store';
-import { silentLogger, testDeps } from '@herald/testkit';
-import { productionHttp } from '../lib/http.js';
+import { silentLogger } from '@herald/testkit';
+import type { ProfileSummary } from '../lib/cpu-profile.js';
+import { sameRowsStatement, type BenchItemEvent } from './same-rows.js';
 
 const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -27,7 +36,13 @@ const SCENARIOS = [
   { batch: 1, events: Number(process.env['BENCH_EVENTS_BATCH_1'] ?? 3_000) },
   { batch: 100, events: Number(process.env['BENCH_EVENTS_BATCH_100'] ?? 30_000) },
   { batch: 1000, events: Number(process.env['BENCH_EVENTS_BATCH_1000'] ?? 30_000) },
-];
+].filter(({ batch }) =>
+  (process.env['BENCH_BATCHES'] ?? '1,100,1000').split(',').map(Number).includes(batch),
+);
+/** One-event requests sent to each server before anything is measured. */
+const WARMUP_REQUESTS = Number(process.env['BENCH_WARMUP_REQUESTS'] ?? 3_000);
+/** Where to write CPU profiles of the servers; unset: no profiling. */
+const PROFILE_DIR = process.env['BENCH_CPU_PROF'];
 
 const suffix = randomBytes(4).toString('hex');
 const schema = `herald_bench_${suffix}`;
@@ -88,9 +103,9 @@ class CpuWindow {
   }
 }
 
-function itemEvent(): Record<string, unknown> {
+function itemEvent(): BenchItemEvent {
   const n = counter++;
-  return {
+  const event = {
     type: 'event',
     id: `bench-${suffix}-${n}`,
     attributes: {
@@ -110,6 +125,7 @@ function itemEvent(): Record<string, unknown> {
       },
     },
   };
+  return event;
 }
 
 /** Runs the tasks with at most CONCURRENCY in flight; returns events/s. */
@@ -125,6 +141,76 @@ async function measure(batches: number, batchSize: number, run: (i: number) => P
   return (batches * batchSize) / seconds;
 }
 
+/** A server of bench/ingest/server.ts in a child process. */
+class ServerProcess {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {}
+
+  get pid(): number {
+    return this.child.pid ?? 0;
+  }
+
+  static async start(env: Record<string, string>): Promise<ServerProcess> {
+    const child = fork(fileURLToPath(new URL('./server.js', import.meta.url)), [], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const port = await new Promise<number>((resolve, reject) => {
+      child.once('message', (m: { port: number }) => resolve(m.port));
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    });
+    return new ServerProcess(child, `http://127.0.0.1:${port}/events`);
+  }
+
+  #ask<T>(message: object): Promise<T> {
+    return new Promise((resolve) => {
+      this.child.once('message', (m: T) => resolve(m));
+      this.child.send(message);
+    });
+  }
+
+  async profileStart(): Promise<void> {
+    await this.#ask({ cmd: 'profile-start' });
+  }
+
+  async profileStop(file: string): Promise<ProfileSummary> {
+    return (await this.#ask<{ summary: ProfileSummary }>({ cmd: 'profile-stop', file })).summary;
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.send({ cmd: 'exit' });
+    await exited;
+  }
+}
+
+const table = (header: string[], body: string[][]) => {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
+  return `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n${body.map(line).join('\n')}\n`;
+};
+
+/** A profile's buckets of at least 1 % of its busy time, in µs per request. */
+function profileTable(summary: ProfileSummary, requests: number): string {
+  const perRequest = (micros: number) => (micros / requests).toFixed(0);
+  const share = (micros: number) => `${((100 * micros) / summary.busyMicros).toFixed(1)} %`;
+  const rows = summary.buckets
+    .filter((bucket) => bucket.micros >= summary.busyMicros / 100)
+    .map((bucket) => [bucket.name, share(bucket.micros), perRequest(bucket.micros)]);
+  rows.push(['busy (all of the above and the rest)', '100 %', perRequest(summary.busyMicros)]);
+  const top = summary.top.map((f) => [f.name, share(f.micros), perRequest(f.micros)]);
+  return (
+    table(['self time by package', 'share', 'µs/request'], rows) +
+    '\n' +
+    table(['self time by function', 'share', 'µs/request'], top)
+  );
+}
+
 async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: DATABASE_URL });
   await admin.connect();
@@ -132,8 +218,8 @@ async function main(): Promise<void> {
   const db = createPostgresDb({
     connectionString: DATABASE_URL,
     searchPath: schema,
-    maxConnections: 10,
-    applicationName: `herald-bench-${suffix}`,
+    maxConnections: 2,
+    applicationName: `herald-bench-setup-${suffix}`,
   });
   const baselinePool = new pg.Pool({
     connectionString: DATABASE_URL,
@@ -150,25 +236,29 @@ async function main(): Promise<void> {
     ).rows.map((row) => row.pid);
   const redisPids = () => Promise.resolve(pidsNamed('redis-server'));
   const redis = createRedis(REDIS_URL, 'producer', silentLogger());
-  const deps = {
-    ...testDeps(db, redis, productionHttp()),
-    redisPrefix: `herald_bench_${suffix}`,
-  };
-  const queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
-  const server = createServer(
-    createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }),
-  );
-  const agents: Agent[] = [];
+  const queue = createEventMatchQueue(redis, `herald_bench_${suffix}`, silentLogger());
+  const servers: ServerProcess[] = [];
+  let agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   try {
     await migrate(db);
     const { token } = await createToken(db, { name: 'bench', role: 'producer' });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/events`;
+    const serverEnv = {
+      BENCH_SCHEMA: schema,
+      BENCH_SUFFIX: suffix,
+      BENCH_DATABASE_URL: DATABASE_URL,
+      BENCH_REDIS_URL: REDIS_URL,
+    };
+    const herald = await ServerProcess.start({ ...serverEnv, BENCH_MODE: 'herald' });
+    servers.push(herald);
     // node:http with keep-alive rather than fetch: fetch (undici's web streams) costs ~0.6 ms of
-    // CPU per request on this machine, which the load generator would take from the server.
-    const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-    agents.push(agent);
-    const postBody = (body: string) =>
+    // CPU per request on this machine, which the load generator would take from the server. A
+    // new agent for each run: a connection idle through the runs between could be closing
+    // (keepAliveTimeout) just as it is reused.
+    const freshAgent = () => {
+      agent.destroy();
+      agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    };
+    const postBody = (url: string, body: string) =>
       new Promise<void>((resolve, reject) => {
         const request = httpRequest(
           url,
@@ -187,7 +277,7 @@ async function main(): Promise<void> {
             response.on('end', () => {
               if (response.statusCode === 202) return resolve();
               const text = Buffer.concat(chunks).toString('utf8');
-              reject(new Error(`POST /events → ${response.statusCode}: ${text.slice(0, 500)}`));
+              reject(new Error(`POST ${url} → ${response.statusCode}: ${text.slice(0, 500)}`));
             });
             response.on('error', reject);
           },
@@ -196,6 +286,7 @@ async function main(): Promise<void> {
         request.end(body);
       });
     await postBody(
+      herald.url,
       JSON.stringify({
         data: {
           type: 'event',
@@ -216,10 +307,6 @@ async function main(): Promise<void> {
         },
       }),
     );
-    // Warm-up: JIT, connection pools, prepared plans.
-    for (let i = 0; i < 20; i++) {
-      await postBody(JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) }));
-    }
 
     // The locale of the environment the events land in, and its text search configuration.
     const { rows: environments } = await db.query<{ locale: string | null }>(
@@ -227,23 +314,73 @@ async function main(): Promise<void> {
     );
     const locale = environments[0]?.locale ?? 'en';
     const searchConfig = textSearchConfig(locale);
+    const byHand = await ServerProcess.start({
+      ...serverEnv,
+      BENCH_MODE: 'rows',
+      BENCH_LOCALE: locale,
+      BENCH_SEARCH_CONFIG: searchConfig,
+    });
+    servers.push(byHand);
+
+    // Warm-up: connection pools, prepared plans, and the JIT, whose compiling (on threads of
+    // the server process, so in its CPU) a short run would otherwise measure: one-event
+    // requests, CONCURRENCY in flight, then batches.
+    for (const server of [herald, byHand]) {
+      await measure(WARMUP_REQUESTS, 1, () =>
+        postBody(server.url, JSON.stringify({ data: [itemEvent()] })),
+      );
+      await measure(20, 50, () =>
+        postBody(server.url, JSON.stringify({ data: Array.from({ length: 50 }, itemEvent) })),
+      );
+    }
+    if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true });
 
     const rows: string[][] = [];
     const cpuRows: string[][] = [];
-    for (const { batch, events } of SCENARIOS) {
-      const batches = Math.max(1, Math.round(events / batch));
+    const profiles: string[] = [];
+    /** POSTs pre-built bodies to a server process: events/s, and its node CPU in µs. */
+    const runServer = async (server: ServerProcess, name: string, batch: number) => {
+      const batches = Math.max(
+        1,
+        Math.round(SCENARIOS.find((s) => s.batch === batch)!.events / batch),
+      );
       // Bodies are built before the clock starts: the load generator shares the CPU.
       const bodies = Array.from({ length: batches }, () =>
         JSON.stringify({ data: Array.from({ length: batch }, itemEvent) }),
       );
-      const cpu = process.cpuUsage();
+      freshAgent();
+      if (PROFILE_DIR) await server.profileStart();
+      const nodeBefore = processCpuMicros(server.pid);
+      const rate = await measure(batches, batch, (i) => postBody(server.url, bodies[i]!));
+      const nodeUsed = processCpuMicros(server.pid) - nodeBefore;
+      if (PROFILE_DIR) {
+        const file = join(PROFILE_DIR, `ingest-${name}-batch-${batch}.cpuprofile`);
+        const summary = await server.profileStop(file);
+        profiles.push(
+          `\n${name}, batches of ${batch} (${batches} requests; profile: ${file})\n\n` +
+            profileTable(summary, batches),
+        );
+      }
+      return { rate, nodeUsed };
+    };
+
+    for (const { batch, events } of SCENARIOS) {
+      const batches = Math.max(1, Math.round(events / batch));
+      const total = batches * batch;
+      const perEvent = (micros: number) => (micros / total).toFixed(0);
+
       const pgCpu = await CpuWindow.open(backends(`herald-bench-${suffix}`));
       const redisCpu = await CpuWindow.open(redisPids);
-      const herald = await measure(batches, batch, (i) => postBody(bodies[i]!));
-      const used = process.cpuUsage(cpu);
+      // Nothing consumes the queue here: the jobs the run added wait.
+      const jobsBefore = await queue.getWaitingCount();
+      const posted = await runServer(herald, 'herald', batch);
+      const jobs = (await queue.getWaitingCount()) - jobsBefore;
       const pgUsed = await pgCpu.close();
       const redisUsed = await redisCpu.close();
-      const total = batches * batch;
+
+      const httpPgCpu = await CpuWindow.open(backends(`herald-bench-http-${suffix}`));
+      const http = await runServer(byHand, 'node-http-same-rows', batch);
+      const httpPgUsed = await httpPgCpu.close();
 
       const baselineBatches = Array.from({ length: batches }, () =>
         Array.from({ length: batch }, itemEvent),
@@ -254,19 +391,17 @@ async function main(): Promise<void> {
         const list = baselineBatches[i]!;
         const params: unknown[] = [];
         const values = list.map((event) => {
-          const attributes = event['attributes'] as Record<string, unknown>;
-          const entity = attributes['entity'] as { id: string };
           const base = params.length;
           params.push(
-            event['id'],
+            event.id,
             'main',
             true,
             'item',
             'create',
-            entity.id,
+            event.attributes.entity.id,
             'article',
-            attributes['occurred_at'],
-            JSON.stringify(entity),
+            event.attributes.occurred_at,
+            JSON.stringify(event.attributes.entity),
           );
           return `(${Array.from({ length: 9 }, (_, k) => `$${base + k + 1}`).join(', ')})`;
         });
@@ -279,95 +414,38 @@ async function main(): Promise<void> {
       const baselineUsed = process.cpuUsage(baselineCpu);
       const baselinePgUsed = await baselinePgCpu.close();
 
-      // The same rows Herald writes for these events, by hand: the event, its record and its
-      // search document (one per locale), in one statement (one round trip, one commit).
+      // The same rows without HTTP: the floor of the work before the 202.
       const rowsBatches = Array.from({ length: batches }, () =>
         Array.from({ length: batch }, itemEvent),
       );
       const rowsCpu = process.cpuUsage();
       const rowsPgCpu = await CpuWindow.open(backends(`herald-bench-baseline-${suffix}`));
       const sameRows = await measure(batches, batch, async (i) => {
-        const list = rowsBatches[i]!;
-        const params: unknown[] = [];
-        const slots = (values: unknown[]) => {
-          const base = params.length;
-          params.push(...values);
-          return `(${values.map((_, k) => `$${base + k + 1}`).join(', ')})`;
-        };
-        const events: string[] = [];
-        const records: string[] = [];
-        const texts: string[] = [];
-        for (const event of list) {
-          const attributes = event['attributes'] as Record<string, unknown>;
-          const entity = attributes['entity'] as {
-            id: string;
-            attributes: { title: string; body: string };
-            meta: { created_at: string; updated_at: string };
-          };
-          events.push(
-            slots([
-              event['id'],
-              'main',
-              true,
-              'item',
-              'create',
-              entity.id,
-              'article',
-              attributes['occurred_at'],
-              JSON.stringify(entity),
-            ]),
-          );
-          records.push(
-            slots([
-              'main',
-              entity.id,
-              'article',
-              JSON.stringify(entity.attributes),
-              entity.meta.created_at,
-              entity.meta.updated_at,
-              event['id'],
-            ]),
-          );
-          const text = slots([
-            'main',
-            entity.id,
-            'current',
-            locale,
-            'article',
-            `${entity.attributes.title}\n${entity.attributes.body}`,
-          ]);
-          texts.push(text.replace(/, (\$\d+)\)$/, `, to_tsvector('${searchConfig}', $1))`));
-        }
-        await baselinePool.query(
-          `WITH e AS (INSERT INTO events (id, environment, is_environment_primary, entity_type,
-               event_type, entity_id, item_type_id, occurred_at, entity)
-             VALUES ${events.join(', ')}),
-           r AS (INSERT INTO records (environment, id, item_type_id, current_attributes,
-               created_at, updated_at, last_event_id)
-             VALUES ${records.join(', ')})
-           INSERT INTO record_texts (environment, record_id, version, locale, item_type_id,
-               document)
-             VALUES ${texts.join(', ')}`,
-          params,
-        );
+        const { text, params } = sameRowsStatement(rowsBatches[i]!, locale, searchConfig);
+        await baselinePool.query(text, params);
       });
       const rowsUsed = process.cpuUsage(rowsCpu);
       const rowsPgUsed = await rowsPgCpu.close();
-      const perEvent = (micros: number) => (micros / total).toFixed(0);
+
       rows.push([
         String(batch),
         String(total),
-        herald.toFixed(0),
+        posted.rate.toFixed(0),
+        http.rate.toFixed(0),
+        (posted.rate / http.rate).toFixed(2),
         baseline.toFixed(0),
-        (herald / baseline).toFixed(2),
+        (posted.rate / baseline).toFixed(2),
         sameRows.toFixed(0),
-        (herald / sameRows).toFixed(2),
+        (posted.rate / sameRows).toFixed(2),
       ]);
       cpuRows.push([
         String(batch),
-        `${perEvent(used.user + used.system)} (${perEvent(used.user)} + ${perEvent(used.system)})`,
+        (jobs / batches).toFixed(2),
+        perEvent(posted.nodeUsed),
         perEvent(pgUsed),
         perEvent(redisUsed),
+        perEvent(http.nodeUsed),
+        perEvent(httpPgUsed),
         perEvent(baselineUsed.user + baselineUsed.system),
         perEvent(baselinePgUsed),
         perEvent(rowsUsed.user + rowsUsed.system),
@@ -375,46 +453,45 @@ async function main(): Promise<void> {
       ]);
     }
 
-    const table = (header: string[], body: string[][]) => {
-      const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-      const line = (cells: string[]) =>
-        `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
-      return `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n${body.map(line).join('\n')}\n`;
-    };
     process.stdout.write(
-      `\nIngest benchmark: ${CONCURRENCY} requests in flight, item create events (3 fields, draft mode)\n\n` +
+      `\nIngest benchmark: ${CONCURRENCY} requests in flight, item create events (3 fields, draft mode)${PROFILE_DIR ? ', servers profiled (rates lowered)' : ''}\n\n` +
         table(
           [
             'batch size',
             'events',
             'POST /events (events/s)',
-            'raw multi-row INSERT (events/s)',
+            'same rows via node:http + pg',
             'ratio',
-            'same rows by hand (events/s)',
+            'raw multi-row INSERT, no HTTP',
+            'ratio',
+            'same rows by hand, no HTTP',
             'ratio',
           ],
           rows,
         ) +
-        `\nCPU µs per event (node: server and load generator, user + system; Postgres: the bench's own backends; Redis: every local redis-server)\n\n` +
+        `\nMatch jobs added per request; CPU µs per event (= per request at batch 1). node: the server process alone (user + system); Postgres: that run's own backends; Redis: every local redis-server; the runs without HTTP: the bench process\n\n` +
         table(
           [
             'batch size',
+            'match jobs per request',
             'POST /events: node',
             'Postgres',
             'Redis',
-            'INSERT baseline: node',
+            'node:http + pg: node',
             'Postgres',
-            'same rows by hand: node',
+            'INSERT: node',
+            'Postgres',
+            'same rows: node',
             'Postgres',
           ],
           cpuRows,
         ) +
+        profiles.join('') +
         '\n',
     );
   } finally {
-    for (const agent of agents) agent.destroy();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    agent.destroy();
+    for (const server of servers) await server.stop();
     await queue.obliterate({ force: true }).catch(() => undefined);
     await queue.close();
     await redis.quit();

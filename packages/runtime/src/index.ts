@@ -37,6 +37,7 @@ export {
   enqueueResend,
   enqueueRetry,
   EventMatchEnqueuer,
+  type EventWrite,
   eventMatchJobId,
   queuePrefix,
   requeueEventMatches,

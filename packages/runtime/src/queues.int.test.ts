@@ -39,6 +39,39 @@ describe('EventMatchEnqueuer', () => {
     expect((await queue.getJobCounts('waiting')).waiting).toBe(3);
   });
 
+  it('waits for the writes running beside a commit, and sends their ids with it as one job', async () => {
+    const queue = openQueue();
+    // A wait longer than any test: only the writes ending can release the enqueues.
+    const enqueuer = new EventMatchEnqueuer(queue, 2000, 60_000);
+    await queue.waitUntilReady();
+    const a = enqueuer.startWrite();
+    const b = enqueuer.startWrite();
+    const c = enqueuer.startWrite();
+    let aDone = false;
+    const aEnqueued = a.enqueue(['a1']).then(() => (aDone = true));
+    // A write starting after a's commit is not waited for.
+    const late = enqueuer.startWrite();
+    const bEnqueued = b.enqueue(['b1', 'b2']);
+    expect(aDone).toBe(false);
+    // A write that fails (or stores nothing) releases the others too.
+    c.end();
+    await Promise.all([aEnqueued, bEnqueued]);
+    const jobs = await queue.getJobs(['waiting']);
+    expect(jobs.map((job) => job.data.eventIds)).toEqual([['a1', 'b1', 'b2']]);
+    late.end();
+  });
+
+  it('waits for the writes beside it at most its wait', async () => {
+    const queue = openQueue();
+    const enqueuer = new EventMatchEnqueuer(queue, 2000, 20);
+    await queue.waitUntilReady();
+    const slow = enqueuer.startWrite();
+    await enqueuer.startWrite().enqueue(['a1']);
+    expect((await queue.getJobs(['waiting'])).map((job) => job.data.eventIds)).toEqual([['a1']]);
+    await slow.enqueue(['s1']);
+    expect((await queue.getJobCounts('waiting')).waiting).toBe(2);
+  });
+
   it('rejects every request of a group when Redis cannot take it, and is not stuck after', async () => {
     // Nothing listens on port 1: every enqueue fails fast.
     const down = new Redis('redis://127.0.0.1:1', {

@@ -156,53 +156,114 @@ function chunks<T>(list: readonly T[], size: number): T[][] {
   return out;
 }
 
+/** One request's write of events, as the enqueuer follows it (EventMatchEnqueuer.startWrite). */
+export interface EventWrite {
+  /** The write committed these ids: enqueue them (resolves once they are in Redis). */
+  enqueue(eventIds: readonly string[]): Promise<void>;
+  /** The write failed or stored nothing to enqueue. */
+  end(): void;
+}
+
+interface Waiting {
+  ids: readonly string[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /**
- * Enqueues match jobs for concurrent requests together: while one enqueue is on its way to Redis,
- * the ids of the requests that finish meanwhile wait and go in the next one, as one job (up to
- * MATCH_JOB_EVENTS_MAX ids). At low load each request's ids go at once, alone; under load many
- * small requests share one Redis round trip and one match job, whose fixed cost (the BullMQ
- * scripts on both sides, a worker wake-up) is most of the work of a one-event request.
+ * Enqueues match jobs for concurrent requests together, as one job (up to MATCH_JOB_EVENTS_MAX
+ * ids): a match job's fixed cost (BullMQ's scripts on both sides, a Redis round trip, a worker
+ * wake-up) is most of the work of a one-event request. Ids that arrive while an enqueue is on
+ * its way to Redis go in the next one; and, given a `waitForWritesMs`, ids whose request committed
+ * while other requests' writes were still running (startWrite) wait for those writes, at most
+ * that long, to go with their ids. At low load each request's ids go at once, alone; each
+ * request's promise resolves only once its own ids are in Redis.
  */
 export class EventMatchEnqueuer {
-  #waiting: { ids: readonly string[]; resolve: () => void; reject: (error: unknown) => void }[] =
-    [];
+  #waiting: Waiting[] = [];
   #sending = false;
+  /** Writes in flight, by start number. */
+  readonly #writes = new Set<number>();
+  #started = 0;
+  /** The waiting group goes once the writes started before its first ids have ended. */
+  #waitsFor = -1;
+  #deadline: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly queue: EventMatchQueue,
     private readonly timeoutMs: number,
+    /** 0: never wait for writes (ENQUEUE_WAIT_FOR_WRITES_MS of ingest). */
+    private readonly waitForWritesMs = 0,
   ) {}
+
+  /** A request starts writing events: enqueues waiting meanwhile may wait for its ids. */
+  startWrite(): EventWrite {
+    const number = this.#started++;
+    this.#writes.add(number);
+    return {
+      enqueue: (eventIds) => {
+        this.#writes.delete(number);
+        return this.enqueue(eventIds);
+      },
+      end: () => {
+        if (this.#writes.delete(number)) this.#next();
+      },
+    };
+  }
 
   /** Resolves once these ids are in Redis; rejects as enqueueEventMatches would. */
   enqueue(eventIds: readonly string[]): Promise<void> {
-    if (eventIds.length === 0) return Promise.resolve();
-    const done = new Promise<void>((resolve, reject) => {
-      this.#waiting.push({ ids: eventIds, resolve, reject });
-    });
-    if (!this.#sending) void this.#send();
+    const done = this.#add(eventIds);
+    this.#next();
     return done;
   }
 
-  async #send(): Promise<void> {
-    this.#sending = true;
-    try {
-      while (this.#waiting.length > 0) {
-        const group = this.#waiting;
-        this.#waiting = [];
-        try {
-          await enqueueEventMatches(
-            this.queue,
-            group.flatMap((entry) => entry.ids),
-            this.timeoutMs,
-          );
-          for (const entry of group) entry.resolve();
-        } catch (error) {
-          for (const entry of group) entry.reject(error);
-        }
+  #add(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length === 0) return Promise.resolve();
+    if (this.#waiting.length === 0 && this.waitForWritesMs > 0) {
+      this.#waitsFor = this.#started - 1;
+      if (this.#writes.size > 0) {
+        this.#deadline = setTimeout(() => {
+          this.#deadline = undefined;
+          this.#waitsFor = -1;
+          this.#next();
+        }, this.waitForWritesMs);
+        this.#deadline.unref();
       }
-    } finally {
-      this.#sending = false;
     }
+    return new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ ids: eventIds, resolve, reject });
+    });
+  }
+
+  /** Sends the waiting group unless an enqueue is on its way or writes it waits for run. */
+  #next(): void {
+    if (this.#sending || this.#waiting.length === 0) return;
+    for (const number of this.#writes) if (number <= this.#waitsFor) return;
+    clearTimeout(this.#deadline);
+    this.#deadline = undefined;
+    const group = this.#waiting;
+    this.#waiting = [];
+    this.#sending = true;
+    enqueueEventMatches(
+      this.queue,
+      group.flatMap((entry) => entry.ids),
+      this.timeoutMs,
+    )
+      .then(
+        () => {
+          for (const entry of group) entry.resolve();
+        },
+        (error: unknown) => {
+          for (const entry of group) entry.reject(error);
+        },
+      )
+      .finally(() => {
+        this.#sending = false;
+        // Ids that came meanwhile waited for this enqueue, not for writes.
+        this.#waitsFor = -1;
+        this.#next();
+      });
   }
 }
 

@@ -26,6 +26,8 @@ export type IngestDeps = EventsDeps & {
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
   const ssrfAllowCidrs = deps.ssrfAllowCidrs ?? [];
+  // First: POST /events is the hot route, and every route before it is tried on each request.
+  router.use(eventsRouter(deps));
   // Before webhooksRouter, so that /webhooks/preview is never read as a webhook id.
   router.use(
     webhookPreviewRouter({
@@ -38,7 +40,6 @@ export function ingestRouter(deps: IngestDeps): Router {
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));
   router.use(webhookCallsRouter(deps));
   router.use(bulkJobsRouter(deps));
-  router.use(eventsRouter(deps));
   return router;
 }
 

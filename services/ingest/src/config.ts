@@ -11,6 +11,13 @@ export const ingestEnv = {
    * with Redis down) the events stay stored and the delivery service's sweeper enqueues them.
    */
   ENQUEUE_TIMEOUT_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /**
+   * How long POST /events, once its events are committed, waits at most for the writes of the
+   * requests running beside it, so that their ids go to Redis together as one match job; 0: never.
+   * Off by default: fewer match jobs, but the wait cost one client's 4 requests in flight more
+   * throughput than the jobs saved (bench:ingest, services/ingest/README.md).
+   */
+  ENQUEUE_WAIT_FOR_WRITES_MS: z.coerce.number().int().min(0).max(1000).default(0),
   /** SITE_ID: `site_id` of delivered payloads; ingest renders previews with it, as delivery sends. */
   ...payloadEnv,
   /**

@@ -61,6 +61,7 @@ async function main(): Promise<void> {
     eventMatchQueue,
     deliverQueue,
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
+    enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
     db,
     redis,
     logger,

@@ -11,6 +11,7 @@ import { EnvironmentResolver, selectEnvironment } from './environments.js';
 import { errorHandler } from './errors.js';
 import { checkAccept, checkApiVersion, checkContentType } from './headers.js';
 import { healthRouter } from './health.js';
+import { jsonBody } from './json-body.js';
 import { findJsonProblem } from './json-walk.js';
 import { parseQueryString } from './query.js';
 import { RateLimiter, type RateLimits } from './rate-limit.js';
@@ -154,12 +155,7 @@ export function createApiApp(
   app.use(checkApiVersion);
   app.use(selectEnvironment(environments));
   app.use(checkContentType);
-  app.use(
-    express.json({
-      limit: deps.http.bodyLimitBytes,
-      type: ['application/json', 'application/vnd.api+json'],
-    }),
-  );
+  app.use(jsonBody(deps.http.bodyLimitBytes));
   app.use(checkBody);
   for (const router of routers) app.use(router);
   app.use(notFound);

@@ -1,7 +1,8 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from '@herald/contract';
 
-const JSON_TYPES = ['application/json', 'application/vnd.api+json'];
+/** The media types of JSON bodies and answers. */
+export const JSON_TYPES = ['application/json', 'application/vnd.api+json'];
 
 /** True when an Accept header admits a JSON response. Missing and `*\/*` are fine. */
 export function acceptsJson(accept: string | undefined): boolean {

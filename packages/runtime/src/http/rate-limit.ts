@@ -15,24 +15,72 @@ export interface RateLimitResult {
   exceeded: boolean;
 }
 
-// A fixed window per key, opened by its first request: one round trip, atomic.
+/** The most requests one lease lets a process answer without asking Redis. */
+export const RATE_LIMIT_LEASE_MAX = 100;
+/** A lease takes at most this fraction of what the window has left: near the limit, one. */
+const RATE_LIMIT_LEASE_SHARE = 1 / 16;
+/** Keys whose lease a process keeps at most (a flood of client addresses cannot grow it more). */
+const LEASES_MAX = 10_000;
+
+// A fixed window per key, opened by its first request, counting the requests granted to the
+// processes: one round trip, atomic. While the window has room, a grant is a lease of up to
+// ARGV[3] requests (never past the limit); once it is full, the request is counted alone and
+// refused (count > limit).
 const SCRIPT = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local limit = tonumber(ARGV[2])
+local free = limit - tonumber(redis.call('GET', KEYS[1]) or '0')
+local grant = 1
+if free > 0 then
+  grant = math.max(1, math.min(tonumber(ARGV[3]), math.floor(free * tonumber(ARGV[4]))))
+end
+local n = redis.call('INCRBY', KEYS[1], grant)
+if n == grant then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {n, ttl}`;
+return {n, ttl, grant}`;
 
 type RateLimitRedis = Redis & {
-  heraldRateLimitHit(key: string, windowMs: number): Promise<unknown>;
+  heraldRateLimitLease(
+    key: string,
+    windowMs: number,
+    limit: number,
+    leaseMax: number,
+    leaseShare: number,
+  ): Promise<unknown>;
 };
 
+/** What a process holds of one key's window. */
+interface Lease {
+  /** Requests of the lease not answered yet. */
+  left: number;
+  /** The window's count in Redis when the lease was granted (this lease included). */
+  counted: number;
+  /** Local time by which the window has ended in Redis (its TTL, from before the ask). */
+  endsAt: number;
+}
+
 /**
- * Counts requests in Redis so the limit holds across replicas. When Redis is unreachable the
- * request is let through (returns undefined): rate limiting must not turn an outage into refusals
- * of work that Postgres can still accept.
+ * Counts requests in Redis so the limit holds across replicas, in leases: a process asks Redis
+ * for up to RATE_LIMIT_LEASE_MAX requests at once (at most RATE_LIMIT_LEASE_SHARE of what the
+ * window has left, so one at a time near the limit) and answers them from memory until the lease
+ * is spent or the window ends. Redis never grants past the limit, so the processes together
+ * never let more than the limit through in a window; the cost is on the other side: requests a
+ * process leased and did not use are lost to the others until the window ends (at most one
+ * lease per process, RATE_LIMIT_LEASE_MAX and 1/16 of the window's room when it was taken). A
+ * window found full is remembered until it ends: refusals need no round trip either.
+ *
+ * When Redis is unreachable and the process holds no lease, the request is let through (returns
+ * undefined): rate limiting must not turn an outage into refusals of work that Postgres can
+ * still accept.
  */
 export class RateLimiter {
+  readonly #leases = new Map<string, Lease>();
+  /**
+   * A key's ask to Redis in flight (one at a time): requests meanwhile wait for its lease. It
+   * resolves false when Redis did not answer.
+   */
+  readonly #asking = new Map<string, Promise<boolean>>();
+
   constructor(
     private readonly redis: Redis,
     private readonly limits: RateLimits,
@@ -40,8 +88,8 @@ export class RateLimiter {
   ) {
     // EVALSHA (ioredis falls back to EVAL once per connection): with plain EVAL Redis hashes the
     // script text on every request.
-    if (!('heraldRateLimitHit' in redis)) {
-      redis.defineCommand('heraldRateLimitHit', { numberOfKeys: 1, lua: SCRIPT });
+    if (!('heraldRateLimitLease' in redis)) {
+      redis.defineCommand('heraldRateLimitLease', { numberOfKeys: 1, lua: SCRIPT });
     }
   }
 
@@ -51,21 +99,73 @@ export class RateLimiter {
 
   async hit(key: string, role: Role | 'anonymous'): Promise<RateLimitResult | undefined> {
     const limit = this.limitFor(role);
+    for (;;) {
+      const held = this.#fromLease(key, limit);
+      if (held) return held;
+      const asking = this.#asking.get(key);
+      if (!asking) break;
+      // Redis did not answer the ask: let this request through too, as the asker's was.
+      if (!(await asking)) return undefined;
+    }
+    let settle!: (leased: boolean) => void;
+    this.#asking.set(key, new Promise((resolve) => (settle = resolve)));
+    try {
+      const result = await this.#ask(key, limit);
+      settle(result !== undefined);
+      return result;
+    } finally {
+      this.#asking.delete(key);
+    }
+  }
+
+  /** The answer from the lease held for `key`, if it holds one for this request. */
+  #fromLease(key: string, limit: number): RateLimitResult | undefined {
+    const lease = this.#leases.get(key);
+    if (!lease) return undefined;
+    const now = Date.now();
+    if (lease.endsAt <= now) {
+      this.#leases.delete(key);
+      return undefined;
+    }
+    const resetSeconds = Math.max(1, Math.ceil((lease.endsAt - now) / 1000));
+    if (lease.counted > limit) return { limit, remaining: 0, resetSeconds, exceeded: true };
+    if (lease.left === 0) return undefined;
+    lease.left--;
+    return { limit, remaining: limit - lease.counted + lease.left, resetSeconds, exceeded: false };
+  }
+
+  async #ask(key: string, limit: number): Promise<RateLimitResult | undefined> {
+    const asked = Date.now();
     let reply: unknown;
     try {
-      reply = await (this.redis as RateLimitRedis).heraldRateLimitHit(
+      reply = await (this.redis as RateLimitRedis).heraldRateLimitLease(
         `${this.prefix}${key}`,
         this.limits.windowMs,
+        limit,
+        RATE_LIMIT_LEASE_MAX,
+        RATE_LIMIT_LEASE_SHARE,
       );
     } catch {
       return undefined;
     }
-    const [count, ttl] = reply as [number, number];
+    const [counted, ttl, grant] = reply as [number, number, number];
+    const exceeded = counted > limit;
+    // The lease, minus this request; none when the window is full (the refusal is remembered).
+    const left = exceeded ? 0 : grant - 1;
+    if (!this.#leases.has(key) && this.#leases.size >= LEASES_MAX) this.#prune();
+    this.#leases.set(key, { left, counted, endsAt: asked + ttl });
     return {
       limit,
-      remaining: Math.max(0, limit - count),
+      remaining: exceeded ? 0 : limit - counted + left,
       resetSeconds: Math.max(1, Math.ceil(ttl / 1000)),
-      exceeded: count > limit,
+      exceeded,
     };
+  }
+
+  /** Drops the leases of ended windows, or all of them if that is not enough. */
+  #prune(): void {
+    const now = Date.now();
+    for (const [key, lease] of this.#leases) if (lease.endsAt <= now) this.#leases.delete(key);
+    if (this.#leases.size >= LEASES_MAX) this.#leases.clear();
   }
 }

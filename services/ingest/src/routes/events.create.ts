@@ -5,6 +5,7 @@ import {
   context,
   type ApiAppDeps,
   type EventMatchQueue,
+  type EventWrite,
 } from '@herald/runtime';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
@@ -17,6 +18,11 @@ export type EventsDeps = ApiAppDeps & {
   eventMatchQueue: EventMatchQueue;
   /** How long POST /events waits for Redis before leaving the enqueue to the sweeper. */
   enqueueTimeoutMs: number;
+  /**
+   * How long a committed request's enqueue waits for the writes beside it
+   * (ENQUEUE_WAIT_FOR_WRITES_MS); absent: 0, never.
+   */
+  enqueueWaitForWritesMs?: number;
 };
 
 /** Counts a rejected batch, labelling each event by its types when they are valid values. */
@@ -48,15 +54,22 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
   // Environments and models of recent batches: item batches skip the pre-read (the write
   // re-checks them, see BatchContextCache).
   const contextCache = new BatchContextCache();
-  // Requests finishing together share an enqueue (and a match job).
-  const enqueuer = new EventMatchEnqueuer(deps.eventMatchQueue, deps.enqueueTimeoutMs);
+  // Requests finishing together share an enqueue (and a match job); one that commits while
+  // others write waits for them, briefly.
+  const enqueuer = new EventMatchEnqueuer(
+    deps.eventMatchQueue,
+    deps.enqueueTimeoutMs,
+    deps.enqueueWaitForWritesMs,
+  );
   return async (req, res, next) => {
     try {
       const body: unknown = req.body;
       let result;
+      let write: EventWrite | undefined;
       try {
         const events = validateEventsBody(body);
         metrics.batchSize.observe(events.length);
+        write = enqueuer.startWrite();
         result = await acceptEvents(
           deps.db,
           events,
@@ -65,9 +78,11 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
           contextCache,
         );
       } catch (error) {
+        write?.end();
         if (error instanceof ApiError && error.status === 422) countRejected(deps, body);
         throw error;
       }
+      const enqueued = write.enqueue(result.acceptedIds);
       if (result.environmentsChanged) deps.environments?.invalidate();
       // One inc per label set, not per event (a batch is usually one or two label sets).
       const tally = new Map<string, { labels: Record<string, string>; count: number }>();
@@ -86,7 +101,7 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
       }
       for (const { labels, count } of tally.values()) metrics.events.inc(labels, count);
       try {
-        await enqueuer.enqueue(result.acceptedIds);
+        await enqueued;
       } catch (error) {
         metrics.enqueueFailures.inc();
         log.warn(
