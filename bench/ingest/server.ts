@@ -79,6 +79,8 @@ async function serveHerald(): Promise<{ server: Server; close: () => Promise<voi
     server,
     close: async () => {
       await eventMatchQueue.close();
+      // Nothing is delivered during the bench, but the queue wrote its meta key: none is left.
+      await deliverQueue.obliterate({ force: true }).catch(() => undefined);
       await deliverQueue.close();
       await redis.quit();
       await db.close();

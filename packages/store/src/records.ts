@@ -211,7 +211,8 @@ export async function captureItemVersions(
                                ELSE 'draft' END END
      FROM json_to_recordset($1::json) AS x(event_id text, environment text, id text,
        event_type text, mode text)
-     LEFT JOIN records r ON r.environment = x.environment AND r.id = x.id AND NOT r.is_block
+     -- One lookup by key per event, as herald_write_item_batch does (migration 022).
+     LEFT JOIN LATERAL herald_stored_record(x.environment, x.id) r ON true
      WHERE e.id = x.event_id`,
     [JSON.stringify(rows)],
   );
