@@ -673,12 +673,14 @@ function monthBounds(query: WebhookCallListQuery, params: unknown[]): string[] {
   const bounds: string[] = [];
   const { created_at: created, last_sent_at: sent, next_retry_at: retry } = query.range ?? {};
   if (created?.gt) bounds.push(`(id >= ${first(bind(params, created.gt))} OR id < ${2 ** 36})`);
-  const before = [created?.lt, sent?.lt, retry?.lt].flatMap((date, i) =>
-    date ? [i === 0 ? date : new Date(date.getTime() + 86_400_000)] : [],
+  // Dates created_at is before: its own bound, and the others' plus the day of margin.
+  const withMargin = (date?: Date) => date && new Date(date.getTime() + 86_400_000);
+  const ends = [created?.lt, withMargin(sent?.lt), withMargin(retry?.lt)].filter(
+    (date): date is Date => date !== undefined,
   );
-  if (before.length) {
-    const latest = new Date(Math.min(...before.map((date) => date.getTime())));
-    bounds.push(`id < ${first(`(${bind(params, latest)}::timestamptz + interval '1 month')`)}`);
+  if (ends.length) {
+    const end = new Date(Math.min(...ends.map((date) => date.getTime())));
+    bounds.push(`id < ${first(`(${bind(params, end)}::timestamptz + interval '1 month')`)}`);
   }
   return bounds;
 }
