@@ -4,7 +4,10 @@
  * other. No zod, ipaddr.js or node: module may be reached from here (tables.test.ts checks it).
  */
 export {
+  BATCH_LIMITS,
+  COALESCED_ENTITY_TYPES,
   CONTENT_ENTRY_KEYS,
+  DELIVERY_ORDERS,
   ENVIRONMENT_TYPES,
   RECORD_STATUSES,
   UNFILTERED_ENTITY_TYPES,
@@ -12,8 +15,10 @@ export {
   WEBHOOK_EVENT_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   isWebhookEntityType,
+  type DeliveryOrder,
   type DeliveryPolicy,
   type RecordStatus,
+  type WebhookBatch,
   type WebhookEntityType,
   type WebhookEventEntry,
   type WebhookFilter,

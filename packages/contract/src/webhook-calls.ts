@@ -34,6 +34,11 @@ export interface WebhookCallResource {
     status: WebhookCallStatus;
     failure_reason: string | null;
     event_id: string;
+    /**
+     * Extension, flow control: the events the call carries, in the producer's order (more than
+     * one when it coalesces or batches); `[event_id]` for every other call.
+     */
+    event_ids: string[];
   };
   relationships: { webhook: { data: { type: 'webhook'; id: string } } };
 }

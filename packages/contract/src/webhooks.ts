@@ -121,3 +121,36 @@ export interface DeliveryPolicy {
   circuit_cooldown_ms?: number | null;
   disable_after_failing_ms?: number | null;
 }
+
+/**
+ * Flow control (extension; docs/api.md, Flow control): `per_entity` delivers a webhook's calls of
+ * one entity strictly in the producer's event order, one at a time; `any` (the default) lets
+ * them go as they come.
+ */
+export const DELIVERY_ORDERS = ['any', 'per_entity'] as const;
+export type DeliveryOrder = (typeof DELIVERY_ORDERS)[number];
+
+/** A webhook's batching (extension): the events of `window_ms` go as one call of ≤ max_events. */
+export interface WebhookBatch {
+  window_ms: number;
+  max_events: number;
+}
+
+/** The bounds of `batch` (docs/api.md, Flow control). */
+export const BATCH_LIMITS = {
+  window_ms: { min: 10, max: 600_000 },
+  max_events: { min: 1, max: 1_000, default: 100 },
+} as const;
+
+/**
+ * The entity types whose events carry a state of their entity, which a newer event replaces:
+ * only these are coalesced. The others (deploys, cache tag invalidations, notices…) each say
+ * something of their own and always get their own call (or batch entry).
+ */
+export const COALESCED_ENTITY_TYPES: readonly WebhookEntityType[] = [
+  'item',
+  'item_type',
+  'upload',
+  'environment',
+  'maintenance_mode',
+];

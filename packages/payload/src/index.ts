@@ -1,7 +1,9 @@
 export { HERALD_USER_AGENT, HERALD_VERSION, payloadEnv } from './identity.js';
 export type { ModelSource } from './payload.js';
+export { callContent, mergeEvents, type CallContent } from './flow.js';
 export {
   renderDeliveryRequest,
+  type BatchEntry,
   type DeliveryRequest,
   type DeliveryRequestInput,
   type RenderedWebhook,

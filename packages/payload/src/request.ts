@@ -1,7 +1,12 @@
 import type { Queryable, StoredEvent, WebhookRecord } from '@herald/store';
 import { describeChanges } from '@herald/contract';
-import { jsonPatch } from './changes.js';
-import { buildDefaultPayload, serializeEntity, type ModelSource } from './payload.js';
+import { jsonPatch, type JsonPatchOperation } from './changes.js';
+import {
+  buildDefaultPayload,
+  serializeEntity,
+  type DefaultPayload,
+  type ModelSource,
+} from './payload.js';
 import { redactHeaders } from './redact-headers.js';
 import { renderCustomPayload, renderUrl } from './render.js';
 
@@ -21,7 +26,13 @@ export type RenderedWebhook = Pick<
 
 export interface DeliveryRequestInput {
   webhook: RenderedWebhook;
+  /** The event the call sends (for a coalesced call, its events merged: callContent). */
   event: StoredEvent;
+  /**
+   * A batch's entries (callContent), in order: the payload lists them all in `events`, and its
+   * other keys are the last one's. Absent or null: not a batch.
+   */
+  entries?: readonly StoredEvent[] | null;
   callId: string;
   siteId: string;
   userAgent: string;
@@ -54,7 +65,59 @@ export async function renderDeliveryRequest(
   db: Queryable,
   input: DeliveryRequestInput,
 ): Promise<DeliveryRequest> {
-  const { webhook, event } = input;
+  const { webhook } = input;
+  // The attributes `changes` and `changed_fields` compare, only when the webhook shows them.
+  const wantsChangedFields = webhook.customPayload?.includes('changed_fields') ?? false;
+  const render = (event: StoredEvent) => renderEvent(db, input, event, wantsChangedFields);
+  const entries = input.entries ?? null;
+  const rendered = await Promise.all((entries ?? [input.event]).map(render));
+  const main = rendered[rendered.length - 1]!;
+  const payload: DefaultPayload & { events?: BatchEntry[] } = buildDefaultPayload({
+    callId: input.callId,
+    webhookId: webhook.id,
+    siteId: input.siteId,
+    attemptedAutoRetriesCount: input.attemptedAutoRetriesCount,
+    event: main.event,
+    entity: main.entity,
+    previousEntity: main.previousEntity,
+    ...(webhook.payloadChanges && { changes: main.changes }),
+  });
+  const view: Record<string, unknown> = { ...payload, ...main.view };
+  if (entries) {
+    // Extension, batches: every entry in the producer's order, the last one also at the top.
+    payload.events = rendered.map((entry) => batchEntry(entry, webhook.payloadChanges));
+    view['events'] = rendered.map((entry) => ({
+      ...batchEntry(entry, webhook.payloadChanges),
+      ...entry.view,
+    }));
+  }
+  const url = renderUrl(webhook.url, payload);
+  const body =
+    webhook.customPayload === null
+      ? JSON.stringify(payload)
+      : renderCustomPayload(webhook.customPayload, view);
+  const { headers, redacted } = buildHeaders(input, body);
+  return { url, body, headers, redacted };
+}
+
+/** One event of a call, serialized: its entities, its changes, what only templates see. */
+interface RenderedEvent {
+  event: StoredEvent;
+  entity: unknown;
+  previousEntity: unknown;
+  /** Present only for webhooks with payload_changes (null when unknown). */
+  changes: JsonPatchOperation[] | null;
+  /** Extension for templates: the api_keys of the fields that changed (absent when unknown). */
+  view: { changed_fields?: string[] };
+}
+
+async function renderEvent(
+  db: Queryable,
+  input: DeliveryRequestInput,
+  event: StoredEvent,
+  wantsChangedFields: boolean,
+): Promise<RenderedEvent> {
+  const { webhook } = input;
   const serialize = (entity: unknown, nested: boolean) =>
     serializeEntity(db, event.environment, entity, nested, input.models);
   const [entity, previousEntity] = await Promise.all([
@@ -63,35 +126,51 @@ export async function renderDeliveryRequest(
       ? null
       : serialize(event.previousEntity, webhook.nestedItemsInPayload),
   ]);
-  // The attributes `changes` and `changed_fields` compare, only when the webhook shows them.
-  const wantsChangedFields = webhook.customPayload?.includes('changed_fields') ?? false;
   const versions =
     webhook.payloadChanges || wantsChangedFields
       ? await comparedVersions(event, entity, previousEntity, (e) => serialize(e, false), webhook)
       : null;
-  const payload = buildDefaultPayload({
-    callId: input.callId,
-    webhookId: webhook.id,
-    siteId: input.siteId,
-    attemptedAutoRetriesCount: input.attemptedAutoRetriesCount,
+  return {
     event,
     entity,
     previousEntity,
-    ...(webhook.payloadChanges && {
-      changes: versions ? jsonPatch(versions.previous, versions.next) : null,
-    }),
+    changes: versions ? jsonPatch(versions.previous, versions.next) : null,
+    view: versions ? { changed_fields: changedFields(versions.previous, versions.next) } : {},
+  };
+}
+
+/** An entry of a batch's `events`: the event's keys of the default payload. */
+export interface BatchEntry {
+  event_triggered_at: string;
+  environment: string;
+  is_environment_primary: boolean;
+  entity_type: string;
+  event_type: string;
+  entity: unknown;
+  previous_entity?: unknown;
+  changes?: JsonPatchOperation[] | null;
+  related_entities: unknown[];
+}
+
+function batchEntry(rendered: RenderedEvent, payloadChanges: boolean): BatchEntry {
+  const full = buildDefaultPayload({
+    callId: '',
+    webhookId: '',
+    siteId: '',
+    attemptedAutoRetriesCount: 0,
+    event: rendered.event,
+    entity: rendered.entity,
+    previousEntity: rendered.previousEntity,
+    ...(payloadChanges && { changes: rendered.changes }),
   });
-  const url = renderUrl(webhook.url, payload);
-  const body =
-    webhook.customPayload === null
-      ? JSON.stringify(payload)
-      : renderCustomPayload(webhook.customPayload, {
-          ...payload,
-          // Extension: the api_keys of the fields that changed (absent when unknown).
-          ...(versions && { changed_fields: changedFields(versions.previous, versions.next) }),
-        });
-  const { headers, redacted } = buildHeaders(input, body);
-  return { url, body, headers, redacted };
+  const {
+    webhook_call_id: _call,
+    attempted_auto_retries_count: _retries,
+    webhook_id: _webhook,
+    site_id: _site,
+    ...entry
+  } = full;
+  return entry;
 }
 
 const attributesOf = (entity: unknown): Record<string, unknown> => {

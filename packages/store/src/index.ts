@@ -147,6 +147,22 @@ export {
   type WebhookCallStatus,
 } from './webhook-calls.js';
 export {
+  claimFlowCall,
+  entityKey,
+  eventPosition,
+  hasFlowControl,
+  inProducerOrder,
+  isCoalescable,
+  isSequential,
+  placeFlowCalls,
+  recordFlowOutcomes,
+  releaseStuckFlowCalls,
+  type FlowClaim,
+  type Placement,
+  type ReleasedCall,
+  type UnplacedCall,
+} from './flow.js';
+export {
   LATENCY_BOUNDS_MS,
   STATS_WINDOWS,
   claimCircuitProbe,

@@ -42,6 +42,10 @@ export interface WebhookCallRecord {
   attemptedAutoRetriesCount: number;
   lastSentAt: Date | null;
   nextRetryAt: Date | null;
+  /** The events it carries, in the producer's order (flow control: several; else [eventId]). */
+  eventIds: string[];
+  /** Its lane, for a webhook with flow control (migration 023); null for every other call. */
+  lane: string | null;
 }
 
 interface WebhookCallRow extends Record<string, unknown> {
@@ -63,11 +67,14 @@ interface WebhookCallRow extends Record<string, unknown> {
   attempted_auto_retries_count: number;
   last_sent_at: Date | null;
   next_retry_at: Date | null;
+  event_ids: string[];
+  lane: string | null;
 }
 
 const COLUMNS = `id, coalesce(event_id, test_event->>'id') AS event_id, test_event, webhook_id, entity_type, event_type, status, created_at, request_url,
   request_headers, request_payload, response_status, response_headers, response_payload,
-  failure_reason, attempted_auto_retries_count, last_sent_at, next_retry_at`;
+  failure_reason, attempted_auto_retries_count, last_sent_at, next_retry_at,
+  coalesce(event_ids, ARRAY[coalesce(event_id, test_event->>'id')]) AS event_ids, lane`;
 
 const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   id: row.id,
@@ -88,6 +95,8 @@ const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   attemptedAutoRetriesCount: row.attempted_auto_retries_count,
   lastSentAt: row.last_sent_at,
   nextRetryAt: row.next_retry_at,
+  eventIds: row.event_ids,
+  lane: row.lane,
 });
 
 /** A webhook's circuit breaker: open after `failures` tripping failures in a row, `cooldownMs`. */
@@ -155,7 +164,7 @@ const RECORD_CALLS = `WITH v AS (
          response_payload = v.response_payload, failure_reason = v.failure_reason,
          attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
          next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
-         held_by = NULL, attempts_count = c.attempts_count + 1
+         held_by = NULL, attempts_count = c.attempts_count + 1, claimed_at = NULL
        FROM v WHERE c.id = v.id
        RETURNING c.id, c.attempts_count, c.webhook_id
 `;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { DeliveryPolicy, WebhookEventEntry } from '@herald/contract';
+import type { DeliveryOrder, DeliveryPolicy, WebhookBatch, WebhookEventEntry } from '@herald/contract';
 import type { Queryable } from './db.js';
 
 /** A stored webhook, secrets included: the HTTP layer decides what to show. */
@@ -22,6 +22,12 @@ export interface WebhookRecord {
   deliveryPolicy: DeliveryPolicy;
   /** Extension: the default payload carries `changes`, a JSON Patch (migration 022). */
   payloadChanges: boolean;
+  /** Extension, flow control (migration 023): calls of one entity in event order, or in any. */
+  deliveryOrder: DeliveryOrder;
+  /** Extension, flow control: a newer event replaces the payload of a call still waiting. */
+  coalesceEvents: boolean;
+  /** Extension, flow control: the events of a window go out as one call (null: one per event). */
+  batch: WebhookBatch | null;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -50,6 +56,10 @@ export interface WebhookInput {
   redactHeaders: string[];
   deliveryPolicy: DeliveryPolicy;
   payloadChanges: boolean;
+  /** Flow control (absent: the defaults, 'any', false, null). */
+  deliveryOrder?: DeliveryOrder;
+  coalesceEvents?: boolean;
+  batch?: WebhookBatch | null;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -68,12 +78,15 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   redactHeaders: { column: 'redact_headers', json: true },
   deliveryPolicy: { column: 'delivery_policy', json: true },
   payloadChanges: { column: 'payload_changes' },
+  deliveryOrder: { column: 'delivery_order' },
+  coalesceEvents: { column: 'coalesce_events' },
+  batch: { column: 'batch', json: true },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  delivery_policy, payload_changes, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
+  delivery_policy, payload_changes, delivery_order, coalesce_events, batch, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -93,6 +106,9 @@ export interface WebhookRow extends Record<string, unknown> {
   redact_headers: string[];
   delivery_policy: DeliveryPolicy;
   payload_changes: boolean;
+  delivery_order: DeliveryOrder;
+  coalesce_events: boolean;
+  batch: WebhookBatch | null;
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -119,6 +135,9 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   redactHeaders: row.redact_headers,
   deliveryPolicy: row.delivery_policy,
   payloadChanges: row.payload_changes,
+  deliveryOrder: row.delivery_order,
+  coalesceEvents: row.coalesce_events,
+  batch: row.batch,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -148,9 +167,9 @@ export async function insertWebhook(
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
        http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-       signing_secret, delivery_policy, payload_changes)
+       signing_secret, delivery_policy, payload_changes, delivery_order, coalesce_events, batch)
      VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json,
-       $15)
+       $15, $16, $17, $18::jsonb)
      ${RETURNING}`,
     [
       input.name,
@@ -168,6 +187,9 @@ export async function insertWebhook(
       signingSecret,
       JSON.stringify(input.deliveryPolicy ?? {}),
       input.payloadChanges ?? false,
+      input.deliveryOrder ?? 'any',
+      input.coalesceEvents ?? false,
+      input.batch ? JSON.stringify(input.batch) : null,
     ],
   );
   return toWebhook(rows[0]!);
@@ -269,7 +291,9 @@ export async function updateWebhook(
   for (const key of Object.keys(COLUMNS) as (keyof WebhookInput)[]) {
     if (patch[key] === undefined) continue;
     const { column, json } = COLUMNS[key];
-    params.push(json ? JSON.stringify(patch[key]) : patch[key]);
+    // A JSON column set to null is SQL NULL (batch: none), not the JSON value null.
+    const value = patch[key];
+    params.push(json && value !== null ? JSON.stringify(value) : value);
     sets.push(`${column} = $${params.length}${json ? '::json' : ''}`);
   }
   if (patch.enabled === true) sets.push('disabled_reason = NULL', 'disabled_at = NULL');

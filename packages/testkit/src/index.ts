@@ -217,6 +217,9 @@ export function testWebhookInput(overrides: Partial<WebhookInput> = {}): Webhook
     redactHeaders: [],
     deliveryPolicy: {},
     payloadChanges: false,
+    deliveryOrder: 'any',
+    coalesceEvents: false,
+    batch: null,
     ...overrides,
   };
 }

@@ -4,8 +4,8 @@ import type { WebhookCallRecord } from '@herald/store';
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
 /**
- * The webhook_call resource (docs/api.md, The webhook call resource; `event_id` and
- * `failure_reason` are extensions).
+ * The webhook_call resource (docs/api.md, The webhook call resource; `event_id`,
+ * `event_ids` and `failure_reason` are extensions).
  */
 export function serializeWebhookCall(call: WebhookCallRecord): WebhookCallResource {
   return {
@@ -28,6 +28,8 @@ export function serializeWebhookCall(call: WebhookCallRecord): WebhookCallResour
       failure_reason: call.failureReason,
       // The producer's event id: the console offers recent ones to POST /webhooks/preview.
       event_id: call.eventId,
+      // Flow control: every event the call carries (coalesced, batched), in the producer's order.
+      event_ids: call.eventIds,
     },
     relationships: { webhook: { data: { type: 'webhook' as const, id: call.webhookId } } },
   };
