@@ -56,6 +56,9 @@ describe('POST /webhooks', () => {
       auto_retry: true,
       redact_headers: [],
       delivery_policy: {},
+      delivery_order: 'any',
+      coalesce: false,
+      batch: null,
       disabled_reason: null,
     });
     expect(Buffer.from(data.attributes.signing_secret.slice(6), 'base64')).toHaveLength(32);
@@ -78,6 +81,35 @@ describe('POST /webhooks', () => {
     const response = await create(api, attributes({ payload_api_version: '3', ...kept }));
     expect(response.status).toBe(201);
     expect(response.body.data.attributes).toMatchObject(kept);
+  });
+
+  it('keeps flow control, filling batch.max_events, and PUT changes or removes it', async ({
+    api,
+  }) => {
+    const flow = { delivery_order: 'per_entity', coalesce: true, batch: { window_ms: 250 } };
+    const created = await create(api, attributes(flow));
+    expect(created.status).toBe(201);
+    const { id } = created.body.data;
+    const expected = { ...flow, batch: { window_ms: 250, max_events: 100 } };
+    expect(created.body.data.attributes).toMatchObject(expected);
+    expect((await api.call('GET', `/webhooks/${id}`)).body.data.attributes).toMatchObject(expected);
+
+    const put = (attrs: Record<string, unknown>) =>
+      api.call('PUT', `/webhooks/${id}`, { data: { type: 'webhook', attributes: attrs } });
+    const resized = await put({ batch: { window_ms: 600_000, max_events: null } });
+    expect(resized.body.data.attributes).toMatchObject({
+      delivery_order: 'per_entity',
+      coalesce: true,
+      batch: { window_ms: 600_000, max_events: 100 },
+    });
+    const removed = await put({ delivery_order: 'any', coalesce: false, batch: null });
+    expect(removed.status).toBe(200);
+    expect(removed.body.data.attributes).toMatchObject({
+      delivery_order: 'any',
+      coalesce: false,
+      batch: null,
+    });
+    expect((await api.call('GET', `/webhooks/${id}`)).body.data.attributes.batch).toBeNull();
   });
 
   it('echoes each events entry in the shape it was sent (filter or filters)', async ({ api }) => {

@@ -106,6 +106,15 @@ const entry = fc.record(
   },
   { requiredKeys: [] },
 );
+/** Flow control's batch (extension): in range, at its bounds, or not. */
+const batch = fc.record(
+  {
+    window_ms: fc.oneof(pick(10, 9, 600_000, 600_001, 10.5, -1), fc.integer(), value),
+    max_events: fc.oneof(pick(1, 0, 1000, 1001, null), fc.integer(), value),
+    extra: value,
+  },
+  { requiredKeys: [] },
+);
 const attributes = fc.record(
   {
     name: fc.oneof(text, value),
@@ -120,6 +129,9 @@ const attributes = fc.record(
     nested_items_in_payload: fc.oneof(fc.boolean(), value),
     auto_retry: fc.oneof(fc.boolean(), value),
     payload_changes: fc.oneof(fc.boolean(), value),
+    delivery_order: fc.oneof(pick('any', 'per_entity', 'ordered'), value),
+    coalesce: fc.oneof(fc.boolean(), value),
+    batch: fc.oneof(batch, value),
     redact_headers: fc.oneof(fc.array(fc.oneof(text, value), { maxLength: 5 }), value),
     signing_secret: value,
     extra: value,
@@ -203,6 +215,15 @@ const wellShaped = fc.record({
         http_basic_password: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         enabled: fc.boolean(),
         payload_changes: fc.boolean(),
+        delivery_order: pick('any', 'per_entity'),
+        coalesce: fc.boolean(),
+        batch: fc.oneof(
+          fc.constant(null),
+          fc.record({
+            window_ms: fc.integer({ min: 10, max: 600_000 }),
+            max_events: fc.integer({ min: 1, max: 1000 }),
+          }),
+        ),
       },
       { requiredKeys: [...REQUIRED_ATTRIBUTES] },
     ),

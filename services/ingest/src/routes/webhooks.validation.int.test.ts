@@ -505,6 +505,68 @@ const RULES: Rule[] = [
     'payload_changes',
     'VALIDATION_TYPE',
   ],
+  // Flow control (extensions)
+  ['delivery_order not a string', { delivery_order: 1 }, 'delivery_order', 'VALIDATION_TYPE'],
+  ['delivery_order null', { delivery_order: null }, 'delivery_order', 'VALIDATION_TYPE'],
+  [
+    'delivery_order unknown',
+    { delivery_order: 'strict' },
+    'delivery_order',
+    'VALIDATION_INCLUSION',
+  ],
+  ['coalesce not a boolean', { coalesce: 'true' }, 'coalesce', 'VALIDATION_TYPE'],
+  ['batch not an object', { batch: [250] }, 'batch', 'VALIDATION_TYPE'],
+  ['batch a number', { batch: 250 }, 'batch', 'VALIDATION_TYPE'],
+  [
+    'batch without window_ms',
+    { batch: { max_events: 5 } },
+    'batch.window_ms',
+    'VALIDATION_REQUIRED',
+  ],
+  [
+    'batch.window_ms not a number',
+    { batch: { window_ms: '250' } },
+    'batch.window_ms',
+    'VALIDATION_TYPE',
+  ],
+  ['batch.window_ms null', { batch: { window_ms: null } }, 'batch.window_ms', 'VALIDATION_TYPE'],
+  ['batch.window_ms under 10', { batch: { window_ms: 9 } }, 'batch.window_ms', 'VALIDATION_FORMAT'],
+  [
+    'batch.window_ms over 10 minutes',
+    { batch: { window_ms: 600_001 } },
+    'batch.window_ms',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'batch.window_ms not an integer',
+    { batch: { window_ms: 10.5 } },
+    'batch.window_ms',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'batch.max_events 0',
+    { batch: { window_ms: 100, max_events: 0 } },
+    'batch.max_events',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'batch.max_events over 1000',
+    { batch: { window_ms: 100, max_events: 1001 } },
+    'batch.max_events',
+    'VALIDATION_FORMAT',
+  ],
+  [
+    'batch.max_events not a number',
+    { batch: { window_ms: 100, max_events: '5' } },
+    'batch.max_events',
+    'VALIDATION_TYPE',
+  ],
+  [
+    'an unknown batch key',
+    { batch: { window_ms: 100, size: 5 } },
+    'batch.size',
+    'VALIDATION_FORMAT',
+  ],
   // custom_payload
   [
     'custom_payload not a string',
@@ -741,6 +803,12 @@ describe('POST /webhooks validation', () => {
         ],
       },
       { http_basic_user: 'user', http_basic_password: 'p:ss' },
+      { delivery_order: 'per_entity', coalesce: true },
+      { batch: null, delivery_order: 'any', coalesce: false },
+      { batch: { window_ms: 10 } },
+      { batch: { window_ms: 600_000, max_events: 1000 } },
+      { batch: { window_ms: 100, max_events: 1 }, coalesce: true, delivery_order: 'per_entity' },
+      { batch: { window_ms: 100, max_events: null } },
     ]) {
       const response = await createWith(api, { ...valid(), ...overrides });
       expect(response.status, JSON.stringify(overrides).slice(0, 200)).toBe(201);

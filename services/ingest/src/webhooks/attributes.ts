@@ -1,7 +1,9 @@
 import Mustache from 'mustache';
 import { z } from 'zod';
 import {
+  BATCH_LIMITS,
   CONTENT_ENTRY_KEYS,
+  DELIVERY_ORDERS,
   ENVIRONMENT_TYPES,
   PAYLOAD_API_VERSIONS,
   UNFILTERED_ENTITY_TYPES,
@@ -15,6 +17,7 @@ import {
   isWebhookEventType,
   type CidrList,
   type ErrorEntry,
+  type WebhookBatch,
   type WebhookEntityType,
   type WebhookEventEntry,
 } from '@herald/contract';
@@ -46,6 +49,9 @@ const WRITABLE = {
   redact_headers: 'redactHeaders',
   delivery_policy: 'deliveryPolicy',
   payload_changes: 'payloadChanges',
+  delivery_order: 'deliveryOrder',
+  coalesce: 'coalesceEvents',
+  batch: 'batch',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -64,6 +70,9 @@ const OPTIONAL_ON_CREATE = {
   payload_api_version: true,
   nested_items_in_payload: true,
   auto_retry: true,
+  delivery_order: true,
+  coalesce: true,
+  batch: true,
 } as const;
 
 const DEFAULTS = {
@@ -72,6 +81,9 @@ const DEFAULTS = {
   nestedItemsInPayload: false,
   autoRetry: true,
   payloadChanges: false,
+  deliveryOrder: 'any',
+  coalesceEvents: false,
+  batch: null,
 } as const;
 
 const LIMITS = {
@@ -291,24 +303,30 @@ const HttpHeaders = present(
   }),
 );
 
-/** A policy key: a number in range, or null for the deployment's default. */
-const policyNumber = (key: string, min: number, max: number, integer = true) =>
-  z.union([z.null(), z.unknown()]).superRefine((value, ctx) => {
-    if (value === null) return;
+/**
+ * A number in [min, max] at `path` (`delivery_policy.circuit_failures`), or null where `orNull`
+ * says what null means.
+ */
+const boundedNumber = (
+  path: string,
+  min: number,
+  max: number,
+  { integer = true, orNull }: { integer?: boolean; orNull?: string } = {},
+) =>
+  z.unknown().superRefine((value, ctx) => {
+    if (value === null && orNull !== undefined) return;
+    const kind = integer ? 'an integer' : 'a number';
+    const otherwise = orNull === undefined ? '' : `, or null (${orNull})`;
     if (typeof value !== 'number' || !Number.isFinite(value)) {
-      report(
-        ctx,
-        'VALIDATION_TYPE',
-        `delivery_policy.${key} must be a number or null (the default)`,
-      );
+      report(ctx, 'VALIDATION_TYPE', `${path} must be ${kind}${otherwise}`);
     } else if ((integer && !Number.isInteger(value)) || value < min || value > max) {
-      report(
-        ctx,
-        'VALIDATION_FORMAT',
-        `delivery_policy.${key} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, or null (the default)`,
-      );
+      report(ctx, 'VALIDATION_FORMAT', `${path} must be ${kind} from ${min} to ${max}${otherwise}`);
     }
   });
+
+/** A policy key: a number in range, or null for the deployment's default. */
+const policyNumber = (key: string, min: number, max: number, integer = true) =>
+  boundedNumber(`delivery_policy.${key}`, min, max, { integer, orNull: 'the default' });
 
 /**
  * Extension: the endpoint health policy, each key absent or null taking the deployment's
@@ -361,6 +379,59 @@ const RedactHeaders = z
       if (typeof name === 'string') seen.add(name.toLowerCase());
     });
   });
+
+/** Extension, flow control: how a webhook's calls of one entity go (docs/api.md, Flow control). */
+const DeliveryOrderSchema = member(
+  'delivery_order must be a string',
+  DELIVERY_ORDERS,
+  `delivery_order must be one of: ${DELIVERY_ORDERS.join(', ')}`,
+);
+
+const BATCH_KEYS = {
+  window_ms: boundedNumber(
+    'batch.window_ms',
+    BATCH_LIMITS.window_ms.min,
+    BATCH_LIMITS.window_ms.max,
+  ),
+  max_events: boundedNumber(
+    'batch.max_events',
+    BATCH_LIMITS.max_events.min,
+    BATCH_LIMITS.max_events.max,
+    { orNull: `${BATCH_LIMITS.max_events.default}, the default` },
+  ),
+};
+
+/**
+ * Extension, flow control: `{"window_ms": n, "max_events": n}` (max_events absent or null: the
+ * default), or null for one call per event. Stored and shown with both keys.
+ */
+const BatchSchema = jsonObject('batch must be an object {"window_ms": …} or null')
+  .superRefine((batch, ctx) => {
+    for (const key of Object.keys(batch)) {
+      if (!Object.hasOwn(BATCH_KEYS, key)) {
+        report(
+          ctx,
+          'VALIDATION_FORMAT',
+          `batch has no key "${key}"; its keys: ${Object.keys(BATCH_KEYS).join(', ')}`,
+          [key],
+        );
+      }
+    }
+    if (batch['window_ms'] === undefined) {
+      report(ctx, 'VALIDATION_REQUIRED', 'batch.window_ms is required', ['window_ms']);
+    } else {
+      check(ctx, BATCH_KEYS.window_ms, batch['window_ms'], ['window_ms']);
+    }
+    if (batch['max_events'] !== undefined) {
+      check(ctx, BATCH_KEYS.max_events, batch['max_events'], ['max_events']);
+    }
+  })
+  .transform((batch): WebhookBatch => ({
+    window_ms: batch['window_ms'] as number,
+    max_events:
+      (batch['max_events'] as number | null | undefined) ?? BATCH_LIMITS.max_events.default,
+  }))
+  .nullable();
 
 const EntityId = z
   .string(expected('entity ids are strings'))
@@ -596,6 +667,9 @@ function webhookAttributes(allowCidrs: CidrList) {
     auto_retry: flag('auto_retry'),
     payload_changes: flag('payload_changes'),
     payload_api_version: PayloadApiVersion,
+    delivery_order: DeliveryOrderSchema,
+    coalesce: flag('coalesce'),
+    batch: BatchSchema,
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;
   for (const key of Object.keys(fields) as WireAttribute[])

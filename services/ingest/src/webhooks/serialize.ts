@@ -23,6 +23,10 @@ export function serializeWebhook(webhook: WebhookRecord) {
       redact_headers: webhook.redactHeaders,
       delivery_policy: webhook.deliveryPolicy,
       payload_changes: webhook.payloadChanges,
+      // Flow control (extensions): always all three, `batch` null when the webhook has none.
+      delivery_order: webhook.deliveryOrder,
+      coalesce: webhook.coalesceEvents,
+      batch: webhook.batch,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
