@@ -1,14 +1,25 @@
 import { Router, type RequestHandler } from 'express';
 import {
   ApiError,
+  BATCH_LIMITS,
   SAMPLE_EVENT_ID,
   type CidrList,
   type ErrorEntry,
+  type WebhookBatch,
   isObject,
 } from '@herald/contract';
-import { renderDeliveryRequest } from '@herald/payload';
+import { callContent, renderDeliveryRequest, type CallContent } from '@herald/payload';
 import { context, requireRole } from '@herald/runtime';
-import { findEvent, findWebhook, type Db, type Environment, type StoredEvent } from '@herald/store';
+import {
+  entityKey,
+  findEvent,
+  findEvents,
+  findWebhook,
+  isCoalescable,
+  type Db,
+  type Environment,
+  type StoredEvent,
+} from '@herald/store';
 import { validateUpdate } from '../webhooks/attributes.js';
 
 /** What POST /webhooks/preview needs. */
@@ -29,9 +40,12 @@ const OPTIONAL = [
   'http_basic_password',
   'redact_headers',
   'payload_changes',
+  'delivery_order',
+  'coalesce',
+  'batch',
 ] as const;
-/** Extensions: which event to render, and which webhook's id the payload names. */
-const CHOICES = ['event_id', 'webhook_id'] as const;
+/** Extensions: which event (or events) to render, and which webhook's id the payload names. */
+const CHOICES = ['event_id', 'event_ids', 'webhook_id'] as const;
 const ALLOWED = new Set<string>([...RENDERED, ...OPTIONAL, ...CHOICES]);
 
 /** `webhook_call_id` and `webhook-id` of a preview: no call exists. */
@@ -41,11 +55,15 @@ const PREVIEW_WEBHOOK_ID = 'preview';
 /** The signature is computed with the webhook's secret at send time; a preview shows no secret. */
 const MASKED_SIGNATURE = 'v1,***';
 const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+const EVENT_ID_RULE = 'an event id: 1–128 characters from A-Z a-z 0-9 _ . : -';
+/** At most as many events as the largest batch has entries. */
+const MAX_EVENT_IDS = BATCH_LIMITS.max_events.max;
 
 /**
  * POST /webhooks/preview (docs/api.md, extension): renders the url, headers (secrets masked) and
- * body that delivery would send for the given settings, for a stored event or a sample one, with
- * delivery's own code (renderDeliveryRequest). Validation is creation's. Nothing is sent.
+ * body that delivery would send for the given settings, for a stored event or a sample one, or
+ * (flow control) the stored events one coalesced or batched call carries, with delivery's own code
+ * (callContent, renderDeliveryRequest). Validation is creation's. Nothing is sent.
  */
 export function webhookPreviewRouter(deps: WebhookPreviewDeps): Router {
   const router = Router();
@@ -90,11 +108,18 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
       locales: ['en'],
       isPrimary: true,
     };
-    const event = await chooseEvent(deps.db, attributes['event_id'], environment, problems);
+    const events = await chooseCarriedEvents(deps.db, attributes, environment, problems);
     const webhookId = await chooseWebhookId(deps.db, attributes['webhook_id'], problems);
-    if (problems.length > 0 || !validated.ok || !event) throw ApiError.many(problems);
+    const settings = validated.ok ? validated.value : undefined;
+    const flow = {
+      coalesceEvents: settings?.coalesceEvents ?? false,
+      batch: settings?.batch ?? null,
+    };
+    // What the call would carry: the events merged (coalesced), or a batch's entries.
+    const content = settings && events ? callContent(flow, events.events) : undefined;
+    if (content && events) checkCarried(flow, events.events, content, problems);
+    if (problems.length > 0 || !settings || !events || !content) throw ApiError.many(problems);
 
-    const settings = validated.value;
     const rendered = await renderDeliveryRequest(deps.db, {
       webhook: {
         id: webhookId,
@@ -107,7 +132,8 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
         redactHeaders: settings.redactHeaders ?? [],
         payloadChanges: settings.payloadChanges ?? false,
       },
-      event: event.event,
+      event: content.event,
+      entries: content.entries,
       callId: PREVIEW_CALL_ID,
       siteId: deps.siteId,
       userAgent: deps.userAgent,
@@ -122,13 +148,25 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
           url: rendered.url,
           headers: rendered.redacted,
           body: rendered.body,
-          event_id: event.sample ? null : event.event.id,
-          sample_event: event.sample,
-          entity_type: event.event.entityType,
-          event_type: event.event.eventType,
+          event_id: events.sample ? null : content.event.id,
+          sample_event: events.sample,
+          entity_type: content.event.entityType,
+          event_type: content.event.eventType,
+          ...carriedAttributes(events, content),
         },
       },
     });
+  };
+}
+
+/** Flow control (extensions): every stored event the call carries, and a batch's entry count. */
+function carriedAttributes(
+  events: { events: StoredEvent[]; sample: boolean },
+  content: CallContent,
+) {
+  return {
+    event_ids: events.sample ? [] : events.events.map((event) => event.id),
+    batch_entries: content.entries?.length ?? null,
   };
 }
 
@@ -169,7 +207,7 @@ export async function chooseEvent(
       ApiError.field(
         'event_id',
         typeof given === 'string' ? 'VALIDATION_FORMAT' : 'VALIDATION_TYPE',
-        'event_id must be an event id: 1–128 characters from A-Z a-z 0-9 _ . : -',
+        `event_id must be ${EVENT_ID_RULE}`,
       ),
     );
     return undefined;
@@ -186,6 +224,108 @@ export async function chooseEvent(
     return undefined;
   }
   return { event, sample: false };
+}
+
+/**
+ * The events the previewed call carries: `event_ids` (flow control: a coalesced call's or a
+ * batch's, in the producer's order), else the one `event_id` names, else the sample event.
+ */
+async function chooseCarriedEvents(
+  db: Db,
+  attributes: Record<string, unknown>,
+  environment: Environment,
+  problems: ErrorEntry[],
+): Promise<{ events: StoredEvent[]; sample: boolean } | undefined> {
+  const ids = attributes['event_ids'];
+  if (ids === undefined || ids === null) {
+    const chosen = await chooseEvent(db, attributes['event_id'], environment, problems);
+    return chosen && { events: [chosen.event], sample: chosen.sample };
+  }
+  if (attributes['event_id'] !== undefined && attributes['event_id'] !== null) {
+    problems.push(
+      ApiError.field('event_ids', 'VALIDATION_FORMAT', 'send either event_id or event_ids'),
+    );
+    return undefined;
+  }
+  if (!Array.isArray(ids)) {
+    problems.push(
+      ApiError.field('event_ids', 'VALIDATION_TYPE', 'event_ids must be an array of event ids'),
+    );
+    return undefined;
+  }
+  if (ids.length === 0 || ids.length > MAX_EVENT_IDS) {
+    problems.push(
+      ApiError.field(
+        'event_ids',
+        'VALIDATION_LENGTH',
+        `event_ids must list 1 to ${MAX_EVENT_IDS} event ids (or leave it out for the sample event)`,
+      ),
+    );
+    return undefined;
+  }
+  const before = problems.length;
+  const seen = new Set<string>();
+  ids.forEach((id: unknown, index) => {
+    const field = `event_ids.${index}`;
+    if (typeof id !== 'string' || !EVENT_ID.test(id)) {
+      const code = typeof id === 'string' ? 'VALIDATION_FORMAT' : 'VALIDATION_TYPE';
+      problems.push(ApiError.field(field, code, `${field} must be ${EVENT_ID_RULE}`));
+    } else if (seen.has(id)) {
+      problems.push(ApiError.field(field, 'VALIDATION_UNIQUENESS', `"${id}" is listed twice`));
+    }
+    if (typeof id === 'string') seen.add(id);
+  });
+  if (problems.length > before) return undefined;
+  const events = await findEvents(db, ids as string[]);
+  const found = new Set(events.map((event) => event.id));
+  (ids as string[]).forEach((id, index) => {
+    if (found.has(id)) return;
+    problems.push(
+      ApiError.field(
+        `event_ids.${index}`,
+        'VALIDATION_INCLUSION',
+        `No event with id "${id}" was received`,
+      ),
+    );
+  });
+  return problems.length > before ? undefined : { events, sample: false };
+}
+
+/**
+ * Whether one call of a webhook with these settings could carry `events` (docs/api.md, Flow
+ * control): several only when it batches (at most max_events entries), or coalesces events of
+ * one entity whose events are coalesced.
+ */
+function checkCarried(
+  webhook: { coalesceEvents: boolean; batch: WebhookBatch | null },
+  events: readonly StoredEvent[],
+  content: CallContent,
+  problems: ErrorEntry[],
+): void {
+  if (events.length < 2) return;
+  if (webhook.batch) {
+    const entries = content.entries?.length ?? 0;
+    if (entries > webhook.batch.max_events) {
+      problems.push(
+        ApiError.field(
+          'event_ids',
+          'VALIDATION_LENGTH',
+          `these events make ${entries} batch entries; a batch holds at most batch.max_events (${webhook.batch.max_events})`,
+        ),
+      );
+    }
+    return;
+  }
+  const oneEntity = new Set(events.map(entityKey)).size === 1 && events.every(isCoalescable);
+  if (!webhook.coalesceEvents || !oneEntity) {
+    problems.push(
+      ApiError.field(
+        'event_ids',
+        'VALIDATION_FORMAT',
+        'without batch, a call carries several events only with coalesce on, all of one entity (item, item_type, upload, environment or maintenance_mode)',
+      ),
+    );
+  }
 }
 
 async function chooseWebhookId(db: Db, given: unknown, problems: ErrorEntry[]): Promise<string> {

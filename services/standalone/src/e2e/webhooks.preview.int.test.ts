@@ -201,6 +201,45 @@ describe('POST /webhooks/preview: validation (the same as creation)', () => {
       { ...BASE, redact_headers: ['X Tenant'] },
       'redact_headers.0 VALIDATION_FORMAT',
     ],
+    // Flow control (extension): the webhook's rules, and the events a call carries.
+    [
+      'an unknown delivery_order',
+      { ...BASE, delivery_order: 'strict' },
+      'delivery_order VALIDATION_INCLUSION',
+    ],
+    ['coalesce that is no boolean', { ...BASE, coalesce: 1 }, 'coalesce VALIDATION_TYPE'],
+    [
+      'a batch window under 10 ms',
+      { ...BASE, batch: { window_ms: 5 } },
+      'batch.window_ms VALIDATION_FORMAT',
+    ],
+    ['event_ids that is no array', { ...BASE, event_ids: 'evt-1' }, 'event_ids VALIDATION_TYPE'],
+    ['empty event_ids', { ...BASE, event_ids: [] }, 'event_ids VALIDATION_LENGTH'],
+    [
+      'more than 1,000 event_ids',
+      { ...BASE, event_ids: Array.from({ length: 1001 }, (_, i) => `evt-${i}`) },
+      'event_ids VALIDATION_LENGTH',
+    ],
+    [
+      'an id of the wrong shape in event_ids',
+      { ...BASE, event_ids: ['evt-1', 'a b'] },
+      'event_ids.1 VALIDATION_FORMAT',
+    ],
+    [
+      'an id listed twice in event_ids',
+      { ...BASE, event_ids: ['evt-1', 'evt-1'] },
+      'event_ids.1 VALIDATION_UNIQUENESS',
+    ],
+    [
+      'an unknown event in event_ids',
+      { ...BASE, event_ids: ['evt-nope'] },
+      'event_ids.0 VALIDATION_INCLUSION',
+    ],
+    [
+      'both event_id and event_ids',
+      { ...BASE, event_id: 'evt-1', event_ids: ['evt-1'] },
+      'event_ids VALIDATION_FORMAT',
+    ],
   ];
 
   it.each(cases)('answers 422 naming the field for %s', async (_name, attributes, expected) => {
@@ -300,6 +339,201 @@ describe('POST /webhooks/preview: rendering', () => {
       'entity',
       'related_entities',
     ]);
+  });
+});
+
+/** The model of the records storeItemEvents changes: a note with a title. */
+const NOTE_MODEL = 'note';
+
+/** When the next stored item event occurs: each one a second after the previous one. */
+let clock = Date.UTC(2026, 10, 21, 9, 0, 0);
+
+/** Stores item events of `record`, occurring in this order after every earlier one; their ids. */
+async function storeItemEvents(
+  record: string,
+  events: { type: string; title: string; previous?: string }[],
+): Promise<string[]> {
+  const ids = events.map(() => randomId('evt'));
+  const entity = (title: string) => ({
+    type: 'item',
+    id: record,
+    attributes: { title },
+    relationships: { item_type: { data: { type: 'item_type', id: NOTE_MODEL } } },
+  });
+  const response = await api('POST', '/events', {
+    data: events.map((event, index) => ({
+      type: 'event',
+      id: ids[index],
+      attributes: {
+        entity_type: 'item',
+        event_type: event.type,
+        occurred_at: new Date((clock += 1000)).toISOString(),
+        entity: entity(event.title),
+        ...(event.previous !== undefined && { previous_entity: entity(event.previous) }),
+      },
+    })),
+  });
+  expect(response.status, JSON.stringify(response.body)).toBe(202);
+  return ids;
+}
+
+describe('POST /webhooks/preview: flow control (event_ids)', () => {
+  beforeAll(async () => {
+    const title = { api_key: 'title', field_type: 'string', localized: false, position: 0 };
+    const response = await api('POST', '/events', {
+      data: [
+        {
+          type: 'event',
+          attributes: {
+            entity_type: 'item_type',
+            event_type: 'create',
+            entity: {
+              type: 'item_type',
+              id: NOTE_MODEL,
+              attributes: { name: 'Note', api_key: NOTE_MODEL },
+            },
+            related_entities: [{ type: 'field', id: 'f-note-title', attributes: title }],
+          },
+        },
+      ],
+    });
+    expect(response.status).toBe(202);
+  });
+
+  it('renders a coalesced call: the latest state once, named by how the run began and ended', async () => {
+    const record = randomId('rec');
+    const [created, first, second] = await storeItemEvents(record, [
+      { type: 'create', title: 'One' },
+      { type: 'update', title: 'Two' },
+      { type: 'update', title: 'Three' },
+    ]);
+    // Given in any order: the call carries them in the producer's.
+    const response = await preview({
+      ...BASE,
+      coalesce: true,
+      event_ids: [second, created, first],
+    });
+    expect(response.status).toBe(200);
+    const shown = response.body.data.attributes;
+    expect(shown).toMatchObject({
+      url: 'https://example.com/hooks/item?event=create',
+      event_id: second,
+      event_ids: [created, first, second],
+      batch_entries: null,
+      sample_event: false,
+      entity_type: 'item',
+      event_type: 'create',
+    });
+    const body = JSON.parse(shown.body);
+    expect(body).toMatchObject({
+      event_type: 'create',
+      entity: { attributes: { title: 'Three' } },
+    });
+    expect(body).not.toHaveProperty('events');
+
+    // A delete ends the run: the call is a delete; previous_entity is the one before the first.
+    const gone = randomId('rec');
+    const ids = await storeItemEvents(gone, [
+      { type: 'update', title: 'B', previous: 'A' },
+      { type: 'update', title: 'C' },
+      { type: 'delete', title: 'C' },
+    ]);
+    const deleted = JSON.parse(
+      (await preview({ ...BASE, coalesce: true, event_ids: ids })).body.data.attributes.body,
+    );
+    expect(deleted).toMatchObject({
+      event_type: 'delete',
+      previous_entity: { id: gone, attributes: { title: 'A' } },
+    });
+  });
+
+  it('renders a batch: one entry per event, or per entity with coalesce, in `events`', async () => {
+    const a = randomId('rec');
+    const b = randomId('rec');
+    const [a1] = await storeItemEvents(a, [{ type: 'update', title: 'A1' }]);
+    const [b1] = await storeItemEvents(b, [{ type: 'update', title: 'B1' }]);
+    const [a2] = await storeItemEvents(a, [{ type: 'update', title: 'A2' }]);
+    const byOrder = [a1!, b1!, a2!];
+    const batch = { window_ms: 1000 };
+
+    const plain = await preview({ ...BASE, batch, event_ids: byOrder });
+    expect(plain.status).toBe(200);
+    expect(plain.body.data.attributes).toMatchObject({ batch_entries: 3, event_ids: byOrder });
+    const all = JSON.parse(plain.body.data.attributes.body);
+    expect(Object.keys(all).at(-1)).toBe('events');
+    expect(all.events).toHaveLength(3);
+    expect(Object.keys(all.events[0])).toEqual([
+      'event_triggered_at',
+      'environment',
+      'is_environment_primary',
+      'entity_type',
+      'event_type',
+      'entity',
+      'related_entities',
+    ]);
+
+    const coalesced = await preview({ ...BASE, batch, coalesce: true, event_ids: byOrder });
+    expect(coalesced.body.data.attributes.batch_entries).toBe(2);
+    const merged = JSON.parse(coalesced.body.data.attributes.body);
+    // Each record once, with its latest state; an entry stands where its latest event does.
+    expect(merged.events.map((e: any) => [e.entity.id, e.entity.attributes.title])).toEqual([
+      [b, 'B1'],
+      [a, 'A2'],
+    ]);
+    // The other keys are the last entry's.
+    expect(merged.entity.id).toBe(a);
+
+    // Mustache: the `events` list section.
+    const template = await preview({
+      ...BASE,
+      batch,
+      coalesce: true,
+      event_ids: byOrder,
+      custom_payload: '{{#events}}{{entity.id}}={{entity.attributes.title}};{{/events}}',
+    });
+    expect(template.body.data.attributes.body).toBe(`${b}=B1;${a}=A2;`);
+
+    // The sample event makes a batch of one.
+    const sample = await preview({ ...BASE, batch });
+    expect(sample.status).toBe(200);
+    expect(sample.body.data.attributes).toMatchObject({
+      sample_event: true,
+      event_ids: [],
+      batch_entries: 1,
+    });
+    expect(JSON.parse(sample.body.data.attributes.body).events).toHaveLength(1);
+  });
+
+  it('refuses events one call of these settings would not carry together', async () => {
+    const a = randomId('rec');
+    const b = randomId('rec');
+    const [a1, a2] = await storeItemEvents(a, [
+      { type: 'update', title: 'A1' },
+      { type: 'update', title: 'A2' },
+    ]);
+    const [b1] = await storeItemEvents(b, [{ type: 'update', title: 'B1' }]);
+    const refused = async (attributes: Record<string, unknown>, expected: string) => {
+      const response = await preview({ ...BASE, ...attributes });
+      expect(response.status).toBe(422);
+      expect(fieldErrors(response.body)).toEqual([expected]);
+    };
+    // Several events without coalesce or batch: each would have its own call.
+    await refused({ event_ids: [a1, a2] }, 'event_ids VALIDATION_FORMAT');
+    // Coalescing merges one entity's events only.
+    await refused({ coalesce: true, event_ids: [a1, b1] }, 'event_ids VALIDATION_FORMAT');
+    // More entries than the batch holds.
+    await refused(
+      { batch: { window_ms: 100, max_events: 2 }, event_ids: [a1, a2, b1] },
+      'event_ids VALIDATION_LENGTH',
+    );
+    // With coalesce they are two entries: they fit.
+    const fits = await preview({
+      ...BASE,
+      coalesce: true,
+      batch: { window_ms: 100, max_events: 2 },
+      event_ids: [a1, a2, b1],
+    });
+    expect(fits.status).toBe(200);
   });
 });
 
