@@ -83,15 +83,8 @@ export function policyFromForm(form: PolicyForm): DeliveryPolicy {
 export function policyProblems(form: PolicyForm): FieldProblem[] {
   const problems: FieldProblem[] = [];
   for (const { key, min, max, integer } of POLICY_FIELDS) {
-    const text = form[key].trim();
-    if (text === '') continue;
-    const value = Number(text);
-    if (
-      !/^\d+(\.\d+)?$/.test(text) ||
-      (integer && !Number.isInteger(value)) ||
-      value < min ||
-      value > max
-    ) {
+    if (form[key].trim() === '') continue;
+    if (!isInRange(form[key], { min, max, integer })) {
       problems.push({
         field: `delivery_policy.${key}`,
         code: 'VALIDATION_FORMAT',
@@ -100,6 +93,21 @@ export function policyProblems(form: PolicyForm): FieldProblem[] {
     }
   }
   return problems;
+}
+
+/** Whether typed text is a plain decimal number (no sign or exponent) in [min, max]. */
+export function isInRange(
+  text: string,
+  { min, max, integer }: { min: number; max: number; integer: boolean },
+): boolean {
+  const trimmed = text.trim();
+  const value = Number(trimmed);
+  return (
+    /^\d+(\.\d+)?$/.test(trimmed) &&
+    (!integer || Number.isInteger(value)) &&
+    value >= min &&
+    value <= max
+  );
 }
 
 /** "= 5 d", "= 1.5 min": a typed number of milliseconds in words; '' when it is not one. */

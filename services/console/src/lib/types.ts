@@ -1,4 +1,4 @@
-import type { DeliveryPolicy } from '@herald/contract/tables';
+import type { DeliveryPolicy, WebhookBatch } from '@herald/contract/tables';
 
 /**
  * The wire resources the console reads (docs/api.md: the item resource of GET /items, The webhook
@@ -42,6 +42,10 @@ export interface WebhookAttributes {
   delivery_policy?: DeliveryPolicy;
   /** Extension: the default payload carries `changes`, a JSON Patch from the previous version. */
   payload_changes?: boolean;
+  /** Extensions, flow control: calls of one entity in order, coalesced, batched. */
+  delivery_order?: string;
+  coalesce?: boolean;
+  batch?: WebhookBatch | null;
   signing_secret?: string;
   disabled_reason?: string | null;
   disabled_at?: string | null;

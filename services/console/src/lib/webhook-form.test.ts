@@ -55,7 +55,16 @@ describe('webhook form', () => {
       payload_changes: false,
       auto_retry: false,
       delivery_policy: { circuit_failures: 3 },
+      delivery_order: 'any',
+      coalesce: false,
+      batch: null,
     });
+    const flow = {
+      delivery_order: 'per_entity',
+      coalesce: true,
+      batch: { window_ms: 500, max_events: 9 },
+    };
+    expect(attributesFromForm(formFromWebhook({ ...webhook, ...flow }))).toMatchObject(flow);
   });
 
   const contentEntry = {
@@ -146,7 +155,10 @@ describe('webhook form', () => {
     expect(Object.keys(attributes).sort()).toEqual(
       [
         'auto_retry',
+        'batch',
+        'coalesce',
         'custom_payload',
+        'delivery_order',
         'delivery_policy',
         'enabled',
         'events',
@@ -165,7 +177,7 @@ describe('webhook form', () => {
     expect(attributes['http_basic_user']).toBeNull();
   });
 
-  it('builds the preview attributes, with event_id only when given', () => {
+  it('builds the preview attributes, with event_id or event_ids only when given', () => {
     const form = formFromWebhook(webhook);
     expect(previewAttributes(form, '')).toEqual({
       url: webhook.url,
@@ -175,8 +187,15 @@ describe('webhook form', () => {
       http_basic_user: 'user',
       nested_items_in_payload: true,
       payload_changes: false,
+      delivery_order: 'any',
+      coalesce: false,
+      batch: null,
     });
     expect(previewAttributes(form, ' evt-1 ')['event_id']).toBe('evt-1');
+    // The events of one call (flow control) take the place of the one event.
+    const carried = previewAttributes(form, 'evt-1', undefined, ['evt-2', 'evt-3']);
+    expect(carried['event_ids']).toEqual(['evt-2', 'evt-3']);
+    expect(carried).not.toHaveProperty('event_id');
     expect(previewAttributes({ ...form, payloadChanges: true }, '')['payload_changes']).toBe(true);
   });
 

@@ -1,5 +1,6 @@
 import { CONTENT_ENTRY_KEYS } from '@herald/contract/tables';
 import { policyForm, policyFromForm, type PolicyForm } from './delivery-policy.js';
+import { flowAttributes, flowForm, type FlowForm } from './flow-control.js';
 import { operandFromText, operandText, type ConditionRow } from './field-conditions.js';
 import type { WebhookAttributes, WebhookEventEntry } from './types.js';
 
@@ -63,6 +64,8 @@ export interface WebhookForm {
   autoRetry: boolean;
   /** `delivery_policy` as typed, each key empty for the deployment's default. */
   deliveryPolicy: PolicyForm;
+  /** `delivery_order`, `coalesce` and `batch`. */
+  flow: FlowForm;
 }
 
 let nextKey = 1;
@@ -113,6 +116,7 @@ export function emptyForm(): WebhookForm {
     payloadChanges: false,
     autoRetry: true,
     deliveryPolicy: policyForm(undefined),
+    flow: flowForm(undefined),
   };
 }
 
@@ -160,6 +164,7 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
     payloadChanges: attributes.payload_changes ?? false,
     autoRetry: attributes.auto_retry,
     deliveryPolicy: policyForm(attributes.delivery_policy),
+    flow: flowForm(attributes),
   };
 }
 
@@ -239,17 +244,20 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
     payload_changes: form.payloadChanges,
     auto_retry: form.autoRetry,
     delivery_policy: policyFromForm(form.deliveryPolicy),
+    ...flowAttributes(form.flow),
   };
 }
 
 /**
  * The attributes of a `webhook_preview` request (docs/api.md, POST /webhooks/preview): what shapes
- * the request sent.
+ * the request sent, for one event (`eventId`, empty for the sample) or, with flow control, the
+ * events one call carries (`eventIds`, when there are any).
  */
 export function previewAttributes(
   form: WebhookForm,
   eventId: string,
   webhookId?: string,
+  eventIds: readonly string[] = [],
 ): Record<string, unknown> {
   const attributes: Record<string, unknown> = {
     url: form.url.trim(),
@@ -259,10 +267,12 @@ export function previewAttributes(
     http_basic_user: form.httpBasicUser === '' ? null : form.httpBasicUser,
     nested_items_in_payload: form.nestedItemsInPayload,
     payload_changes: form.payloadChanges,
+    ...flowAttributes(form.flow),
   };
   // An existing webhook's id goes in the payload's webhook_id, as delivery would put it.
   if (webhookId) attributes['webhook_id'] = webhookId;
-  if (eventId.trim() !== '') attributes['event_id'] = eventId.trim();
+  if (eventIds.length > 0) attributes['event_ids'] = [...eventIds];
+  else if (eventId.trim() !== '') attributes['event_id'] = eventId.trim();
   return attributes;
 }
 

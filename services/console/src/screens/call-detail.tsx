@@ -96,6 +96,11 @@ export function CallDetail({ id }: { id: string }) {
                 <span class="muted"> ({attributes['event_id']})</span>
               )}
             </Fact>
+            {attributes.event_ids.length > 1 && (
+              <Fact term={`Carries ${attributes.event_ids.length} events`} mono>
+                <span data-testid="carried-events">{attributes.event_ids.join(', ')}</span>
+              </Fact>
+            )}
             <Fact term="Webhook">
               {webhookId ? <a href={`#/webhooks/${webhookId}`}>#{webhookId}</a> : '—'}{' '}
               {webhookId && (

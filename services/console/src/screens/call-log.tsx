@@ -206,6 +206,16 @@ export function CallLog({ params }: { params: URLSearchParams }) {
                     <span class="mono">
                       {call.attributes.entity_type}.{call.attributes.event_type}
                     </span>
+                    {call.attributes.event_ids.length > 1 && (
+                      <span
+                        class="muted small"
+                        data-testid="carried-events"
+                        title={call.attributes.event_ids.join(', ')}
+                      >
+                        {' '}
+                        {call.attributes.event_ids.length} events
+                      </span>
+                    )}
                   </td>
                   <td data-label="Status">
                     <Badge status={call.attributes.status} />

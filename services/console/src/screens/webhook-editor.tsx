@@ -31,7 +31,9 @@ import {
 } from '../lib/webhook-form.js';
 import { ReplayOfferNote } from './bulk-jobs.js';
 import { policyProblems } from '../lib/delivery-policy.js';
+import { flowProblems } from '../lib/flow-control.js';
 import { EventsEditor, HeadersEditor, PolicyFields } from './webhook-fields.js';
+import { FlowFields } from './webhook-flow.js';
 import { PreviewPanel } from './webhook-preview.js';
 
 /** Top-level attributes: an edit to one clears the server's complaints about it. */
@@ -50,6 +52,9 @@ const FIELD_ROOTS = [
   'auto_retry',
   'payload_api_version',
   'delivery_policy',
+  'delivery_order',
+  'coalesce',
+  'batch',
 ];
 
 export function WebhookEditor({ id }: { id: string | null }) {
@@ -105,16 +110,20 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
   // Server complaints from the last save, and the live ones from the preview (which validates
   // url, headers and custom_payload as creation would), each shown once beside its field.
-  const policyChecks = useMemo(() => policyProblems(form.deliveryPolicy), [form.deliveryPolicy]);
+  // The policy's and the batch's ranges, checked as typed.
+  const localChecks = useMemo(
+    () => [...policyProblems(form.deliveryPolicy), ...flowProblems(form.flow)],
+    [form.deliveryPolicy, form.flow],
+  );
   const problems = useMemo(() => {
     const seen = new Set<string>();
-    return [...saveProblems, ...previewProblems, ...policyChecks].filter((problem) => {
+    return [...saveProblems, ...previewProblems, ...localChecks].filter((problem) => {
       const key = `${problem.field}\u0000${problem.message}`;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
     });
-  }, [saveProblems, previewProblems, policyChecks]);
+  }, [saveProblems, previewProblems, localChecks]);
   const at = (field: string, exact = false) => problemsUnder(problems, field, { exact });
 
   const focusFirstProblem = () =>
@@ -125,8 +134,8 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
 
   const save = async (event: Event) => {
     event.preventDefault();
-    // The policy's ranges are checked here first (the server checks them again).
-    if (policyChecks.length > 0) {
+    // The policy's and the batch's ranges are checked here first (the server checks them again).
+    if (localChecks.length > 0) {
       focusFirstProblem();
       return;
     }
@@ -409,6 +418,11 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             policy={form.deliveryPolicy}
             problems={problems}
             onChange={(deliveryPolicy) => update('delivery_policy', { deliveryPolicy })}
+          />
+          <FlowFields
+            flow={form.flow}
+            problems={problems}
+            onChange={(flow, root) => update(root, { flow })}
           />
 
           {unclaimed.length > 0 && <FieldErrors problems={unclaimed} />}

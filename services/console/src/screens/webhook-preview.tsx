@@ -1,4 +1,8 @@
-import { SAMPLE_EVENT_ID, type WebhookCallResource } from '@herald/contract/tables';
+import {
+  SAMPLE_EVENT_ID,
+  type EventResource,
+  type WebhookCallResource,
+} from '@herald/contract/tables';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import {
@@ -13,15 +17,21 @@ import {
 import { useDebounced, useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
 import { fieldProblems, type FieldProblem } from '../lib/errors.js';
+import { PREVIEW_FLOW_EVENTS, previewEventIds } from '../lib/flow-control.js';
 import type { WebhookPreview } from '../lib/types.js';
 import { normalizeFieldPath, previewAttributes, type WebhookForm } from '../lib/webhook-form.js';
 
 /** How long typing must pause before the preview asks Herald again. */
 const PREVIEW_DEBOUNCE_MS = 350;
 
+/** How many recent events the flow control preview chooses from. */
+const RECENT_EVENTS = 20;
+
 /**
  * The request Herald would send for this form, rendered by Herald itself (POST /webhooks/preview,
- * the delivery code path) for a sample event or a recent event chosen by id. Nothing is sent.
+ * the delivery code path) for a sample event or a recent event chosen by id; with flow control,
+ * for the call that would carry several recent events (of one entity, when one is given): a
+ * coalesced call or a batch. Nothing is sent.
  */
 export function PreviewPanel({
   form,
@@ -34,9 +44,29 @@ export function PreviewPanel({
 }) {
   const { client } = useApp();
   const [eventId, setEventId] = useState('');
+  // Flow control: the entity whose recent events the call carries (empty: any recent events).
+  const flowOn = form.flow.batch || form.flow.coalesce;
+  const [entityId, setEntityId] = useState('');
+  const entity = useDebounced(entityId.trim(), PREVIEW_DEBOUNCE_MS);
+  const flowEvents = useResource(
+    (signal) =>
+      flowOn
+        ? client.get<Collection<EventResource>>('/events', {
+            signal,
+            query: {
+              filter: { entity_id: entity || undefined },
+              page: { limit: String(RECENT_EVENTS) },
+            },
+          })
+        : Promise.resolve(null),
+    [client, flowOn, entity],
+  );
+  const recent = flowEvents.data?.data ?? [];
+  const carried = flowOn ? previewEventIds(form.flow, recent) : [];
   const attributes = useMemo(
-    () => previewAttributes(form, eventId, webhookId),
-    [form, eventId, webhookId],
+    // The single event input is hidden under flow control: what it held does not count then.
+    () => previewAttributes(form, flowOn ? '' : eventId, webhookId, carried),
+    [form, flowOn, eventId, webhookId, carried.join(',')],
   );
   const key = JSON.stringify(attributes);
   const debouncedKey = useDebounced(key, PREVIEW_DEBOUNCE_MS);
@@ -76,6 +106,7 @@ export function PreviewPanel({
   const stale = key !== debouncedKey || preview.loading;
   const rendered = preview.data?.data.attributes;
   const eventProblem = problems.find((problem) => problem.field === 'event_id');
+  const carriedProblem = problems.find((problem) => problem.field.startsWith('event_ids'));
   return (
     <aside class="card preview" aria-labelledby="preview-title" aria-busy={stale}>
       <div class="preview-head">
@@ -84,24 +115,51 @@ export function PreviewPanel({
           {stale ? 'Updating…' : preview.error ? 'Not valid' : 'Up to date'}
         </span>
       </div>
-      <div class="field">
-        <label class="label" for="preview-event">
-          Event
-        </label>
-        <TextInput
-          id="preview-event"
-          list="preview-events"
-          class="mono"
-          placeholder="A sample item publish event"
-          value={eventId}
-          aria-invalid={eventProblem ? true : undefined}
-          onValue={setEventId}
-        />
-        <Suggestions id="preview-events" values={eventIds} />
-        <span class="hint">
-          Leave empty for a sample, or give the id of an event Herald received.
-        </span>
-      </div>
+      {flowOn ? (
+        <div class="field">
+          <label class="label" for="preview-entity">
+            Entity
+          </label>
+          <TextInput
+            id="preview-entity"
+            list="preview-entities"
+            class="mono"
+            placeholder="Any: the most recent events"
+            value={entityId}
+            aria-invalid={carriedProblem ? true : undefined}
+            onValue={setEntityId}
+          />
+          <Suggestions
+            id="preview-entities"
+            values={[...new Set(recent.flatMap((e) => e.attributes.entity_id ?? []))]}
+          />
+          <span class="hint">
+            The preview renders the one call that would carry up to {PREVIEW_FLOW_EVENTS} recent
+            events {entity ? 'of this entity' : '(give a record id to follow one record)'}
+            {form.flow.batch ? ', as a batch' : ', coalesced'}; the sample event when there are
+            none.
+          </span>
+        </div>
+      ) : (
+        <div class="field">
+          <label class="label" for="preview-event">
+            Event
+          </label>
+          <TextInput
+            id="preview-event"
+            list="preview-events"
+            class="mono"
+            placeholder="A sample item publish event"
+            value={eventId}
+            aria-invalid={eventProblem ? true : undefined}
+            onValue={setEventId}
+          />
+          <Suggestions id="preview-events" values={eventIds} />
+          <span class="hint">
+            Leave empty for a sample, or give the id of an event Herald received.
+          </span>
+        </div>
+      )}
       {preview.loading && !preview.data && !preview.error && <Loading label="Rendering…" />}
       {preview.error && problems.length > 0 && (
         <div class="note note-error" role="alert">
@@ -119,9 +177,7 @@ export function PreviewPanel({
       {rendered && !preview.error && (
         <div class={stale ? 'preview-body is-stale' : 'preview-body'}>
           <p class="muted small" data-testid="preview-event">
-            {rendered['sample_event'] === true
-              ? `A sample ${String(rendered['entity_type'])}.${String(rendered['event_type'])} event; the call id is shown as "preview".`
-              : `Event ${String(rendered['event_id'])} (${String(rendered['entity_type'])}.${String(rendered['event_type'])}); the call id is shown as "preview".`}
+            {describeRendered(rendered)} The call id is shown as "preview".
           </p>
           <h3>URL</h3>
           <p class="mono break" data-testid="preview-url">
@@ -175,4 +231,22 @@ function PatchSummary({ body }: { body: string }) {
       </div>
     </>
   );
+}
+
+/** What the preview rendered: one event, a coalesced call, or a batch, in a sentence. */
+function describeRendered(rendered: WebhookPreview['attributes']): string {
+  const kind = `${String(rendered['entity_type'])}.${String(rendered['event_type'])}`;
+  const ids = Array.isArray(rendered['event_ids']) ? (rendered['event_ids'] as string[]) : [];
+  const entries = typeof rendered['batch_entries'] === 'number' ? rendered['batch_entries'] : null;
+  const events = ids.length === 1 ? '1 event' : `${ids.length} events`;
+  if (entries !== null) {
+    const size = entries === 1 ? '1 entry' : `${entries} entries`;
+    return rendered['sample_event'] === true
+      ? `A batch of the sample ${kind} event alone.`
+      : `A batch of ${size} carrying ${events} (${ids.join(', ')}); the top-level keys are its last entry's (${kind}).`;
+  }
+  if (rendered['sample_event'] === true) return `A sample ${kind} event.`;
+  if (ids.length > 1)
+    return `${events} of one entity (${ids.join(', ')}), coalesced into one ${kind}.`;
+  return `Event ${String(rendered['event_id'])} (${kind}).`;
 }
