@@ -82,7 +82,8 @@ END
 $$;
 
 -- Whether the attempt of a lane's call may go now. Under the lane's lock:
---   'done'    it is finished (nothing to send);
+--   'done'    it is finished, or gone (nothing to send);
+--   'free'    it is in no lane: it goes as any call;
 --   'busy'    another attempt claimed it less than busy_ms ago (wait_until: when that claim
 --             lapses; a claim whose holder died lapses so);
 --   'parked'  `sequential` and an earlier call of its lane is unfinished: it waits, parked, for
@@ -95,9 +96,15 @@ LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   c record;
 BEGIN
-  SELECT w.webhook_id, w.lane INTO c FROM webhook_calls w WHERE w.id = call_id;
-  IF NOT FOUND OR c.lane IS NULL THEN
+  SELECT w.webhook_id, w.lane, w.status, w.event_ids INTO c FROM webhook_calls w
+  WHERE w.id = call_id;
+  IF NOT FOUND OR c.status NOT IN ('pending', 'rescheduled') THEN
     state := 'done';
+    RETURN;
+  END IF;
+  IF c.lane IS NULL THEN
+    -- Made while the webhook had no flow control, or in no lane (tests): sent as any call.
+    state := 'free';
     RETURN;
   END IF;
   PERFORM pg_advisory_xact_lock(herald_flow_lane_key(c.webhook_id, c.lane));

@@ -191,7 +191,8 @@ export async function placeFlowCalls(
     },
     [webhooks, laneKeys],
   );
-  const updates: Record<string, unknown>[] = [];
+  // One row per call (UPDATE … FROM would take one of several at random).
+  const updates = new Map<string, Record<string, unknown>>();
   const deleted: string[] = [];
   for (const row of rows) {
     const entry = entries[Number(row.n) - 1]!;
@@ -215,19 +216,21 @@ export async function placeFlowCalls(
     for (const call of entry.calls) placeOne(state, call, now, placement, updates, deleted);
     const open = state.open;
     if (open?.changed) {
-      updates.push({
-        id: open.id,
+      const taken = {
         event_ids: open.eventIds,
         entry_keys: entry.webhook.batch ? open.entryKeys : null,
         lane_at: open.position.at.toISOString(),
         lane_version: open.position.version,
         lane_seq: open.position.seq,
         due_at: open.dueAt?.toISOString() ?? null,
-        keep: true,
-      });
+      };
+      // A call placed by this statement already has its row.
+      const placed = updates.get(open.id);
+      if (placed) Object.assign(placed, taken);
+      else updates.set(open.id, { id: open.id, ...taken, keep: true });
     }
   }
-  if (updates.length > 0) {
+  if (updates.size > 0) {
     // `keep`: an existing call that took events: only its events, position and window change.
     await tx.query(
       {
@@ -245,7 +248,7 @@ export async function placeFlowCalls(
            status text, failure_reason text)
          WHERE c.id = x.id`,
       },
-      [JSON.stringify(updates)],
+      [JSON.stringify([...updates.values()])],
     );
   }
   if (deleted.length > 0) {
@@ -260,7 +263,7 @@ function placeOne(
   call: UnplacedCall,
   now: Date,
   placement: Placement,
-  updates: Record<string, unknown>[],
+  updates: Map<string, Record<string, unknown>>,
   deleted: string[],
 ): void {
   const { webhook } = state;
@@ -307,7 +310,7 @@ function placeOne(
     state.sent !== null &&
     comparePositions(position, state.sent) <= 0
   ) {
-    updates.push({
+    updates.set(call.id, {
       ...base,
       entry_keys: null,
       due_at: null,
@@ -324,7 +327,7 @@ function placeOne(
     isSequential(webhook) && state.head !== null && comparePositions(state.head, position) < 0;
   const dueAt = webhook.batch ? new Date(now.getTime() + webhook.batch.window_ms) : null;
   const enqueuedAt = waits ? 'infinity' : (dueAt ?? now).toISOString();
-  updates.push({
+  updates.set(call.id, {
     ...base,
     entry_keys: webhook.batch ? [entity] : null,
     due_at: dueAt?.toISOString() ?? null,
@@ -352,7 +355,7 @@ function placeOne(
 /** What an attempt's claim said (herald_claim_flow_call). */
 export type FlowClaim =
   | { state: 'go'; eventIds: string[] }
-  | { state: 'done' | 'parked' }
+  | { state: 'done' | 'parked' | 'free' }
   | { state: 'busy' | 'window'; waitUntil: Date };
 
 /**
@@ -367,7 +370,7 @@ export async function claimFlowCall(
   busyMs: number,
 ): Promise<FlowClaim> {
   const { rows } = await db.query<{
-    state: 'go' | 'done' | 'parked' | 'busy' | 'window';
+    state: 'go' | 'done' | 'parked' | 'free' | 'busy' | 'window';
     event_ids: string[] | null;
     wait_until: Date | null;
   }>(
@@ -386,6 +389,7 @@ export async function claimFlowCall(
       return { state: row.state, waitUntil: row.wait_until ?? new Date() };
     case 'done':
     case 'parked':
+    case 'free':
       return { state: row.state };
   }
 }
