@@ -214,21 +214,7 @@ export async function placeFlowCalls(
       sent: positionOf(row.sent_at, row.sent_version, row.sent_seq),
     };
     for (const call of entry.calls) placeOne(state, call, now, placement, updates, deleted);
-    const open = state.open;
-    if (open?.changed) {
-      const taken = {
-        event_ids: open.eventIds,
-        entry_keys: entry.webhook.batch ? open.entryKeys : null,
-        lane_at: open.position.at.toISOString(),
-        lane_version: open.position.version,
-        lane_seq: open.position.seq,
-        due_at: open.dueAt?.toISOString() ?? null,
-      };
-      // A call placed by this statement already has its row.
-      const placed = updates.get(open.id);
-      if (placed) Object.assign(placed, taken);
-      else updates.set(open.id, { id: open.id, ...taken, keep: true });
-    }
+    writeOpen(state, updates);
   }
   if (updates.size > 0) {
     // `keep`: an existing call that took events: only its events, position and window change.
@@ -255,6 +241,24 @@ export async function placeFlowCalls(
     await tx.query('DELETE FROM webhook_calls WHERE id = ANY($1::bigint[])', [deleted]);
   }
   return placement;
+}
+
+/** The row of the lane's open call, once events joined it (the call's own row, if placed now). */
+function writeOpen(state: LaneState, updates: Map<string, Record<string, unknown>>): void {
+  const open = state.open;
+  if (!open?.changed) return;
+  const taken = {
+    event_ids: open.eventIds,
+    entry_keys: state.webhook.batch ? open.entryKeys : null,
+    lane_at: open.position.at.toISOString(),
+    lane_version: open.position.version,
+    lane_seq: open.position.seq,
+    due_at: open.dueAt?.toISOString() ?? null,
+  };
+  const placed = updates.get(open.id);
+  if (placed) Object.assign(placed, taken);
+  else updates.set(open.id, { id: open.id, ...taken, keep: true });
+  open.changed = false;
 }
 
 /** Decides one new call (see placeFlowCalls); updates the lane's state as it goes. */
@@ -341,6 +345,8 @@ function placeOne(
   else placement.ready.push(call.id);
   if (state.head === null || comparePositions(position, state.head) < 0) state.head = position;
   if (webhook.coalesceEvents || webhook.batch) {
+    // The call that took events so far takes no more: its row says what it took.
+    writeOpen(state, updates);
     state.open = {
       id: call.id,
       eventIds: base.event_ids,

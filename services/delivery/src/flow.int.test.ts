@@ -320,7 +320,9 @@ describe('flow control', () => {
       }),
     );
     const events = Array.from({ length: 25 }, (_, i) => versionOf(environment, `s${i}`, 1));
-    await emitEvents(db, pipeline, events);
+    // The second request fills the batch the first opened, then opens two more.
+    await emitEvents(db, pipeline, events.slice(0, 5));
+    await emitEvents(db, pipeline, events.slice(5));
     await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
       timeout: 5000,
     });
