@@ -1,5 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
@@ -16,12 +21,7 @@ import {
   type WebhookInput,
 } from '@herald/store';
 import { TEST_DATABASE_URL, silentLogger, testWebhookInput } from '@herald/testkit';
-import {
-  HeraldProcess,
-  INTERVALS,
-  killHeraldProcessesSync,
-  type HeraldKind,
-} from './harness.test-support.js';
+import { HeraldProcess, INTERVALS, killHeraldProcessesSync } from './harness.test-support.js';
 import { PrivateRedis, freePort } from './servers.test-support.js';
 
 // Flow control under faults (issue #15): random event streams of a few records, arriving in any
@@ -71,15 +71,24 @@ class FlowReceiver {
   ) {}
 
   static async start(): Promise<FlowReceiver> {
-    let self: FlowReceiver | undefined;
+    const handlers: ((
+      path: string,
+      headers: IncomingHttpHeaders,
+      body: Buffer,
+      res: ServerResponse,
+    ) => void)[] = [];
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => self!.#handle(req.url ?? '', req.headers, Buffer.concat(chunks), res));
+      req.on('end', () => handlers[0]?.(req.url ?? '', req.headers, Buffer.concat(chunks), res));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    self = new FlowReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    return self;
+    const receiver = new FlowReceiver(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    );
+    handlers.push((...args) => receiver.#handle(...args));
+    return receiver;
   }
 
   reset(failureRate: number, seed: number): void {
@@ -96,12 +105,7 @@ class FlowReceiver {
     };
   }
 
-  #handle(
-    path: string,
-    headers: Record<string, string | string[] | undefined>,
-    body: Buffer,
-    res: import('node:http').ServerResponse,
-  ): void {
+  #handle(path: string, headers: IncomingHttpHeaders, body: Buffer, res: ServerResponse): void {
     const callId = String(headers['webhook-id'] ?? '');
     const failed = this.#failures.get(callId) ?? 0;
     const fail = failed < 2 && this.#random() < this.failureRate;
@@ -141,12 +145,7 @@ function deliveryEnv(port: number): Record<string, string> {
 
 async function startDelivery(index: number): Promise<void> {
   const port = await freePort();
-  const child = new HeraldProcess(
-    `delivery#${index}`,
-    'delivery' as HeraldKind,
-    port,
-    deliveryEnv(port),
-  );
+  const child = new HeraldProcess(`delivery#${index}`, 'delivery', port, deliveryEnv(port));
   processes[index] = child;
   await child.ready(60_000);
 }
@@ -207,7 +206,7 @@ interface Run {
 
 const runs = fc
   .record({
-    mode: fc.constantFrom(...(Object.keys(MODES) as (keyof typeof MODES)[])),
+    mode: fc.constantFrom(...Object.keys(MODES)),
     versions: fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 4 }),
     seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
     failureRate: fc.constantFrom(0, 0.2, 0.4),
