@@ -144,8 +144,8 @@ BEGIN
 END
 $$;
 
--- After outcomes of `call_ids` were recorded (in the same transaction): in each of their lanes
--- whose calls go one at a time, the first unfinished call, if parked, is released (due now, or
+-- After outcomes of `call_ids` were recorded (in the same transaction): in each of their lanes,
+-- the first unfinished call, if parked, is released (due now, or
 -- at the end of its batch window) and returned, for a job to be enqueued once this commits.
 CREATE FUNCTION herald_release_flow_lanes(call_ids bigint[])
 RETURNS TABLE (id bigint, webhook_id bigint, due_at timestamptz)
@@ -155,10 +155,11 @@ DECLARE
   h record;
 BEGIN
   FOR l IN
+    -- Every lane, whatever the webhook's settings now: a lane parked while it was ordered is
+    -- released all the same (the claim decides again with the settings of the moment).
     SELECT DISTINCT herald_flow_lane_key(c.webhook_id, c.lane) AS k, c.webhook_id AS w, c.lane
-    FROM webhook_calls c JOIN webhooks wh ON wh.id = c.webhook_id
+    FROM webhook_calls c
     WHERE c.id = ANY(call_ids) AND c.lane IS NOT NULL
-      AND (wh.delivery_order = 'per_entity' OR wh.batch IS NOT NULL)
     ORDER BY 1
   LOOP
     PERFORM pg_advisory_xact_lock(l.k);
