@@ -43,6 +43,11 @@ CREATE INDEX webhook_calls_lane
   ON webhook_calls (webhook_id, lane, lane_at, lane_version, lane_seq)
   WHERE lane IS NOT NULL;
 
+-- The calls that carry an event (GET /events/:id lists them; a coalesced or batched event's call
+-- was made by another event).
+CREATE INDEX webhook_calls_carried ON webhook_calls USING gin (event_ids)
+  WHERE event_ids IS NOT NULL;
+
 -- The advisory lock of a lane: every change to a lane's calls (placing events, an attempt's
 -- claim, an outcome's release) holds it until its transaction ends, so they happen one at a
 -- time per lane. Locks are taken in the order of their keys.
