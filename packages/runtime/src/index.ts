@@ -33,6 +33,7 @@ export {
   createDeliverQueue,
   createEventMatchQueue,
   enqueueDeliveries,
+  enqueueDueCalls,
   enqueueEventMatches,
   enqueueResend,
   enqueueRetry,

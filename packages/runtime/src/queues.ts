@@ -315,14 +315,21 @@ export interface DeliverCall {
   retry?: number | undefined;
   /** It has its turn in its webhook's rate limit queue. */
   rateSlot?: boolean | undefined;
+  /**
+   * A lane's call released by its predecessor's outcome (flow control): a job id of its own, as
+   * the job that parked it may not have left Redis yet (the claim keeps two from both sending).
+   */
+  wake?: boolean | undefined;
 }
+
+let wakes = 0;
 
 /**
  * The job of one attempt of a call: data the ids (and the retry it carries out), id one per
  * (call, retry) (deliverJobId), so re-adding a call whose job still exists is a no-op.
  */
 function deliverJob(
-  { id: callId, webhookId, retry, rateSlot }: DeliverCall,
+  { id: callId, webhookId, retry, rateSlot, wake }: DeliverCall,
   delayMs?: number,
 ): { name: typeof DELIVER_WEBHOOK_JOB; data: DeliverJobData; opts: JobsOptions } {
   return {
@@ -335,7 +342,9 @@ function deliverJob(
     },
     opts: {
       ...DELIVER_JOB_OPTIONS,
-      jobId: deliverJobId(callId, retry),
+      jobId: wake
+        ? `${deliverJobId(callId, retry)}-w${Date.now().toString(36)}${(wakes++).toString(36)}`
+        : deliverJobId(callId, retry),
       ...(delayMs === undefined ? {} : { delay: delayMs }),
     },
   };
@@ -352,6 +361,25 @@ export async function enqueueDeliveries(
 ): Promise<void> {
   if (calls.length === 0) return;
   await queue.addBulk(calls.map((call) => deliverJob(call, delayMs?.())));
+}
+
+/**
+ * Enqueues calls due at `dueAt` (null: now), in one round trip: the lane calls (flow control)
+ * an outcome or the sweeper released (`wake`: see DeliverCall), or batches whose window is open.
+ */
+export async function enqueueDueCalls(
+  queue: DeliverQueue,
+  calls: readonly { id: string; webhookId: string; dueAt: Date | null }[],
+  wake: boolean,
+): Promise<void> {
+  const now = Date.now();
+  const delays = calls.map((call) => Math.max(0, (call.dueAt?.getTime() ?? now) - now));
+  let next = 0;
+  await enqueueDeliveries(
+    queue,
+    calls.map((call) => ({ id: call.id, webhookId: call.webhookId, wake })),
+    () => delays[next++] ?? 0,
+  );
 }
 
 /** Enqueues auto retry number `retry` of a call, due in `delayMs`. */

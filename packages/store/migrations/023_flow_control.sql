@@ -43,6 +43,11 @@ CREATE INDEX webhook_calls_lane
   ON webhook_calls (webhook_id, lane, lane_at, lane_version, lane_seq)
   WHERE lane IS NOT NULL;
 
+-- The calls that carry an event (GET /events/:id lists them; a coalesced or batched event's call
+-- was made by another event).
+CREATE INDEX webhook_calls_carried ON webhook_calls USING gin (event_ids)
+  WHERE event_ids IS NOT NULL;
+
 -- The advisory lock of a lane: every change to a lane's calls (placing events, an attempt's
 -- claim, an outcome's release) holds it until its transaction ends, so they happen one at a
 -- time per lane. Locks are taken in the order of their keys.
@@ -82,7 +87,8 @@ END
 $$;
 
 -- Whether the attempt of a lane's call may go now. Under the lane's lock:
---   'done'    it is finished (nothing to send);
+--   'done'    it is finished, or gone (nothing to send);
+--   'free'    it is in no lane: it goes as any call;
 --   'busy'    another attempt claimed it less than busy_ms ago (wait_until: when that claim
 --             lapses; a claim whose holder died lapses so);
 --   'parked'  `sequential` and an earlier call of its lane is unfinished: it waits, parked, for
@@ -95,9 +101,15 @@ LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   c record;
 BEGIN
-  SELECT w.webhook_id, w.lane INTO c FROM webhook_calls w WHERE w.id = call_id;
-  IF NOT FOUND OR c.lane IS NULL THEN
+  SELECT w.webhook_id, w.lane, w.status, w.event_ids INTO c FROM webhook_calls w
+  WHERE w.id = call_id;
+  IF NOT FOUND OR c.status NOT IN ('pending', 'rescheduled') THEN
     state := 'done';
+    RETURN;
+  END IF;
+  IF c.lane IS NULL THEN
+    -- Made while the webhook had no flow control, or in no lane (tests): sent as any call.
+    state := 'free';
     RETURN;
   END IF;
   PERFORM pg_advisory_xact_lock(herald_flow_lane_key(c.webhook_id, c.lane));
@@ -137,8 +149,8 @@ BEGIN
 END
 $$;
 
--- After outcomes of `call_ids` were recorded (in the same transaction): in each of their lanes
--- whose calls go one at a time, the first unfinished call, if parked, is released (due now, or
+-- After outcomes of `call_ids` were recorded (in the same transaction): in each of their lanes,
+-- the first unfinished call, if parked, is released (due now, or
 -- at the end of its batch window) and returned, for a job to be enqueued once this commits.
 CREATE FUNCTION herald_release_flow_lanes(call_ids bigint[])
 RETURNS TABLE (id bigint, webhook_id bigint, due_at timestamptz)
@@ -148,10 +160,11 @@ DECLARE
   h record;
 BEGIN
   FOR l IN
+    -- Every lane, whatever the webhook's settings now: a lane parked while it was ordered is
+    -- released all the same (the claim decides again with the settings of the moment).
     SELECT DISTINCT herald_flow_lane_key(c.webhook_id, c.lane) AS k, c.webhook_id AS w, c.lane
-    FROM webhook_calls c JOIN webhooks wh ON wh.id = c.webhook_id
+    FROM webhook_calls c
     WHERE c.id = ANY(call_ids) AND c.lane IS NOT NULL
-      AND (wh.delivery_order = 'per_entity' OR wh.batch IS NOT NULL)
     ORDER BY 1
   LOOP
     PERFORM pg_advisory_xact_lock(l.k);

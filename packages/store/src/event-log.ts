@@ -122,9 +122,10 @@ export interface EventCall {
 }
 
 /**
- * The webhook calls the event made, one per matching webhook, in the order they were made (through
- * the unique (event_id, webhook_id) index). Test sends that carry a copy of the event are not its
- * calls: it was not matched for them.
+ * The webhook calls of the event, in the order they were made: the one per matching webhook it
+ * made (through the unique (event_id, webhook_id) index), or, for a webhook with flow control,
+ * the call that carries it (coalesced or batched with others; webhook_calls_carried). Test sends
+ * that carry a copy of the event are not its calls: it was not matched for them.
  */
 export async function listEventCalls(db: Queryable, eventId: string): Promise<EventCall[]> {
   const { rows } = await db.query<{
@@ -141,7 +142,7 @@ export async function listEventCalls(db: Queryable, eventId: string): Promise<Ev
   }>(
     `SELECT id, webhook_id, status, created_at, attempts_count, attempted_auto_retries_count,
        last_sent_at, next_retry_at, response_status, failure_reason
-     FROM webhook_calls WHERE event_id = $1 ORDER BY id`,
+     FROM webhook_calls WHERE event_id = $1 OR event_ids @> ARRAY[$1]::text[] ORDER BY id`,
     [eventId],
   );
   return rows.map((row) => ({

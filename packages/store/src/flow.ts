@@ -191,7 +191,8 @@ export async function placeFlowCalls(
     },
     [webhooks, laneKeys],
   );
-  const updates: Record<string, unknown>[] = [];
+  // One row per call (UPDATE … FROM would take one of several at random).
+  const updates = new Map<string, Record<string, unknown>>();
   const deleted: string[] = [];
   for (const row of rows) {
     const entry = entries[Number(row.n) - 1]!;
@@ -213,21 +214,9 @@ export async function placeFlowCalls(
       sent: positionOf(row.sent_at, row.sent_version, row.sent_seq),
     };
     for (const call of entry.calls) placeOne(state, call, now, placement, updates, deleted);
-    const open = state.open;
-    if (open?.changed) {
-      updates.push({
-        id: open.id,
-        event_ids: open.eventIds,
-        entry_keys: entry.webhook.batch ? open.entryKeys : null,
-        lane_at: open.position.at.toISOString(),
-        lane_version: open.position.version,
-        lane_seq: open.position.seq,
-        due_at: open.dueAt?.toISOString() ?? null,
-        keep: true,
-      });
-    }
+    writeOpen(state, updates);
   }
-  if (updates.length > 0) {
+  if (updates.size > 0) {
     // `keep`: an existing call that took events: only its events, position and window change.
     await tx.query(
       {
@@ -245,7 +234,7 @@ export async function placeFlowCalls(
            status text, failure_reason text)
          WHERE c.id = x.id`,
       },
-      [JSON.stringify(updates)],
+      [JSON.stringify([...updates.values()])],
     );
   }
   if (deleted.length > 0) {
@@ -254,13 +243,31 @@ export async function placeFlowCalls(
   return placement;
 }
 
+/** The row of the lane's open call, once events joined it (the call's own row, if placed now). */
+function writeOpen(state: LaneState, updates: Map<string, Record<string, unknown>>): void {
+  const open = state.open;
+  if (!open?.changed) return;
+  const taken = {
+    event_ids: open.eventIds,
+    entry_keys: state.webhook.batch ? open.entryKeys : null,
+    lane_at: open.position.at.toISOString(),
+    lane_version: open.position.version,
+    lane_seq: open.position.seq,
+    due_at: open.dueAt?.toISOString() ?? null,
+  };
+  const placed = updates.get(open.id);
+  if (placed) Object.assign(placed, taken);
+  else updates.set(open.id, { id: open.id, ...taken, keep: true });
+  open.changed = false;
+}
+
 /** Decides one new call (see placeFlowCalls); updates the lane's state as it goes. */
 function placeOne(
   state: LaneState,
   call: UnplacedCall,
   now: Date,
   placement: Placement,
-  updates: Record<string, unknown>[],
+  updates: Map<string, Record<string, unknown>>,
   deleted: string[],
 ): void {
   const { webhook } = state;
@@ -307,7 +314,7 @@ function placeOne(
     state.sent !== null &&
     comparePositions(position, state.sent) <= 0
   ) {
-    updates.push({
+    updates.set(call.id, {
       ...base,
       entry_keys: null,
       due_at: null,
@@ -324,7 +331,7 @@ function placeOne(
     isSequential(webhook) && state.head !== null && comparePositions(state.head, position) < 0;
   const dueAt = webhook.batch ? new Date(now.getTime() + webhook.batch.window_ms) : null;
   const enqueuedAt = waits ? 'infinity' : (dueAt ?? now).toISOString();
-  updates.push({
+  updates.set(call.id, {
     ...base,
     entry_keys: webhook.batch ? [entity] : null,
     due_at: dueAt?.toISOString() ?? null,
@@ -338,6 +345,8 @@ function placeOne(
   else placement.ready.push(call.id);
   if (state.head === null || comparePositions(position, state.head) < 0) state.head = position;
   if (webhook.coalesceEvents || webhook.batch) {
+    // The call that took events so far takes no more: its row says what it took.
+    writeOpen(state, updates);
     state.open = {
       id: call.id,
       eventIds: base.event_ids,
@@ -352,7 +361,7 @@ function placeOne(
 /** What an attempt's claim said (herald_claim_flow_call). */
 export type FlowClaim =
   | { state: 'go'; eventIds: string[] }
-  | { state: 'done' | 'parked' }
+  | { state: 'done' | 'parked' | 'free' }
   | { state: 'busy' | 'window'; waitUntil: Date };
 
 /**
@@ -367,7 +376,7 @@ export async function claimFlowCall(
   busyMs: number,
 ): Promise<FlowClaim> {
   const { rows } = await db.query<{
-    state: 'go' | 'done' | 'parked' | 'busy' | 'window';
+    state: 'go' | 'done' | 'parked' | 'free' | 'busy' | 'window';
     event_ids: string[] | null;
     wait_until: Date | null;
   }>(
@@ -386,6 +395,7 @@ export async function claimFlowCall(
       return { state: row.state, waitUntil: row.wait_until ?? new Date() };
     case 'done':
     case 'parked':
+    case 'free':
       return { state: row.state };
   }
 }

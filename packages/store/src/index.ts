@@ -140,6 +140,7 @@ export {
   recordWebhookCallAttempts,
   type AttemptTrigger,
   type CircuitSettings,
+  type NewWebhookCall,
   type WebhookCallAttempt,
   type WebhookCallAttemptRecord,
   type WebhookCallListQuery,

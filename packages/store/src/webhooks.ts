@@ -1,5 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import type { DeliveryOrder, DeliveryPolicy, WebhookBatch, WebhookEventEntry } from '@herald/contract';
+import type {
+  DeliveryOrder,
+  DeliveryPolicy,
+  WebhookBatch,
+  WebhookEventEntry,
+} from '@herald/contract';
 import type { Queryable } from './db.js';
 
 /** A stored webhook, secrets included: the HTTP layer decides what to show. */

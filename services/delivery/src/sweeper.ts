@@ -1,6 +1,7 @@
 import { Counter, type Registry } from 'prom-client';
 import {
   enqueueDeliveries,
+  enqueueDueCalls,
   requeueEventMatches,
   type DeliverQueue,
   type EventMatchQueue,
@@ -18,6 +19,7 @@ import {
   listUnmatchedEvents,
   markWebhookCallsEnqueued,
   monthStart,
+  releaseStuckFlowCalls,
   type Db,
   type Queryable,
 } from '@herald/store';
@@ -199,6 +201,9 @@ export class Sweeper {
       await this.disableFailing().catch((error: unknown) =>
         warn(error, 'looking for webhooks failing too long failed; will retry'),
       );
+      await this.releaseStuckLanes().catch((error: unknown) =>
+        warn(error, 'looking for stuck lanes failed; will retry'),
+      );
     }
     if (Date.now() < this.#pruneDueAt) return;
     this.#pruneDueAt = Date.now() + this.options.pruneIntervalMs;
@@ -211,6 +216,23 @@ export class Sweeper {
     this.#stopped = true;
     clearTimeout(this.#timer);
     await this.#running;
+  }
+
+  /**
+   * Flow control's guard: a lane whose first unfinished call is parked, with nothing before it,
+   * would wait for good; its call is released and enqueued (releaseStuckFlowCalls). No path is
+   * known to leave one; returns how many, and logs them, so that one would be seen.
+   */
+  async releaseStuckLanes(): Promise<number> {
+    const { db, deliverQueue, batchSize } = this.options;
+    const released = await releaseStuckFlowCalls(db, batchSize);
+    if (released.length === 0) return 0;
+    await enqueueDueCalls(deliverQueue, released, true);
+    this.options.logger.warn(
+      { calls: released.length },
+      'released lane calls parked with nothing before them',
+    );
+    return released.length;
   }
 
   /** Disables the webhooks whose attempts have all failed too long; returns them. */

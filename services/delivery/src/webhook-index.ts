@@ -102,6 +102,11 @@ export class WebhookIndex {
     return this.#webhooks.has(id);
   }
 
+  /** An enabled webhook as the index has it. */
+  get(id: string): WebhookRecord | undefined {
+    return this.#webhooks.get(id);
+  }
+
   get size(): number {
     return this.#webhooks.size;
   }

@@ -14,6 +14,7 @@ import {
   createDeliverQueue,
   createEventMatchQueue,
   createRedis,
+  enqueueDueCalls,
   queuePrefix,
   type DeliverQueue,
   type EventMatchQueue,
@@ -195,7 +196,9 @@ export async function startDelivery(
     ROLLUP_INTERVAL_MS,
   );
   rollups.start();
-  const loaders = deliveryLoaders(db, rollups);
+  const loaders = deliveryLoaders(db, rollups, (calls) =>
+    enqueueDueCalls(deliverQueue, calls, true),
+  );
   const circuits = new Circuits({
     db,
     logger: logger.child({ module: 'circuits' }),
@@ -230,6 +233,8 @@ export async function startDelivery(
       });
     },
     closing: () => closing,
+    // An attempt lasts at most the timeout: a claim older than twice that is a dead process's.
+    claimBusyMs: 2 * settings.timeoutMs + 1000,
   };
   const firstAttempts = createFirstAttempts(deliverContext);
   const matchContext: MatchContext = {
@@ -242,6 +247,7 @@ export async function startDelivery(
     // Matching waits while this process has twice its pool of first attempts queued or in flight.
     roomForAttempts: () => firstAttempts.below(2 * settings.deliverConcurrency),
     lease,
+    enqueueDue: (calls) => enqueueDueCalls(deliverQueue, calls, false),
   };
 
   const workerConnection = createRedis(settings.redisUrl, 'worker', logger);

@@ -6,7 +6,9 @@ import {
   findWebhookCalls,
   findWebhooks,
   loadModels,
+  recordFlowOutcomes,
   recordWebhookCallAttempts,
+  type ReleasedCall,
   type Db,
   type VersionedModel,
   type WebhookCallAttempt,
@@ -23,8 +25,11 @@ export interface DeliveryLoaders {
   events: BatchLoader<StoredEvent>;
   /** Models for serializing entities (ModelCache). */
   models: ModelCache;
-  /** Attempts' outcomes, written several per statement. */
-  attempts: BatchWriter<WebhookCallAttempt & { webhookId: string }>;
+  /**
+   * Attempts' outcomes, written several per statement; those of lane calls (flow control) in
+   * one transaction with the release of their lanes' next calls (recordFlowOutcomes).
+   */
+  attempts: BatchWriter<WebhookCallAttempt & { webhookId: string; lane: boolean }>;
 }
 
 const modelKey = (environment: string, id: string) => `${environment}\u0000${id}`;
@@ -99,7 +104,12 @@ export class ModelCache {
  * `rollups`: where the attempts' stats go once their outcomes are recorded (AttemptRollups);
  * without it, each batch's statement writes them itself.
  */
-export function deliveryLoaders(db: Db, rollups?: AttemptRollups): DeliveryLoaders {
+export function deliveryLoaders(
+  db: Db,
+  rollups?: AttemptRollups,
+  /** Hears of lane calls released by outcomes (committed), to enqueue their jobs. */
+  onReleased: (calls: ReleasedCall[]) => Promise<void> = () => Promise.resolve(),
+): DeliveryLoaders {
   return {
     calls: new BatchLoader(
       (ids) => findWebhookCalls(db, ids),
@@ -116,7 +126,20 @@ export function deliveryLoaders(db: Db, rollups?: AttemptRollups): DeliveryLoade
     models: new ModelCache(db),
     attempts: new BatchWriter(async (items) => {
       const attempts = items.map(({ id, value }) => ({ id, attempt: value }));
-      await recordWebhookCallAttempts(db, attempts, undefined, rollups === undefined);
+      const lanes = items.filter(({ value }) => value.lane);
+      if (lanes.length === 0) {
+        await recordWebhookCallAttempts(db, attempts, undefined, rollups === undefined);
+      } else {
+        const finished = lanes.filter(({ value }) => value.status !== 'rescheduled');
+        const released = await recordFlowOutcomes(
+          db,
+          lanes.map(({ id }) => id),
+          finished.map(({ id }) => id),
+          (tx) => recordWebhookCallAttempts(tx, attempts, undefined, rollups === undefined),
+        );
+        // Lost (Redis away), a released call is re-enqueued by the sweeper.
+        await onReleased(released).catch(() => undefined);
+      }
       rollups?.add(
         items.map(({ value }) => ({
           webhookId: value.webhookId,

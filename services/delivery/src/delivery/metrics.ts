@@ -21,6 +21,14 @@ export interface DeliveryMetrics {
   circuitsOpen: Gauge;
   /** Attempts put off by their webhook's rate limit or open circuit, by path and reason. */
   putOff: Counter<'path' | 'reason'>;
+  /**
+   * Flow control: events placed in lanes, by placement (own: a call of its own that goes now;
+   * parked: behind an earlier call; batched: a new batch waiting for its window; joined: into a
+   * call still waiting; superseded: too late, not sent).
+   */
+  flowEvents: Counter<'placement'>;
+  /** Flow control: attempts' claims of lane calls, by what they said (go, parked, window, busy, done, free). */
+  flowClaims: Counter<'state'>;
   /** Notices stored (entity type notice). */
   notices: Counter;
   /** Items of bulk jobs finished, by outcome (succeeded, failed, skipped). */
@@ -120,6 +128,18 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       name: 'herald_attempts_put_off_total',
       help: "Attempts put off by their webhook's rate limit or open circuit (path: first attempt, deliver job or bulk job)",
       labelNames: ['path', 'reason'] as const,
+      registers,
+    }),
+    flowEvents: new Counter({
+      name: 'herald_flow_events_total',
+      help: 'Events placed in the lanes of webhooks with flow control, by placement: own, parked, batched, joined (a waiting call), superseded (not sent)',
+      labelNames: ['placement'] as const,
+      registers,
+    }),
+    flowClaims: new Counter({
+      name: 'herald_flow_claims_total',
+      help: 'Claims of lane calls by their attempts, by answer: go, parked (an earlier call is unfinished), window (batch still open), busy (another attempt holds it), done, free (in no lane)',
+      labelNames: ['state'] as const,
       registers,
     }),
     queueDepth: new Gauge({

@@ -8,13 +8,21 @@ import {
   type WebhookChangedMessage,
   errorMessage,
 } from '@herald/contract';
-import { renderDeliveryRequest, signWebhook, type DeliveryRequest } from '@herald/payload';
+import {
+  callContent,
+  renderDeliveryRequest,
+  signWebhook,
+  type CallContent,
+  type DeliveryRequest,
+} from '@herald/payload';
 import { enqueueDeliveries, enqueueRetry, type DeliverQueue, type Logger } from '@herald/runtime';
 import {
   activeSigningSecrets,
+  claimFlowCall,
   disableWebhook,
   dropWebhookCall,
   isDbUnavailableError,
+  isSequential,
   type AttemptTrigger,
   type BulkItemOutcome,
   type Db,
@@ -68,6 +76,11 @@ export interface DeliverContext {
   announce: (message: WebhookChangedMessage) => Promise<void>;
   /** True once the process is shutting down: writes stop waiting for a database that is away. */
   closing: () => boolean;
+  /**
+   * Flow control: how long an attempt's claim of a lane call keeps another attempt of it waiting
+   * (longer than any attempt lasts; a dead process's claim lapses so).
+   */
+  claimBusyMs: number;
 }
 
 /** Whether this job still has work to do, given the call's stored state. */
@@ -84,6 +97,8 @@ export interface NewCall {
   event: StoredEvent;
   /** null: deleted meanwhile. */
   webhook: WebhookRecord | null;
+  /** Placed in a lane (flow control): its attempt claims it first (claimFlowCall). */
+  placed: boolean;
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */
@@ -126,6 +141,17 @@ async function admit(
   return { send: false, waitMs: circuit.waitMs, reason: 'circuit', rateSlot: false };
 }
 
+/**
+ * A lane call's claim said wait: its batch window is open, or another attempt holds it. The job
+ * comes back then (a parked call's job just ends: the outcome before it releases it).
+ */
+class FlowWaitError extends Error {
+  constructor(readonly until: Date) {
+    super('the call waits in its lane');
+    this.name = 'FlowWaitError';
+  }
+}
+
 /** A deliver job's call must wait (rate limit, open circuit): the job comes back later. */
 class PutOffError extends Error {
   constructor(readonly putOff: PutOff) {
@@ -155,6 +181,10 @@ async function handler(
   try {
     await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
   } catch (error) {
+    if (error instanceof FlowWaitError) {
+      await job.moveToDelayed(Math.max(Date.now(), error.until.getTime()), token);
+      throw new DelayedError();
+    }
     if (error instanceof PutOffError) {
       const { waitMs, reason, rateSlot } = error.putOff;
       ctx.metrics.putOff.inc({ path: 'job', reason });
@@ -258,13 +288,83 @@ async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
     await ctx.lease.release([call.id], false);
     return;
   }
+  let content: CallContent = { event: call.event, entries: null };
+  if (call.placed) {
+    const claimed = await claim(ctx, call.id, webhook, call.event);
+    if (claimed.kind === 'go') content = claimed.content;
+    else if (claimed.kind !== 'free') {
+      if (claimed.kind === 'wait') {
+        // Its window, or another attempt's claim: a job then, no longer held here.
+        const delayMs = Math.max(0, claimed.until.getTime() - Date.now());
+        await enqueueDeliveries(ctx.deliverQueue, [call], () => delayMs);
+        await ctx.lease.release([call.id], false);
+      }
+      return;
+    }
+  }
   const pending = {
     id: call.id,
     status: 'pending' as const,
     nextRetryAt: null,
     attemptedAutoRetriesCount: 0,
+    lane: call.placed,
   };
-  await attempt(ctx, { callId: call.id, webhookId: call.webhookId }, pending, webhook, call.event);
+  await attempt(ctx, { callId: call.id, webhookId: call.webhookId }, pending, webhook, content);
+}
+
+/** What a lane call's claim came to: it goes with this content, waits until then, or not. */
+type Claimed =
+  | { kind: 'go'; content: CallContent }
+  | { kind: 'wait'; until: Date }
+  | { kind: 'stop' }
+  | { kind: 'free' };
+
+/**
+ * Claims a lane call for its attempt (claimFlowCall) and reads the events it carries. Parked
+ * (an earlier call of its lane is unfinished) or finished: nothing to do here (the release by
+ * that earlier call's outcome enqueues it).
+ */
+async function claim(
+  ctx: DeliverContext,
+  callId: string,
+  webhook: WebhookRecord,
+  known?: StoredEvent,
+): Promise<Claimed> {
+  const claimed = await claimFlowCall(ctx.db, callId, isSequential(webhook), ctx.claimBusyMs);
+  ctx.metrics.flowClaims.inc({ state: claimed.state });
+  switch (claimed.state) {
+    case 'go': {
+      const content = await contentOf(ctx, webhook, claimed.eventIds, known);
+      return content ? { kind: 'go', content } : { kind: 'stop' };
+    }
+    case 'busy':
+    case 'window':
+      return { kind: 'wait', until: claimed.waitUntil };
+    case 'free':
+      return { kind: 'free' };
+    case 'parked':
+    case 'done':
+      return { kind: 'stop' };
+  }
+}
+
+/** What a call carrying `eventIds` sends (callContent); null when none of them is stored. */
+async function contentOf(
+  ctx: DeliverContext,
+  webhook: WebhookRecord,
+  eventIds: readonly string[],
+  known?: StoredEvent,
+): Promise<CallContent | null> {
+  if (known && eventIds.length === 1 && eventIds[0] === known.id) {
+    return callContent(webhook, [known]);
+  }
+  const events = await Promise.all(
+    eventIds.map((id) => (id === known?.id ? Promise.resolve(known) : ctx.loaders.events.load(id))),
+  );
+  const found = events.filter(
+    (event): event is StoredEvent => event !== null && event !== undefined,
+  );
+  return found.length > 0 ? callContent(webhook, found) : null;
 }
 
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
@@ -286,7 +386,20 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
     const admission = await admit(ctx, webhook, data.rateSlot === true);
     if (!admission.send) throw new PutOffError(admission);
   }
-  await attempt(ctx, data, { ...call, test: call.testEvent !== null }, webhook, event);
+  let content: CallContent = { event, entries: null };
+  if (call.lane !== null && !data.resend) {
+    // Its lane decides whether it goes now (after the limits: a call waiting for them still
+    // takes newer events).
+    const claimed = await claim(ctx, call.id, webhook, event);
+    if (claimed.kind === 'wait') throw new FlowWaitError(claimed.until);
+    if (claimed.kind === 'stop') return;
+    if (claimed.kind === 'go') content = claimed.content;
+  } else if (call.eventIds.length > 1) {
+    // A resend sends what the call carries.
+    content = (await contentOf(ctx, webhook, call.eventIds, event)) ?? content;
+  }
+  const lane = call.lane !== null;
+  await attempt(ctx, data, { ...call, test: call.testEvent !== null, lane }, webhook, content);
 }
 
 /** Sends one attempt of a call, then records what it led to (decideOutcome, applyOutcome). */
@@ -296,17 +409,21 @@ async function attempt(
   call: Pick<WebhookCallRecord, 'id' | 'status' | 'nextRetryAt' | 'attemptedAutoRetriesCount'> & {
     /** A test call: sent once, never retried automatically. */
     test?: boolean;
+    /** In a lane (flow control): its final outcome releases the next call of the lane. */
+    lane: boolean;
   },
   webhook: WebhookRecord,
-  event: StoredEvent,
+  content: CallContent,
   /** A bulk job's attempt (its trigger); otherwise the job data and the call say which. */
   jobTrigger?: 'bulk_resend' | 'replay',
 ): Promise<Outcome> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
   const sentAt = new Date();
+  const { event, entries } = content;
   const request = await renderDeliveryRequest(ctx.db, {
     webhook,
     event,
+    entries,
     callId: call.id,
     siteId: ctx.siteId,
     userAgent: ctx.userAgent,
@@ -335,6 +452,7 @@ async function attempt(
   );
   const sent = {
     callId: call.id,
+    lane: call.lane,
     webhook,
     event,
     retriesCount,
@@ -359,6 +477,8 @@ async function attempt(
 /** An attempt made: what was sent, and what came back. */
 interface SentAttempt {
   callId: string;
+  /** A lane call: see attempt. */
+  lane: boolean;
   webhook: WebhookRecord;
   event: StoredEvent;
   /** Auto retries made before this attempt. */
@@ -386,6 +506,7 @@ async function applyOutcome(
     () =>
       ctx.loaders.attempts.write(callId, {
         webhookId: webhook.id,
+        lane: sent.lane,
         status: outcome.status,
         trigger: sent.trigger,
         durationMs: sent.durationMs,
@@ -491,11 +612,14 @@ export async function attemptForJob(
     await sleep(10 + Math.random() * 40);
   }
   let status = 'failed' as Outcome['status'];
+  // What the call carries (several events when it coalesced or batched).
+  const content = (await contentOf(ctx, webhook, call.eventIds, event)) ?? { event, entries: null };
   await deliverHolding(ctx, webhook.id, slot, async () => {
     // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
     // a call sent again is a resend (a failure leaves its plan as it was).
     const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
-    const outcome = await attempt(ctx, data, call, webhook, event, item.trigger);
+    const lane = call.lane !== null;
+    const outcome = await attempt(ctx, data, { ...call, lane }, webhook, content, item.trigger);
     status = outcome.status;
   });
   return status === 'success' ? 'succeeded' : 'failed';

@@ -4,8 +4,14 @@ import type { Logger } from '@herald/runtime';
 import {
   createWebhookCalls,
   findEvents,
+  hasFlowControl,
   isDbUnavailableError,
+  placeFlowCalls,
   type Db,
+  type NewWebhookCall,
+  type Placement,
+  type Queryable,
+  type ReleasedCall,
   type StoredEvent,
 } from '@herald/store';
 import type { Lease } from '../delivery/lease.js';
@@ -29,6 +35,8 @@ export interface MatchContext {
   roomForAttempts: () => Promise<void>;
   /** This process's lease: the new calls are held by it until their first attempt is made. */
   lease: Lease;
+  /** Enqueues the jobs of batches whose window is open, due when it ends (flow control). */
+  enqueueDue: (calls: readonly ReleasedCall[]) => Promise<void>;
 }
 
 /**
@@ -96,11 +104,72 @@ async function matchAndCreate(
     return { event, webhookIds };
   });
   const byId = new Map(events.map((event) => [event.id, event]));
-  const calls = await ctx.lease.create(() => createWebhookCalls(ctx.db, matches, ctx.lease.id));
+  // Calls of webhooks with flow control are placed in their lanes in the statement's transaction.
+  const flow = matches.some(({ webhookIds }) =>
+    webhookIds.some((id) => {
+      const webhook = ctx.index.get(id);
+      return webhook !== undefined && hasFlowControl(webhook);
+    }),
+  );
+  let due: ReleasedCall[] = [];
+  const calls = await ctx.lease.create(async () => {
+    if (!flow) return createWebhookCalls(ctx.db, matches, ctx.lease.id);
+    const placed = await ctx.db.transaction((tx) => createAndPlace(ctx, tx, matches, byId));
+    due = placed.due;
+    return placed.calls;
+  });
+  if (due.length > 0) {
+    // Lost (Redis away), the batch is re-enqueued by the sweeper once its window is overdue.
+    await ctx
+      .enqueueDue(due)
+      .catch((error: unknown) =>
+        ctx.logger.warn({ err: String(error) }, 'could not enqueue batches; the sweeper will'),
+      );
+  }
   return calls.flatMap((call) => {
     const event = byId.get(call.eventId);
-    return event ? [{ ...call, event }] : [];
+    return event
+      ? [{ ...call, event, placed: flow && call.webhook !== null && hasFlowControl(call.webhook) }]
+      : [];
   });
+}
+
+/**
+ * Makes the calls, then places those of webhooks with flow control in their lanes (placeFlowCalls),
+ * in one transaction. Returns the calls whose first attempt goes now, and the batches due later.
+ */
+async function createAndPlace(
+  ctx: MatchContext,
+  tx: Queryable,
+  matches: Parameters<typeof createWebhookCalls>[1],
+  byId: ReadonlyMap<string, StoredEvent>,
+): Promise<{ calls: NewWebhookCall[]; due: ReleasedCall[] }> {
+  const made = await createWebhookCalls(tx, matches, ctx.lease.id);
+  const unplaced = made.flatMap((call) => {
+    const event = byId.get(call.eventId);
+    return call.webhook && event && hasFlowControl(call.webhook)
+      ? [{ id: call.id, webhook: call.webhook, event }]
+      : [];
+  });
+  if (unplaced.length === 0) return { calls: made, due: [] };
+  const placement = await placeFlowCalls(tx, unplaced);
+  countPlacement(ctx, placement, unplaced.length);
+  const placedIds = new Set(unplaced.map((call) => call.id));
+  const ready = new Set(placement.ready);
+  return {
+    calls: made.filter((call) => !placedIds.has(call.id) || ready.has(call.id)),
+    due: placement.due.map((call) => ({ ...call, dueAt: call.dueAt })),
+  };
+}
+
+function countPlacement(ctx: MatchContext, placement: Placement, total: number): void {
+  const { flowEvents } = ctx.metrics;
+  const own = total - placement.joined - placement.parked - placement.superseded;
+  flowEvents.inc({ placement: 'own' }, own - placement.due.length);
+  flowEvents.inc({ placement: 'batched' }, placement.due.length);
+  flowEvents.inc({ placement: 'parked' }, placement.parked);
+  flowEvents.inc({ placement: 'joined' }, placement.joined);
+  flowEvents.inc({ placement: 'superseded' }, placement.superseded);
 }
 
 function waitForDatabase(ctx: MatchContext, job: Job, token: string | undefined): Promise<never> {

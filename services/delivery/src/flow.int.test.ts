@@ -1,0 +1,352 @@
+import type { ServerResponse } from 'node:http';
+import { describe, expect, vi } from 'vitest';
+import {
+  findWebhookCall,
+  listEventCalls,
+  type Db,
+  type NewEvent,
+  type WebhookRecord,
+} from '@herald/store';
+import { randomId, type Received } from '@herald/testkit';
+import {
+  addWebhook,
+  emitEvents,
+  itemEvent,
+  itemEventsIn,
+  pipelineTest,
+  webhookInput,
+} from './harness.test-support.js';
+
+/** Flow control (issue #15 items 1–3): ordered, coalesced and batched calls, end to end. */
+
+const it = pipelineTest({
+  retry: { scheduleMs: [200, 200, 200], jitter: 0, retryAfterMaxMs: 1000 },
+});
+
+/** Versions of one record: update events of `record`, version n at minute n. */
+function versionOf(environment: string, record: string, n: number, eventType = 'update'): NewEvent {
+  return itemEvent({
+    environment,
+    entityId: record,
+    eventType,
+    occurredAt: new Date(Date.UTC(2026, 10, 24, 10, n)),
+    entity: {
+      type: 'item',
+      id: record,
+      attributes: { title: `v${n}` },
+      relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
+      meta: { status: 'draft', current_version: String(n) },
+    },
+  });
+}
+
+interface Sent {
+  path: string;
+  body: {
+    event_type: string;
+    entity: { id: string; attributes: { title: string } };
+    events?: { event_type: string; entity: { id: string; attributes: { title: string } } }[];
+  };
+}
+
+const sentTo = (requests: Received[], path: string): Sent[] =>
+  requests
+    .filter((request) => request.url === path)
+    .map((request) => ({ path, body: JSON.parse(request.body) as Sent['body'] }));
+
+const titles = (sent: Sent[]): string[] => sent.map((s) => s.body.entity.attributes.title);
+
+async function callsOf(db: Db, webhook: WebhookRecord) {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM webhook_calls WHERE webhook_id = $1 ORDER BY id',
+    [webhook.id],
+  );
+  return Promise.all(rows.map(async (row) => (await findWebhookCall(db, row.id))!));
+}
+
+/** Holds the answers to requests on `path` until `release` (others get 200 at once). */
+function holdAnswers(
+  receiver: { respond: (req: Received, res: ServerResponse) => void },
+  path: string,
+) {
+  const held: ServerResponse[] = [];
+  let holding = true;
+  receiver.respond = (req, res) => {
+    if (req.url === path && holding) held.push(res);
+    else res.end('ok');
+  };
+  return {
+    held,
+    release() {
+      holding = false;
+      for (const res of held.splice(0)) res.end('ok');
+    },
+  };
+}
+
+describe('flow control', () => {
+  it('per_entity: one entity in event order, one at a time, through retries; others flow past', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const environment = randomId('env');
+    const path = `/${randomId('ordered')}`;
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url + path, {
+        events: itemEventsIn(environment),
+        deliveryOrder: 'per_entity',
+      }),
+    );
+    // The first request for record a fails: what comes after it waits for its retry.
+    let failedOnce = false;
+    receiver.respond = (req, res) => {
+      const body = JSON.parse(req.body || '{}') as Sent['body'];
+      if (req.url === path && body.entity?.id === 'a' && !failedOnce) {
+        failedOnce = true;
+        res.statusCode = 500;
+      }
+      res.end('ok');
+    };
+    // Arrival order is not event order: v3 first, then v1 and v2 in one request, then b's.
+    await emitEvents(db, pipeline, [versionOf(environment, 'a', 3)]);
+    await emitEvents(db, pipeline, [
+      versionOf(environment, 'a', 2),
+      versionOf(environment, 'a', 1),
+    ]);
+    await emitEvents(db, pipeline, [versionOf(environment, 'b', 1)]);
+    await vi.waitFor(
+      async () => {
+        const calls = await callsOf(db, webhook);
+        expect(calls).toHaveLength(4);
+        // Sent, or superseded (never sent).
+        for (const call of calls) expect(['success', 'failed']).toContain(call.status);
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    expect(failedOnce).toBe(true);
+    const sent = sentTo(receiver.requests, path).filter((s) => s.body.entity.id === 'a');
+    // v3 may have gone before v1 and v2 arrived: then they are superseded, never sent after it.
+    const order = titles(sent);
+    expect(order).toEqual([...order].sort());
+    expect(order.at(-1)).toBe('v3');
+    expect(titles(sentTo(receiver.requests, path).filter((s) => s.body.entity.id === 'b'))).toEqual(
+      ['v1'],
+    );
+  });
+
+  it('per_entity: a later event waits for a failing predecessor, and an older one is superseded', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const environment = randomId('env');
+    const path = `/${randomId('ordered')}`;
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url + path, {
+        events: itemEventsIn(environment),
+        deliveryOrder: 'per_entity',
+      }),
+    );
+    const gate = holdAnswers(receiver, path);
+    const v2 = versionOf(environment, 'a', 2);
+    const v3 = versionOf(environment, 'a', 3);
+    const v1 = versionOf(environment, 'a', 1);
+    const other = versionOf(environment, 'c', 1);
+    await emitEvents(db, pipeline, [v2]);
+    await vi.waitFor(() => expect(gate.held).toHaveLength(1));
+    // v2 is in flight: v3 waits behind it; v1 is older than what is being sent.
+    await emitEvents(db, pipeline, [v3]);
+    await emitEvents(db, pipeline, [v1]);
+    await emitEvents(db, pipeline, [other]);
+    await vi.waitFor(async () => {
+      const calls = await callsOf(db, webhook);
+      expect(calls).toHaveLength(4);
+      const superseded = calls.find((call) => call.eventId === v1.id)!;
+      expect(superseded.status).toBe('failed');
+      expect(superseded.failureReason).toMatch(/^superseded/);
+      expect(superseded.lastSentAt).toBeNull();
+    });
+    // c is another entity: it went while a's v2 was still in flight (held).
+    await vi.waitFor(() => expect(gate.held).toHaveLength(2));
+    const waiting = (await callsOf(db, webhook)).find((call) => call.eventId === v3.id)!;
+    expect(waiting.status).toBe('pending');
+    expect(waiting.lastSentAt).toBeNull();
+    gate.release();
+    await vi.waitFor(async () =>
+      expect((await callsOf(db, webhook)).map((call) => call.status).sort()).toEqual([
+        'failed',
+        'success',
+        'success',
+        'success',
+      ]),
+    );
+    const forA = sentTo(receiver.requests, path).filter((s) => s.body.entity.id === 'a');
+    expect(titles(forA)).toEqual(['v2', 'v3']);
+  });
+
+  it('coalesce: events that come while a call waits join it; the receiver gets the latest state once', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const environment = randomId('env');
+    const path = `/${randomId('coalesced')}`;
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url + path, {
+        events: itemEventsIn(environment),
+        deliveryOrder: 'per_entity',
+        coalesceEvents: true,
+      }),
+    );
+    const gate = holdAnswers(receiver, path);
+    const create = versionOf(environment, 'a', 1, 'create');
+    await emitEvents(db, pipeline, [create]);
+    await vi.waitFor(() => expect(gate.held).toHaveLength(1));
+    // While v1 is in flight, v2…v6 come one request at a time: they all join one waiting call.
+    const updates = [2, 3, 4, 5, 6].map((n) => versionOf(environment, 'a', n));
+    for (const update of updates) await emitEvents(db, pipeline, [update]);
+    await vi.waitFor(async () => {
+      const calls = await callsOf(db, webhook);
+      expect(calls).toHaveLength(2);
+      // In the order they reached the call (match jobs run side by side).
+      expect([...calls[1]!.eventIds].sort()).toEqual(updates.map((event) => event.id).sort());
+    });
+    // An event that joined another's call finds it (GET /events/:id).
+    const joined = await callsOf(db, webhook);
+    expect((await listEventCalls(db, updates[2]!.id)).map((call) => call.id)).toEqual([
+      joined[1]!.id,
+    ]);
+    gate.release();
+    await vi.waitFor(async () =>
+      expect((await callsOf(db, webhook)).map((call) => call.status)).toEqual([
+        'success',
+        'success',
+      ]),
+    );
+    const sent = sentTo(receiver.requests, path);
+    expect(titles(sent)).toEqual(['v1', 'v6']);
+    expect(sent.map((s) => s.body.event_type)).toEqual(['create', 'update']);
+
+    // A create followed by updates arrives as a create; a delete supersedes the updates before.
+    const gate2 = holdAnswers(receiver, path);
+    const b = [
+      versionOf(environment, 'b', 1, 'update'),
+      versionOf(environment, 'b', 2, 'create'),
+      versionOf(environment, 'b', 3, 'update'),
+    ];
+    await emitEvents(db, pipeline, [b[0]!]);
+    await vi.waitFor(() => expect(gate2.held).toHaveLength(1));
+    await emitEvents(db, pipeline, [b[1]!, b[2]!]);
+    const d = [versionOf(environment, 'd', 1, 'create'), versionOf(environment, 'd', 2, 'update')];
+    await emitEvents(db, pipeline, [d[0]!]);
+    await vi.waitFor(() => expect(gate2.held).toHaveLength(2));
+    await emitEvents(db, pipeline, [d[1]!, versionOf(environment, 'd', 3, 'delete')]);
+    await vi.waitFor(async () => {
+      const calls = await callsOf(db, webhook);
+      expect(calls.filter((call) => call.eventIds.length === 2)).toHaveLength(2);
+    });
+    gate2.release();
+    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(6));
+    const last = sentTo(receiver.requests, path).slice(2);
+    const of = (id: string) => last.filter((s) => s.body.entity.id === id);
+    expect(of('b').map((s) => [s.body.event_type, s.body.entity.attributes.title])).toEqual([
+      ['update', 'v1'],
+      ['create', 'v3'],
+    ]);
+    expect(of('d').map((s) => [s.body.event_type, s.body.entity.attributes.title])).toEqual([
+      ['create', 'v1'],
+      ['delete', 'v3'],
+    ]);
+  });
+
+  it('batch: the events of a window go as one call listing them; with coalesce, each entity once', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const environment = randomId('env');
+    const path = `/${randomId('batched')}`;
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url + path, {
+        events: itemEventsIn(environment),
+        coalesceEvents: true,
+        batch: { window_ms: 400, max_events: 100 },
+      }),
+    );
+    const started = Date.now();
+    // Three requests inside the window: 30 records, each updated twice.
+    const records = Array.from({ length: 30 }, (_, i) => `r${i}`);
+    await emitEvents(
+      db,
+      pipeline,
+      records.map((r) => versionOf(environment, r, 1)),
+    );
+    await emitEvents(
+      db,
+      pipeline,
+      records.slice(0, 15).map((r) => versionOf(environment, r, 2)),
+    );
+    await emitEvents(
+      db,
+      pipeline,
+      records.slice(15).map((r) => versionOf(environment, r, 2)),
+    );
+    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(1), {
+      timeout: 5000,
+    });
+    const [batch] = sentTo(receiver.requests, path);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
+    expect(batch!.body.events).toHaveLength(30);
+    expect(new Set(batch!.body.events!.map((e) => e.entity.id)).size).toBe(30);
+    expect(batch!.body.events!.every((e) => e.entity.attributes.title === 'v2')).toBe(true);
+    await vi.waitFor(async () => {
+      const calls = await callsOf(db, webhook);
+      expect(calls.map((call) => [call.status, call.eventIds.length])).toEqual([['success', 60]]);
+    });
+  });
+
+  it('batch: max_events closes a batch; batches go one at a time, in the order they opened', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const environment = randomId('env');
+    const path = `/${randomId('batched')}`;
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url + path, {
+        events: itemEventsIn(environment),
+        batch: { window_ms: 200, max_events: 10 },
+      }),
+    );
+    const events = Array.from({ length: 25 }, (_, i) => versionOf(environment, `s${i}`, 1));
+    // The second request fills the batch the first opened, then opens two more.
+    await emitEvents(db, pipeline, events.slice(0, 5));
+    await emitEvents(db, pipeline, events.slice(5));
+    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
+      timeout: 5000,
+    });
+    const batches = sentTo(receiver.requests, path).map((s) =>
+      s.body.events!.map((e) => e.entity.id),
+    );
+    expect(batches.map((b) => b.length)).toEqual([10, 10, 5]);
+    expect(batches.flat()).toEqual(events.map((event) => event.entityId));
+    await vi.waitFor(async () =>
+      expect((await callsOf(db, webhook)).map((call) => call.status)).toEqual([
+        'success',
+        'success',
+        'success',
+      ]),
+    );
+  });
+});
