@@ -736,4 +736,66 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       );
     }
   });
+
+  it('matches the batch a real receiver gets, given the events its call carries', async () => {
+    const attributes = {
+      url: `${receiverUrl}/batched`,
+      headers: {},
+      custom_payload: null,
+      http_basic_user: null,
+      http_basic_password: null,
+      coalesce: true,
+      batch: { window_ms: 2000, max_events: 10 },
+    };
+    const response = await api('POST', '/webhooks', {
+      data: {
+        type: 'webhook',
+        attributes: {
+          ...attributes,
+          name: randomId('batched'),
+          events: [{ entity_type: 'item', event_types: ['create', 'update'] }],
+        },
+      },
+    });
+    expect(response.status).toBe(201);
+    const id: string = response.body.data.id;
+    await vi.waitFor(() => expect(delivery.index.has(id)).toBe(true), { timeout: 10_000 });
+
+    const a = randomId('rec');
+    const b = randomId('rec');
+    await storeItemEvents(a, [{ type: 'create', title: 'A1' }]);
+    await storeItemEvents(b, [{ type: 'update', title: 'B1' }]);
+    await storeItemEvents(a, [{ type: 'update', title: 'A2' }]);
+    const delivered = await vi.waitFor(
+      () => {
+        const found = received.find((r) => r.url === '/batched');
+        if (!found) throw new Error('no batch received yet');
+        return found;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    const calls = await api('GET', `/webhook_calls?filter[fields][webhook_id][eq]=${id}`);
+    expect(calls.body.data).toHaveLength(1);
+    const call = calls.body.data[0];
+    expect(call.attributes.event_ids).toHaveLength(3);
+
+    const shown = await preview({
+      ...attributes,
+      event_ids: call.attributes.event_ids,
+      webhook_id: id,
+    });
+    expect(shown.status).toBe(200);
+    expect(shown.body.data.attributes.batch_entries).toBe(2);
+    // Only the call id differs: a preview has no call.
+    expect(
+      shown.body.data.attributes.body.replace(
+        '"webhook_call_id":"preview"',
+        `"webhook_call_id":"${call.id}"`,
+      ),
+    ).toBe(delivered.body);
+    expect(JSON.parse(delivered.body).events.map((e: any) => e.entity.attributes.title)).toEqual([
+      'B1',
+      'A2',
+    ]);
+  });
 });
