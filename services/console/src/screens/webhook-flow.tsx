@@ -57,8 +57,10 @@ export function FlowFields({
         checked={flow.coalesce}
         onChange={(coalesce) => onChange({ ...flow, coalesce }, 'coalesce')}
       >
-        Coalesce: while a call waits, newer events of its entity join it, so the receiver gets the
-        latest state once
+        <span>
+          Coalesce: while a call waits, newer events of its entity join it, so the receiver gets the
+          latest state once
+        </span>
       </Check>
       <FieldErrors problems={problemsUnder(problems, 'coalesce')} />
       <Check

@@ -940,6 +940,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       const caption = page.getByTestId('preview-event');
       await caption.getByText('A batch of 1 entry carrying 3 events').waitFor();
       await body.getByText('"title": "A3"').first().waitFor();
+      await page.getByRole('group', { name: 'Flow control' }).scrollIntoViewIfNeeded();
       await shot('webhook-flow-control');
       await page.getByRole('checkbox', { name: /^Batch:/ }).uncheck();
       await caption.getByText('3 events of one entity').waitFor();
