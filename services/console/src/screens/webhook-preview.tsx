@@ -3,6 +3,7 @@ import {
   type EventResource,
   type WebhookCallResource,
 } from '@herald/contract/tables';
+import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import {
@@ -116,49 +117,31 @@ export function PreviewPanel({
         </span>
       </div>
       {flowOn ? (
-        <div class="field">
-          <label class="label" for="preview-entity">
-            Entity
-          </label>
-          <TextInput
-            id="preview-entity"
-            list="preview-entities"
-            class="mono"
-            placeholder="Any: the most recent events"
-            value={entityId}
-            aria-invalid={carriedProblem ? true : undefined}
-            onValue={setEntityId}
-          />
-          <Suggestions
-            id="preview-entities"
-            values={[...new Set(recent.flatMap((e) => e.attributes.entity_id ?? []))]}
-          />
-          <span class="hint">
-            The preview renders the one call that would carry up to {PREVIEW_FLOW_EVENTS} recent
-            events {entity ? 'of this entity' : '(give a record id to follow one record)'}
-            {form.flow.batch ? ', as a batch' : ', coalesced'}; the sample event when there are
-            none.
-          </span>
-        </div>
+        <ChoiceInput
+          id="preview-entity"
+          label="Entity"
+          placeholder="Any: the most recent events"
+          value={entityId}
+          invalid={carriedProblem !== undefined}
+          onValue={setEntityId}
+          suggestions={[...new Set(recent.flatMap((e) => e.attributes.entity_id ?? []))]}
+        >
+          The preview renders the one call that would carry up to {PREVIEW_FLOW_EVENTS} recent
+          events {entity ? 'of this entity' : '(give a record id to follow one record)'}
+          {form.flow.batch ? ', as a batch' : ', coalesced'}; the sample event when there are none.
+        </ChoiceInput>
       ) : (
-        <div class="field">
-          <label class="label" for="preview-event">
-            Event
-          </label>
-          <TextInput
-            id="preview-event"
-            list="preview-events"
-            class="mono"
-            placeholder="A sample item publish event"
-            value={eventId}
-            aria-invalid={eventProblem ? true : undefined}
-            onValue={setEventId}
-          />
-          <Suggestions id="preview-events" values={eventIds} />
-          <span class="hint">
-            Leave empty for a sample, or give the id of an event Herald received.
-          </span>
-        </div>
+        <ChoiceInput
+          id="preview-event"
+          label="Event"
+          placeholder="A sample item publish event"
+          value={eventId}
+          invalid={eventProblem !== undefined}
+          onValue={setEventId}
+          suggestions={eventIds}
+        >
+          Leave empty for a sample, or give the id of an event Herald received.
+        </ChoiceInput>
       )}
       {preview.loading && !preview.data && !preview.error && <Loading label="Rendering…" />}
       {preview.error && problems.length > 0 && (
@@ -193,6 +176,46 @@ export function PreviewPanel({
         </div>
       )}
     </aside>
+  );
+}
+
+/** What the preview renders for: an id typed or picked among suggestions, with its hint. */
+function ChoiceInput({
+  id,
+  label,
+  placeholder,
+  value,
+  invalid,
+  onValue,
+  suggestions,
+  children,
+}: {
+  id: string;
+  label: string;
+  placeholder: string;
+  value: string;
+  invalid: boolean;
+  onValue: (value: string) => void;
+  suggestions: readonly string[];
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="field">
+      <label class="label" for={id}>
+        {label}
+      </label>
+      <TextInput
+        id={id}
+        list={`${id}-suggestions`}
+        class="mono"
+        placeholder={placeholder}
+        value={value}
+        aria-invalid={invalid ? true : undefined}
+        onValue={onValue}
+      />
+      <Suggestions id={`${id}-suggestions`} values={suggestions} />
+      <span class="hint">{children}</span>
+    </div>
   );
 }
 

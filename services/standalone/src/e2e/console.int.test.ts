@@ -132,6 +132,22 @@ function itemEvent(
   };
 }
 
+/**
+ * Opens the editor on a new webhook named `name` whose one entry takes record updates only (no
+ * publish, no unpublish), sent to `url`; the entry's locator.
+ */
+async function newUpdatesWebhook(name: string, url: string) {
+  await page.goto(`${herald.url}/console/#/webhooks/new`);
+  await page.getByRole('heading', { name: 'New webhook' }).waitFor();
+  await page.getByLabel('Name').fill(name);
+  await page.getByLabel('URL', { exact: true }).fill(url);
+  const entry = page.locator('[data-events-index="0"]');
+  await entry.getByLabel('update', { exact: true }).check();
+  await entry.getByLabel('publish', { exact: true }).uncheck();
+  await entry.getByLabel('unpublish', { exact: true }).uncheck();
+  return entry;
+}
+
 /** The header's section links (a breadcrumb may carry the same name). */
 const nav = () => page.getByRole('navigation', { name: 'Sections' });
 
@@ -734,14 +750,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
   it('narrows a webhook on content and adds changes to its payload, errors beside their rows', async () => {
     const target = await startReceiver();
     try {
-      await page.goto(`${herald.url}/console/#/webhooks/new`);
-      await page.getByRole('heading', { name: 'New webhook' }).waitFor();
-      await page.getByLabel('Name').fill('Headline edits');
-      await page.getByLabel('URL', { exact: true }).fill(`${target.url}/edits`);
-      const entry = page.locator('[data-events-index="0"]');
-      await entry.getByLabel('update', { exact: true }).check();
-      await entry.getByLabel('publish', { exact: true }).uncheck();
-      await entry.getByLabel('unpublish', { exact: true }).uncheck();
+      const entry = await newUpdatesWebhook('Headline edits', `${target.url}/edits`);
       await entry.getByLabel('Changed fields').fill('title, Body');
       await entry.getByLabel('Locales').fill('en');
       const status = entry.getByRole('group', { name: 'Record status' });
@@ -858,14 +867,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
   it('batches and coalesces a webhook: flow control in the editor, its preview, one call of each record', async () => {
     const target = await startReceiver();
     try {
-      await page.goto(`${herald.url}/console/#/webhooks/new`);
-      await page.getByRole('heading', { name: 'New webhook' }).waitFor();
-      await page.getByLabel('Name').fill('Batched edits');
-      await page.getByLabel('URL', { exact: true }).fill(`${target.url}/batch`);
-      const entry = page.locator('[data-events-index="0"]');
-      await entry.getByLabel('update', { exact: true }).check();
-      await entry.getByLabel('publish', { exact: true }).uncheck();
-      await entry.getByLabel('unpublish', { exact: true }).uncheck();
+      await newUpdatesWebhook('Batched edits', `${target.url}/batch`);
 
       await page.getByLabel('Delivery order').selectOption('per_entity');
       await page.getByLabel('Coalesce').check();

@@ -342,6 +342,27 @@ describe('POST /webhooks/preview: rendering', () => {
   });
 });
 
+/** A model's create event for POST /events, its fields (not localized) in the order given. */
+function modelEvent(
+  id: string,
+  attributes: Record<string, unknown>,
+  fields: { id: string; api_key: string; field_type: string; label: string }[],
+) {
+  return {
+    type: 'event',
+    attributes: {
+      entity_type: 'item_type',
+      event_type: 'create',
+      entity: { type: 'item_type', id, attributes },
+      related_entities: fields.map(({ id: fieldId, ...field }, position) => ({
+        type: 'field',
+        id: fieldId,
+        attributes: { ...field, localized: false, position },
+      })),
+    },
+  };
+}
+
 /** The model of the records storeItemEvents changes: a note with a title. */
 const NOTE_MODEL = 'note';
 
@@ -379,22 +400,11 @@ async function storeItemEvents(
 
 describe('POST /webhooks/preview: flow control (event_ids)', () => {
   beforeAll(async () => {
-    const title = { api_key: 'title', field_type: 'string', localized: false, position: 0 };
     const response = await api('POST', '/events', {
       data: [
-        {
-          type: 'event',
-          attributes: {
-            entity_type: 'item_type',
-            event_type: 'create',
-            entity: {
-              type: 'item_type',
-              id: NOTE_MODEL,
-              attributes: { name: 'Note', api_key: NOTE_MODEL },
-            },
-            related_entities: [{ type: 'field', id: 'f-note-title', attributes: title }],
-          },
-        },
+        modelEvent(NOTE_MODEL, { name: 'Note', api_key: NOTE_MODEL }, [
+          { id: 'f-note-title', api_key: 'title', field_type: 'string', label: 'Title' },
+        ]),
       ],
     });
     expect(response.status).toBe(202);
@@ -462,15 +472,11 @@ describe('POST /webhooks/preview: flow control (event_ids)', () => {
     const all = JSON.parse(plain.body.data.attributes.body);
     expect(Object.keys(all).at(-1)).toBe('events');
     expect(all.events).toHaveLength(3);
-    expect(Object.keys(all.events[0])).toEqual([
-      'event_triggered_at',
-      'environment',
-      'is_environment_primary',
-      'entity_type',
-      'event_type',
-      'entity',
-      'related_entities',
-    ]);
+    // An entry has the keys of the default payload that describe its event, not the call's.
+    const callKeys = ['webhook_call_id', 'attempted_auto_retries_count', 'webhook_id', 'site_id'];
+    const eventKeys = Object.keys(all).filter((k) => !callKeys.includes(k) && k !== 'events');
+    expect(eventKeys).toContain('entity');
+    expect(Object.keys(all.events[0])).toEqual(eventKeys);
 
     const coalesced = await preview({ ...BASE, batch, coalesce: true, event_ids: byOrder });
     expect(coalesced.body.data.attributes.batch_entries).toBe(2);
@@ -542,67 +548,13 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
     // A model with blocks, so that nested_items_in_payload changes the entity.
     const models = await api('POST', '/events', {
       data: [
-        {
-          type: 'event',
-          attributes: {
-            entity_type: 'item_type',
-            event_type: 'create',
-            entity: {
-              type: 'item_type',
-              id: 'section',
-              attributes: { name: 'Section', api_key: 'section', modular_block: true },
-            },
-            related_entities: [
-              {
-                type: 'field',
-                id: 'f-heading',
-                attributes: {
-                  api_key: 'heading',
-                  field_type: 'string',
-                  localized: false,
-                  label: 'Heading',
-                  position: 0,
-                },
-              },
-            ],
-          },
-        },
-        {
-          type: 'event',
-          attributes: {
-            entity_type: 'item_type',
-            event_type: 'create',
-            entity: {
-              type: 'item_type',
-              id: 'article',
-              attributes: { name: 'Article', api_key: 'article' },
-            },
-            related_entities: [
-              {
-                type: 'field',
-                id: 'f-title',
-                attributes: {
-                  api_key: 'title',
-                  field_type: 'string',
-                  localized: false,
-                  label: 'Title',
-                  position: 0,
-                },
-              },
-              {
-                type: 'field',
-                id: 'f-content',
-                attributes: {
-                  api_key: 'content',
-                  field_type: 'rich_text',
-                  localized: false,
-                  label: 'Content',
-                  position: 1,
-                },
-              },
-            ],
-          },
-        },
+        modelEvent('section', { name: 'Section', api_key: 'section', modular_block: true }, [
+          { id: 'f-heading', api_key: 'heading', field_type: 'string', label: 'Heading' },
+        ]),
+        modelEvent('article', { name: 'Article', api_key: 'article' }, [
+          { id: 'f-title', api_key: 'title', field_type: 'string', label: 'Title' },
+          { id: 'f-content', api_key: 'content', field_type: 'rich_text', label: 'Content' },
+        ]),
       ],
     });
     expect(models.status).toBe(202);
