@@ -43,6 +43,10 @@ CREATE INDEX webhook_calls_lane
   ON webhook_calls (webhook_id, lane, lane_at, lane_version, lane_seq)
   WHERE lane IS NOT NULL;
 
+-- The order batches are opened in (lane_seq of a batch; its lane_at is the epoch): taken under
+-- the lane's lock, so a batch opened later always comes after, whichever clock its process has.
+CREATE SEQUENCE herald_flow_batch_order;
+
 -- The calls that carry an event (GET /events/:id lists them; a coalesced or batched event's call
 -- was made by another event).
 CREATE INDEX webhook_calls_carried ON webhook_calls USING gin (event_ids)

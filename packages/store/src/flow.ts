@@ -67,6 +67,9 @@ export function comparePositions(a: Position, b: Position): number {
 export const inProducerOrder = (events: readonly StoredEvent[]): StoredEvent[] =>
   [...events].sort((a, b) => comparePositions(eventPosition(a), eventPosition(b)));
 
+/** A batch's lane_at: batches are ordered by lane_seq alone (herald_flow_batch_order). */
+const BATCH_AT = new Date(0);
+
 /** A call createWebhookCalls just made for a webhook with flow control, before placing. */
 export interface UnplacedCall {
   id: string;
@@ -166,6 +169,16 @@ export async function placeFlowCalls(
   const webhooks = entries.map((e) => e.webhook.id);
   const laneKeys = entries.map((e) => e.lane);
   await tx.query('SELECT herald_lock_flow_lanes($1::bigint[], $2::text[])', [webhooks, laneKeys]);
+  // Batches are ordered by when they open, under the lock: a number of the sequence, of which
+  // this placement's batches take the next 2^20.
+  let batches: (() => string) | null = null;
+  if (entries.some((entry) => entry.webhook.batch)) {
+    const { rows } = await tx.query<{ n: string }>(
+      "SELECT nextval('herald_flow_batch_order')::text AS n",
+    );
+    let next = BigInt(rows[0]!.n) << 20n;
+    batches = () => String(next++);
+  }
   const { rows } = await tx.query<LaneRow & { n: string }>(
     {
       name: 'herald.flow.lanes',
@@ -213,7 +226,9 @@ export async function placeFlowCalls(
       head: positionOf(row.head_at, row.head_version, row.head_seq),
       sent: positionOf(row.sent_at, row.sent_version, row.sent_seq),
     };
-    for (const call of entry.calls) placeOne(state, call, now, placement, updates, deleted);
+    for (const call of entry.calls) {
+      placeOne(state, call, now, batches, placement, updates, deleted);
+    }
     writeOpen(state, updates);
   }
   if (updates.size > 0) {
@@ -266,15 +281,17 @@ function placeOne(
   state: LaneState,
   call: UnplacedCall,
   now: Date,
+  /** The next batch's place in its lane (batched webhooks). */
+  batches: (() => string) | null,
   placement: Placement,
   updates: Map<string, Record<string, unknown>>,
   deleted: string[],
 ): void {
   const { webhook } = state;
-  // A batch's place is when it was opened (its id breaks ties): batches go in the order they
-  // were made, whatever the events they gather.
+  // A batch's place is the order it was opened in (herald_flow_batch_order, given when it opens
+  // below): batches go in that order, whatever the events they gather.
   const position = webhook.batch
-    ? { at: now, version: '', seq: call.id }
+    ? { at: BATCH_AT, version: '', seq: '' }
     : eventPosition(call.event);
   const entity = entityKey(call.event);
   const coalesces = webhook.coalesceEvents && isCoalescable(call.event);
@@ -299,6 +316,7 @@ function placeOne(
     placement.joined++;
     return;
   }
+  if (webhook.batch) position.seq = batches!();
   const base = {
     id: call.id,
     lane: state.lane,

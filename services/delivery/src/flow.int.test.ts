@@ -329,10 +329,14 @@ describe('flow control', () => {
         batch: { window_ms: 200, max_events: 10 },
       }),
     );
-    const events = Array.from({ length: 25 }, (_, i) => versionOf(environment, `s${i}`, 1));
-    // The second request fills the batch the first opened, then opens two more.
+    const events = Array.from({ length: 25 }, (_, i) => ({
+      ...versionOf(environment, `s${i}`, 1),
+      occurredAt: new Date(Date.UTC(2026, 10, 24, 11, 0, i)),
+    }));
+    // The second request fills the batch the first opened, then opens two more; its events
+    // arrive in the reverse of their order.
     await emitEvents(db, pipeline, events.slice(0, 5));
-    await emitEvents(db, pipeline, events.slice(5));
+    await emitEvents(db, pipeline, events.slice(5).reverse());
     await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
       timeout: 5000,
     });
