@@ -35,7 +35,7 @@ export interface WebhookCallResource {
     failure_reason: string | null;
     event_id: string;
     /**
-     * Extension, flow control: the events the call carries, in the producer's order (more than
+     * Extension, flow control: the events the call carries, in the order they reached it (more than
      * one when it coalesces or batches); `[event_id]` for every other call.
      */
     event_ids: string[];

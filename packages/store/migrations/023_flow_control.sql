@@ -98,9 +98,10 @@ $$;
 --   'parked'  `sequential` and an earlier call of its lane is unfinished: it waits, parked, for
 --             that call's outcome to release it;
 --   'window'  its batch window is still open (wait_until: when it ends);
---   'go'      claimed: it takes no more events; event_ids are the events it carries.
+--   'go'      claimed: it takes no more events; event_ids are the events it carries, lane
+--             its lane ('' for a batch).
 CREATE FUNCTION herald_claim_flow_call(call_id bigint, sequential boolean, busy_ms integer,
-  OUT state text, OUT event_ids text[], OUT wait_until timestamptz)
+  OUT state text, OUT event_ids text[], OUT wait_until timestamptz, OUT lane text)
 LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
   c record;
@@ -150,6 +151,7 @@ BEGIN
   UPDATE webhook_calls w SET claimed_at = now() WHERE w.id = call_id;
   state := 'go';
   event_ids := c.event_ids;
+  lane := c.lane;
 END
 $$;
 

@@ -29,7 +29,7 @@ export const entityKey = (event: Pick<StoredEvent, 'entityType' | 'entityId'>): 
   event.entityId === null ? event.entityType : `${event.entityType}:${event.entityId}`;
 
 /** The lane of an event's call: its entity's, or the webhook's one lane when it batches. */
-export const laneOf = (webhook: FlowSettings, event: StoredEvent): string =>
+const laneOf = (webhook: FlowSettings, event: StoredEvent): string =>
   webhook.batch !== null ? '' : entityKey(event);
 
 /** Whether a newer event of the same entity may replace this one's state. */
@@ -55,7 +55,7 @@ export function eventPosition(event: StoredEvent): Position {
 }
 
 /** Orders positions as Postgres does (lane_version is COLLATE "C": by code unit here too). */
-export function comparePositions(a: Position, b: Position): number {
+function comparePositions(a: Position, b: Position): number {
   const at = a.at.getTime() - b.at.getTime();
   if (at !== 0) return at;
   if (a.version !== b.version) return a.version < b.version ? -1 : 1;
@@ -378,7 +378,7 @@ function placeOne(
 
 /** What an attempt's claim said (herald_claim_flow_call). */
 export type FlowClaim =
-  | { state: 'go'; eventIds: string[] }
+  | { state: 'go'; eventIds: string[]; batch: boolean }
   | { state: 'done' | 'parked' | 'free' }
   | { state: 'busy' | 'window'; waitUntil: Date };
 
@@ -397,6 +397,7 @@ export async function claimFlowCall(
     state: 'go' | 'done' | 'parked' | 'free' | 'busy' | 'window';
     event_ids: string[] | null;
     wait_until: Date | null;
+    lane: string | null;
   }>(
     {
       name: 'herald.flow.claim',
@@ -407,7 +408,8 @@ export async function claimFlowCall(
   const row = rows[0]!;
   switch (row.state) {
     case 'go':
-      return { state: 'go', eventIds: row.event_ids ?? [] };
+      // A batch's lane is its webhook's one lane ('').
+      return { state: 'go', eventIds: row.event_ids ?? [], batch: row.lane === '' };
     case 'busy':
     case 'window':
       return { state: row.state, waitUntil: row.wait_until ?? new Date() };

@@ -42,7 +42,7 @@ export interface WebhookCallRecord {
   attemptedAutoRetriesCount: number;
   lastSentAt: Date | null;
   nextRetryAt: Date | null;
-  /** The events it carries, in the producer's order (flow control: several; else [eventId]). */
+  /** The events it carries, in the order they reached it (flow control: several; else [eventId]). */
   eventIds: string[];
   /** Its lane, for a webhook with flow control (migration 023); null for every other call. */
   lane: string | null;

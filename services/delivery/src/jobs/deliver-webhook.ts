@@ -334,7 +334,7 @@ async function claim(
   ctx.metrics.flowClaims.inc({ state: claimed.state });
   switch (claimed.state) {
     case 'go': {
-      const content = await contentOf(ctx, webhook, claimed.eventIds, known);
+      const content = await contentOf(ctx, webhook, claimed.eventIds, known, claimed.batch);
       return content ? { kind: 'go', content } : { kind: 'stop' };
     }
     case 'busy':
@@ -348,15 +348,21 @@ async function claim(
   }
 }
 
-/** What a call carrying `eventIds` sends (callContent); null when none of them is stored. */
+/**
+ * What a call carrying `eventIds` sends (callContent); null when none of them is stored. `batch`:
+ * the call is a batch (its lane says so, whatever the webhook's settings now: a batch made
+ * before a PUT removed `batch` still lists its entries).
+ */
 async function contentOf(
   ctx: DeliverContext,
   webhook: WebhookRecord,
   eventIds: readonly string[],
-  known?: StoredEvent,
+  known: StoredEvent | undefined,
+  batch: boolean,
 ): Promise<CallContent | null> {
+  const settings = { coalesceEvents: webhook.coalesceEvents, batch: batch ? true : null };
   if (known && eventIds.length === 1 && eventIds[0] === known.id) {
-    return callContent(webhook, [known]);
+    return callContent(settings, [known]);
   }
   const events = await Promise.all(
     eventIds.map((id) => (id === known?.id ? Promise.resolve(known) : ctx.loaders.events.load(id))),
@@ -364,7 +370,7 @@ async function contentOf(
   const found = events.filter(
     (event): event is StoredEvent => event !== null && event !== undefined,
   );
-  return found.length > 0 ? callContent(webhook, found) : null;
+  return found.length > 0 ? callContent(settings, found) : null;
 }
 
 async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
@@ -394,9 +400,9 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
     if (claimed.kind === 'wait') throw new FlowWaitError(claimed.until);
     if (claimed.kind === 'stop') return;
     if (claimed.kind === 'go') content = claimed.content;
-  } else if (call.eventIds.length > 1) {
+  } else if (call.eventIds.length > 1 || call.lane === '') {
     // A resend sends what the call carries.
-    content = (await contentOf(ctx, webhook, call.eventIds, event)) ?? content;
+    content = (await contentOf(ctx, webhook, call.eventIds, event, call.lane === '')) ?? content;
   }
   const lane = call.lane !== null;
   await attempt(ctx, data, { ...call, test: call.testEvent !== null, lane }, webhook, content);
@@ -613,7 +619,11 @@ export async function attemptForJob(
   }
   let status = 'failed' as Outcome['status'];
   // What the call carries (several events when it coalesced or batched).
-  const content = (await contentOf(ctx, webhook, call.eventIds, event)) ?? { event, entries: null };
+  const batch = call.lane === '';
+  const content = (await contentOf(ctx, webhook, call.eventIds, event, batch)) ?? {
+    event,
+    entries: null,
+  };
   await deliverHolding(ctx, webhook.id, slot, async () => {
     // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
     // a call sent again is a resend (a failure leaves its plan as it was).

@@ -86,7 +86,7 @@ describe('POST /webhooks', () => {
   it('keeps flow control, filling batch.max_events, and PUT changes or removes it', async ({
     api,
   }) => {
-    const flow = { delivery_order: 'per_entity', coalesce: true, batch: { window_ms: 250 } };
+    const flow = { delivery_order: 'any', coalesce: true, batch: { window_ms: 250 } };
     const created = await create(api, attributes(flow));
     expect(created.status).toBe(201);
     const { id } = created.body.data;
@@ -98,7 +98,7 @@ describe('POST /webhooks', () => {
       api.call('PUT', `/webhooks/${id}`, { data: { type: 'webhook', attributes: attrs } });
     const resized = await put({ batch: { window_ms: 600_000, max_events: null } });
     expect(resized.body.data.attributes).toMatchObject({
-      delivery_order: 'per_entity',
+      delivery_order: 'any',
       coalesce: true,
       batch: { window_ms: 600_000, max_events: 100 },
     });

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from '@herald/contract';
 import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
-import { validateUpdate } from '../webhooks/attributes.js';
+import { flowConflict, validateUpdate } from '../webhooks/attributes.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { readWebhookDocument } from '../webhooks/document.js';
 import { mapUniqueName, webhookNotFound } from '../webhooks/errors.js';
@@ -24,6 +24,20 @@ export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id:
       if (!(await findWebhook(deps.db, id))) throw webhookNotFound(id);
       const taken = await uniquenessProblem(deps.db, attributes['name'], id);
       throw ApiError.many([...result.errors, ...(taken ? [taken] : [])]);
+    }
+    const { deliveryOrder, batch } = result.value;
+    if (deliveryOrder !== undefined || batch !== undefined) {
+      // Checked against what is stored: the change must go with the settings it keeps.
+      const stored = await findWebhook(deps.db, id);
+      if (!stored) throw webhookNotFound(id);
+      const conflict = flowConflict(
+        {
+          deliveryOrder: deliveryOrder ?? stored.deliveryOrder,
+          batch: batch === undefined ? stored.batch : batch,
+        },
+        deliveryOrder !== undefined ? 'delivery_order' : 'batch',
+      );
+      if (conflict) throw ApiError.many([conflict]);
     }
     const before = result.value.enabled === true ? await findWebhook(deps.db, id) : null;
     const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {

@@ -567,6 +567,12 @@ const RULES: Rule[] = [
     'batch.size',
     'VALIDATION_FORMAT',
   ],
+  [
+    'delivery_order per_entity with batch',
+    { delivery_order: 'per_entity', batch: { window_ms: 100 } },
+    'delivery_order',
+    'VALIDATION_INCLUSION',
+  ],
   // custom_payload
   [
     'custom_payload not a string',
@@ -661,6 +667,31 @@ describe('POST /webhooks validation', () => {
       });
     },
   );
+
+  it('PUT checks flow control against what is stored: batch on an ordered webhook, and back', async ({
+    api,
+  }) => {
+    const created = await createWith(api, { ...valid(), delivery_order: 'per_entity' });
+    const id = (created.body as unknown as { data: { id: string } }).data.id;
+    const put = (attributes: Record<string, unknown>) =>
+      send(
+        api,
+        'PUT',
+        `/webhooks/${id}`,
+        JSON.stringify({ data: { type: 'webhook', attributes } }),
+      );
+    const refused = await put({ batch: { window_ms: 500 } });
+    expect(refused.status).toBe(422);
+    expect(refused.body.data[0]!.attributes.details).toMatchObject({
+      field: 'batch',
+      code: 'VALIDATION_INCLUSION',
+    });
+    // Both changed at once go together.
+    expect((await put({ delivery_order: 'any', batch: { window_ms: 500 } })).status).toBe(200);
+    const back = await put({ delivery_order: 'per_entity' });
+    expect(back.body.data[0]!.attributes.details).toMatchObject({ field: 'delivery_order' });
+    expect((await put({ batch: null, delivery_order: 'per_entity' })).status).toBe(200);
+  });
 
   it('reports several problems together', async ({ api }) => {
     const response = await createWith(api, {
@@ -807,7 +838,7 @@ describe('POST /webhooks validation', () => {
       { batch: null, delivery_order: 'any', coalesce: false },
       { batch: { window_ms: 10 } },
       { batch: { window_ms: 600_000, max_events: 1000 } },
-      { batch: { window_ms: 100, max_events: 1 }, coalesce: true, delivery_order: 'per_entity' },
+      { batch: { window_ms: 100, max_events: 1 }, coalesce: true, delivery_order: 'any' },
       { batch: { window_ms: 100, max_events: null } },
     ]) {
       const response = await createWith(api, { ...valid(), ...overrides });

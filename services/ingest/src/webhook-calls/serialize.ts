@@ -28,7 +28,7 @@ export function serializeWebhookCall(call: WebhookCallRecord): WebhookCallResour
       failure_reason: call.failureReason,
       // The producer's event id: the console offers recent ones to POST /webhooks/preview.
       event_id: call.eventId,
-      // Flow control: every event the call carries (coalesced, batched), in the producer's order.
+      // Flow control: every event the call carries (coalesced, batched), in the order they reached it.
       event_ids: call.eventIds,
     },
     relationships: { webhook: { data: { type: 'webhook' as const, id: call.webhookId } } },

@@ -1,6 +1,7 @@
 import Mustache from 'mustache';
 import { z } from 'zod';
 import {
+  ApiError,
   BATCH_LIMITS,
   CONTENT_ENTRY_KEYS,
   DELIVERY_ORDERS,
@@ -687,6 +688,27 @@ function schemasFor({ allowCidrs }: ValidationContext): WebhookAttributeSchemas 
   return built;
 }
 
+/**
+ * Flow control's one refused combination: `delivery_order: per_entity` with `batch`. Batches go
+ * one at a time in the order they open, but an event that arrives after a later one of its entity
+ * was sent in an earlier batch would still go in the next one: per-entity order could not be
+ * kept. `settings`: the webhook as it would be stored (for an update, the stored one with the
+ * change). Null when the settings go together.
+ */
+export function flowConflict(
+  settings: Pick<WebhookInput, 'deliveryOrder' | 'batch'>,
+  changed: 'delivery_order' | 'batch',
+): ErrorEntry | null {
+  if (settings.deliveryOrder !== 'per_entity' || !settings.batch) return null;
+  return ApiError.field(
+    changed,
+    'VALIDATION_INCLUSION',
+    'delivery_order "per_entity" cannot go with batch: batches go one at a time in the order ' +
+      'they open, and an event older than one already sent would still go in a later batch; ' +
+      'use one or the other',
+  );
+}
+
 /** Validates create attributes and fills the defaults. */
 export function validateCreate(
   attributes: Record<string, unknown>,
@@ -694,6 +716,11 @@ export function validateCreate(
 ): ValidationResult<WebhookInput> {
   const result = validate(schemasFor(context).create, attributes);
   if (!result.ok) return result;
+  const conflict = flowConflict(
+    { deliveryOrder: result.value.deliveryOrder ?? 'any', batch: result.value.batch ?? null },
+    'delivery_order',
+  );
+  if (conflict) return { ok: false, errors: [conflict] };
   return {
     ok: true,
     value: { ...DEFAULTS, redactHeaders: [], deliveryPolicy: {}, ...result.value } as WebhookInput,
