@@ -3,7 +3,7 @@
  * one model, and the POST /events client (the real ingest app over HTTP).
  */
 import type { WebhookEventEntry } from '@herald/contract';
-import { randomId } from '@herald/testkit';
+import { randomId, testWebhookInput } from '@herald/testkit';
 import { request } from 'undici';
 
 /** POST /events requests in flight at once when posting in batches. */
@@ -120,6 +120,7 @@ export async function postInBatches(
   await Promise.all(Array.from({ length: POSTS_IN_FLIGHT }, loop));
 }
 
+/** A webhook of `eventTypes` of items of model-<model>, with basic auth and a header. */
 export function itemWebhook(
   receiverUrl: string,
   name: string,
@@ -133,20 +134,12 @@ export function itemWebhook(
       filters: [{ entity_type: 'item_type', entity_ids: [`model-${model}`] }],
     },
   ];
-  return {
+  return testWebhookInput({
     name,
     url: `${receiverUrl}/hooks/${name}`,
-    enabled: true,
     headers: { 'X-Bench': 'herald' },
     events,
-    customPayload: null,
     httpBasicUser: 'bench',
     httpBasicPassword: 'secret',
-    payloadApiVersion: '3',
-    nestedItemsInPayload: false,
-    autoRetry: true,
-    redactHeaders: [],
-    deliveryPolicy: {},
-    payloadChanges: false,
-  };
+  });
 }
