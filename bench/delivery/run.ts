@@ -7,6 +7,8 @@
  *
  *   pnpm bench:delivery      (EVENTS=6000 FANOUT_EVENTS=600 BATCH=250 LATENCY_SECONDS=5
  *                             LATENCY_WARMUP_SECONDS=1)
+ *   pnpm bench:delivery --flow   (or FLOW_ONLY=1): only the flow control rows (./flow.ts), which
+ *                                the default run prints last
  *
  * Herald runs with the production defaults of services/delivery/src/config.ts (override any
  * DELIVERY_* variable in the environment), on a fresh Postgres schema and a random Redis prefix.
@@ -14,34 +16,51 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { request } from 'undici';
 import { backendPids, cpuPer, processCpuMs, sampleCpu, type CpuSample } from '../lib/cpu.js';
+import {
+  POSTS_IN_FLIGHT,
+  itemEvent,
+  itemWebhook,
+  modelEvent,
+  postEvents,
+  postInBatches,
+} from './fixtures.js';
+import { flowRows, prepareFlow } from './flow.js';
 import { matchingBench, matchingRows } from './matching.js';
 import { ReceiverProcess, baseline } from '../lib/receiver-process.js';
-import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
-import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
+import { parseCidrList } from '@herald/contract';
+import {
+  deliverySettings,
+  loadConfig,
+  startDelivery,
+  type DeliverySettings,
+} from '@herald/delivery';
 import { createApp } from '@herald/ingest';
-import { queuePrefix, type Redis } from '@herald/runtime';
-import { createPostgresDb, insertWebhook } from '@herald/store';
+import { createLogger, queuePrefix, type Logger, type Redis } from '@herald/runtime';
+import { createPostgresDb, insertWebhook, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   createTestDb,
   createTestToken,
   randomId,
   serve,
-  silentLogger,
   testDeps,
   testRedis,
+  type TestDb,
+  type TestDeps,
+  type TestServer,
 } from '@herald/testkit';
 import { productionHttp } from '../lib/http.js';
+import { SqlTimings } from '../lib/sql-timings.js';
 
 const EVENTS = Number(process.env['EVENTS'] ?? 6000);
 const FANOUT_EVENTS = Number(process.env['FANOUT_EVENTS'] ?? 600);
 const BATCH = Number(process.env['BATCH'] ?? 250);
-const POSTS_IN_FLIGHT = 2;
 const LATENCY_RATE = 200;
 const LATENCY_SECONDS = Number(process.env['LATENCY_SECONDS'] ?? 5);
 const LATENCY_WARMUP_SECONDS = Number(process.env['LATENCY_WARMUP_SECONDS'] ?? 1);
+/** Only the flow control rows (./flow.ts): FLOW_ONLY=1 or --flow. */
+const FLOW_ONLY = process.env['FLOW_ONLY'] === '1' || process.argv.includes('--flow');
 const MODELS_A = 50; // scenario A: one webhook per model, events spread over the models
 const MODELS_B = 10; // scenario B: ten webhooks per model
 const FANOUT = 10;
@@ -94,102 +113,6 @@ function cpuPerUnit(before: Cpu, after: Cpu, units: number): Cpu {
 // Herald
 // ---------------------------------------------------------------------------------------------
 
-function modelEvent(i: number) {
-  return {
-    type: 'event',
-    id: `model-event-${i}`,
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity: {
-        type: 'item_type',
-        id: `model-${i}`,
-        attributes: { name: `M${i}`, api_key: `m${i}` },
-      },
-      related_entities: ['title', 'body'].map((apiKey, position) => ({
-        type: 'field',
-        id: `model-${i}-${apiKey}`,
-        attributes: {
-          api_key: apiKey,
-          field_type: apiKey === 'title' ? 'string' : 'text',
-          localized: false,
-          label: apiKey,
-          position,
-        },
-      })),
-    },
-  };
-}
-
-const TEXT = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(8);
-
-function itemEvent(eventType: string, model: number, recordId: string) {
-  return {
-    type: 'event',
-    id: randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: {
-        type: 'item',
-        id: recordId,
-        attributes: { title: `Record ${recordId}`, body: TEXT },
-        relationships: { item_type: { data: { type: 'item_type', id: `model-${model}` } } },
-        meta: { status: 'draft' },
-      },
-    },
-  };
-}
-
-async function postEvents(url: string, token: string, events: unknown[]): Promise<void> {
-  const response = await request(`${url}/events`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ data: events }),
-  });
-  const text = await response.body.text();
-  if (response.statusCode !== 202) {
-    throw new Error(`POST /events answered ${response.statusCode}: ${text.slice(0, 500)}`);
-  }
-}
-
-/** Posts the events in batches (POSTS_IN_FLIGHT at a time). */
-async function postInBatches(url: string, token: string, events: unknown[]): Promise<void> {
-  const batches: unknown[][] = [];
-  for (let i = 0; i < events.length; i += BATCH) batches.push(events.slice(i, i + BATCH));
-  let next = 0;
-  const loop = async () => {
-    while (next < batches.length) await postEvents(url, token, batches[next++]!);
-  };
-  await Promise.all(Array.from({ length: POSTS_IN_FLIGHT }, loop));
-}
-
-function itemWebhook(receiverUrl: string, name: string, eventTypes: string[], model: number) {
-  const events: WebhookEventEntry[] = [
-    {
-      entity_type: 'item',
-      event_types: eventTypes,
-      filters: [{ entity_type: 'item_type', entity_ids: [`model-${model}`] }],
-    },
-  ];
-  return {
-    name,
-    url: `${receiverUrl}/hooks/${name}`,
-    enabled: true,
-    headers: { 'X-Bench': 'herald' },
-    events,
-    customPayload: null,
-    httpBasicUser: 'bench',
-    httpBasicPassword: 'secret',
-    payloadApiVersion: '3',
-    nestedItemsInPayload: false,
-    autoRetry: true,
-    redactHeaders: [],
-    deliveryPolicy: {},
-    payloadChanges: false,
-  };
-}
-
 /** Deletes the run's keys: the queues' (completed match jobs are kept), limits, slots. */
 async function dropRedisKeys(redis: Redis, prefix: string): Promise<void> {
   for (const pattern of [`${queuePrefix(prefix)}*`, `${prefix}:*`]) {
@@ -207,15 +130,332 @@ const quantile = (sorted: number[], q: number) =>
 
 // ---------------------------------------------------------------------------------------------
 
+/** What every section of the bench runs against. */
+interface Harness {
+  receiver: ReceiverProcess;
+  testDb: TestDb;
+  redis: Redis;
+  deps: TestDeps;
+  settings: DeliverySettings;
+  herald: TestServer;
+  token: string;
+  workerDb: Db;
+  logger: Logger;
+}
+
+/** The delivery rows (throughput, latency, matching), in both shapes, and their table. */
+async function deliveryRows(
+  h: Harness,
+  matching: ReturnType<typeof matchingBench>,
+  loadBefore: number[],
+): Promise<void> {
+  const { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger } = h;
+  // Models, then webhooks (stored before the workers start, so the index loads them at once).
+  await postEvents(
+    herald.url,
+    token,
+    Array.from({ length: MODELS_A }, (_, i) => modelEvent(i)),
+  );
+  for (let m = 0; m < MODELS_A; m++) {
+    await insertWebhook(testDb.db, itemWebhook(receiver.url, `a-${m}`, ['update'], m));
+  }
+  for (let m = 0; m < MODELS_B; m++) {
+    for (let k = 0; k < FANOUT; k++) {
+      await insertWebhook(testDb.db, itemWebhook(receiver.url, `b-${m}-${k}`, ['publish'], m));
+    }
+  }
+  const scenarioA = (count: number) =>
+    Array.from({ length: count }, (_, i) => itemEvent('update', i % MODELS_A, randomId('r')));
+  const scenarioB = (count: number) =>
+    Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
+
+  // This run's own backends (other work on the machine may use Postgres too), read again
+  // whenever the workers' pool changes.
+  let backends: number[] = [];
+  let workersPids: number[] = [];
+  const cpuNow = (): Cpu => ({
+    ...sampleCpu([receiver.pid], backends),
+    workers: workersPids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
+  });
+  const run = async (events: unknown[], expected: number) => {
+    const before = (await receiver.stats()).count;
+    backends = await backendPids(testDb.db, testDb.schema!);
+    const cpu = cpuNow();
+    const started = performance.now();
+    await postInBatches(herald.url, token, events, BATCH);
+    const posted = (performance.now() - started) / 1000;
+    await receiver.waitFor(before + expected);
+    const seconds = (performance.now() - started) / 1000;
+    // CPU per 1000 deliveries (the receiver's polling for its count included).
+    return {
+      count: expected,
+      seconds,
+      posted,
+      cpuPer1000: cpuPerUnit(cpu, cpuNow(), expected / 1000),
+    };
+  };
+  const warmUp = async () => {
+    await run(scenarioA(500), 500);
+    await run(scenarioB(50), 50 * FANOUT);
+    backends = await backendPids(testDb.db, testDb.schema!);
+  };
+
+  /**
+   * Waits until the previous run's work is done in Herald too (the receiver counts a delivery
+   * before its outcome is written): every event matched, no call pending. The latency run then
+   * measures Herald at 200 events/s, not the tail of the throughput run before it.
+   */
+  const settle = async () => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const { rows } = await testDb.db.query<{ busy: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM events WHERE matched_at IS NULL)
+           OR EXISTS (SELECT 1 FROM webhook_calls WHERE status = 'pending') AS busy`,
+      );
+      if (!rows[0]?.busy) return;
+      if (Date.now() > deadline) throw new Error('Herald did not finish the previous run');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+
+  /**
+   * Posts `count` one-event requests at a paced LATENCY_RATE, telling `onSend` each record id as
+   * its POST goes; resolves with the times to the 202 (ms), sorted.
+   */
+  const postPaced = async (
+    count: number,
+    prefix: string,
+    onSend: (recordId: string) => void = () => undefined,
+  ): Promise<number[]> => {
+    const posts: Promise<void>[] = [];
+    const answers: number[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < count; i++) {
+      const due = t0 + (i * 1000) / LATENCY_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const recordId = randomId(prefix);
+      onSend(recordId);
+      const postedAt = performance.now();
+      posts.push(
+        postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]).then(() => {
+          answers.push(performance.now() - postedAt);
+        }),
+      );
+    }
+    await Promise.all(posts);
+    return answers.sort((a, b) => a - b);
+  };
+
+  /**
+   * One event per POST /events at a paced LATENCY_RATE; latency from POST sent to arrival. A
+   * warm-up at the same rate comes first, unmeasured: in the first second after the batched
+   * runs, one-event requests met one-off costs (a stall of ~100 ms, code paths new to the
+   * process) that a service running at 200 events/s has long paid.
+   */
+  const latencyRun = async (shape: string) => {
+    await settle();
+    await postPaced(LATENCY_RATE * LATENCY_WARMUP_SECONDS, 'warm');
+    await settle();
+    await receiver.mode(true);
+    const prefix = `lat${shape.replace(/[^a-z]/g, '')}`;
+    const sent = new Map<string, number>();
+    const total = LATENCY_RATE * LATENCY_SECONDS;
+    backends = await backendPids(testDb.db, testDb.schema!);
+    const cpu = cpuNow();
+    const answers = await postPaced(total, prefix, (recordId) => sent.set(recordId, now()));
+    let arrivals: [string, number][] = [];
+    const deadline = Date.now() + 60_000;
+    while (arrivals.length < total && Date.now() < deadline) {
+      arrivals = (await receiver.stats()).arrivals;
+      if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const cpuPer1000 = cpuPerUnit(cpu, cpuNow(), total / 1000);
+    await receiver.mode(false);
+    const latencies = arrivals
+      .filter(([id]) => sent.has(id))
+      .map(([id, at]) => at - sent.get(id)!)
+      .sort((a, b) => a - b);
+    // Where the latency goes: accepted → call created (match) → attempt sent (deliver).
+    const { rows } = await testDb.db.query<{ matched: number; sent: number }>(
+      `SELECT extract(epoch FROM c.created_at - e.accepted_at) * 1000 AS matched,
+         extract(epoch FROM c.last_sent_at - c.created_at) * 1000 AS sent
+       FROM webhook_calls c JOIN events e ON e.id = c.event_id
+       WHERE e.entity_id LIKE $1 AND c.last_sent_at IS NOT NULL`,
+      [`${prefix}%`],
+    );
+    const stage = (key: 'matched' | 'sent', q: number) =>
+      quantile(
+        rows.map((r) => Number(r[key])).sort((a, b) => a - b),
+        q,
+      ).toFixed(1);
+    return {
+      total,
+      received: latencies.length,
+      p50: quantile(latencies, 0.5),
+      p99: quantile(latencies, 0.99),
+      accepted: `${quantile(answers, 0.5).toFixed(1)} / ${quantile(answers, 0.99).toFixed(1)}`,
+      matched: `${stage('matched', 0.5)} / ${stage('matched', 0.99)}`,
+      delivered: `${stage('sent', 0.5)} / ${stage('sent', 0.99)}`,
+      cpuPer1000,
+    };
+  };
+  const shapeRuns = async (shape: string) => {
+    process.stdout.write(`${shape}: 1 webhook per event…\n`);
+    const one = await run(scenarioA(EVENTS), EVENTS);
+    process.stdout.write(`${shape}: ${FANOUT} webhooks per event…\n`);
+    const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
+    process.stdout.write(`${shape}: latency at ${LATENCY_RATE} events/s…\n`);
+    const latency = await latencyRun(shape);
+    return { one, fan, latency };
+  };
+
+  // Shape 1: the workers in the process that ingests (npm start's standalone mode).
+  const delivery = await startDelivery(
+    { db: workerDb, redis, logger, registry: deps.metrics.registry },
+    settings,
+  );
+  let single: Awaited<ReturnType<typeof shapeRuns>>;
+  let raw: { count: number; seconds: number };
+  let bodyBytes: number;
+  try {
+    // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
+    process.stdout.write('warming up…\n');
+    await warmUp();
+    bodyBytes = (await receiver.stats()).bytes;
+    process.stdout.write('baseline…\n');
+    await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
+    raw = await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, EVENTS * 2);
+    single = await shapeRuns('one process');
+  } finally {
+    await delivery.close();
+  }
+
+  // Shape 2: the delivery service's workers in a process of their own (docker-compose).
+  const workers = await Promise.all(
+    Array.from({ length: WORKER_PROCESSES }, () =>
+      WorkersProcess.start({
+        ...process.env,
+        BENCH_SCHEMA: testDb.schema!,
+        REDIS_PREFIX: deps.redisPrefix,
+        SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+      }),
+    ),
+  );
+  let split: Awaited<ReturnType<typeof shapeRuns>>;
+  try {
+    workersPids = workers.map((w) => w.pid);
+    await warmUp();
+    split = await shapeRuns(SPLIT_SHAPE);
+  } finally {
+    workersPids = [];
+    await Promise.all(workers.map((w) => w.stop()));
+  }
+
+  const loadAfter = loadavg();
+  const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
+  const rawRate = rate(raw);
+  const cpuCells = (c: Cpu | undefined) =>
+    c
+      ? [c.bench, c.workers, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ')
+      : '';
+  const row = (
+    name: string,
+    r: { count: number; seconds: number; posted?: number; cpuPer1000?: Cpu },
+  ) =>
+    `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× | ${cpuCells(r.cpuPer1000)} |`;
+  const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+  const shapes = [
+    ['one process', single],
+    [SPLIT_SHAPE, split],
+  ] as const;
+  const table = [
+    `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
+      `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
+      `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight. ` +
+      `"one process": ingest and workers in the bench process (npm start); "${SPLIT_SHAPE}": the workers in ${WORKER_PROCESSES} child process(es) (the delivery service, as deployed)`,
+    '',
+    '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: bench process (ingest, poster; workers in "one process") / workers process / Herald\'s Postgres backends / redis (all) / receiver |',
+    '|---|---|---|---|---|---|---|',
+    row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
+    ...shapes.flatMap(([name, r]) => [
+      row(`Herald, ${name}, 1 webhook per event (${MODELS_A} webhooks)`, r.one),
+      row(`Herald, ${name}, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, r.fan),
+    ]),
+    '',
+    `| measure | value | target |`,
+    '|---|---|---|',
+    ...shapes.flatMap(([name, r]) => [
+      `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${r.latency.received}/${r.latency.total} events) | ${r.latency.p50.toFixed(1)} ms | |`,
+      `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${r.latency.p99.toFixed(1)} ms | ≤ 50 ms ${pass(r.latency.p99 <= 50)} |`,
+      `| ${name}: of which POST sent → 202 received, p50 / p99 | ${r.latency.accepted} ms | |`,
+      `| ${name}: of which accepted → call created (match), p50 / p99 | ${r.latency.matched} ms | |`,
+      `| ${name}: of which call created → attempt sent (deliver), p50 / p99 | ${r.latency.delivered} ms | |`,
+      `| ${name}: CPU ms per 1000 events in the latency run (columns as above) | ${cpuCells(r.latency.cpuPer1000)} | |`,
+    ]),
+    ...shapes.flatMap(([name, r]) => [
+      `| ${name}: delivered/s, 1 webhook per event | ${Math.round(rate(r.one))} | ≥ 2000 ${pass(rate(r.one) >= 2000)}, ≥ 0.4× ${pass(rate(r.one) >= 0.4 * rawRate)} |`,
+      `| ${name}: delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(r.fan))} | ≥ 2000 ${pass(rate(r.fan) >= 2000)}, ≥ 0.4× ${pass(rate(r.fan) >= 0.4 * rawRate)} |`,
+    ]),
+    '',
+    ...matchingRows(matching),
+    '',
+    `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
+      `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+  ];
+  process.stdout.write(`\n${table.join('\n')}\n`);
+}
+
+/**
+ * The flow control rows (./flow.ts), the workers in this process, started once the flow webhooks
+ * are stored so that their index has them.
+ */
+async function flowSection(h: Harness): Promise<void> {
+  const loadBefore = loadavg();
+  const flow = {
+    db: h.testDb.db,
+    schema: h.testDb.schema!,
+    receiver: h.receiver,
+    heraldUrl: h.herald.url,
+    token: h.token,
+    registry: h.deps.metrics.registry,
+    connectionsPerOrigin: h.settings.connectionsPerOrigin,
+    maxInFlightPerWebhook: h.settings.maxInFlightPerWebhook,
+    batch: BATCH,
+    sqlTimings: process.env['BENCH_SQL_TIMINGS'] === '1' ? new SqlTimings() : undefined,
+  };
+  const ids = await prepareFlow(flow);
+  const db = flow.sqlTimings?.wrap(h.workerDb) ?? h.workerDb;
+  const delivery = await startDelivery(
+    { db, redis: h.redis, logger: h.logger, registry: h.deps.metrics.registry },
+    h.settings,
+  );
+  let table: string[];
+  try {
+    table = await flowRows(flow, ids);
+  } finally {
+    await delivery.close();
+  }
+  const loadAfter = loadavg();
+  table.push(
+    '',
+    `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
+      `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+  );
+  process.stdout.write(`\n${table.join('\n')}\n`);
+}
+
 async function main(): Promise<void> {
   const loadBefore = loadavg();
-  const matching = matchingBench();
-  process.stdout.write(`${matchingRows(matching).join('\n')}\n`);
+  const matching = FLOW_ONLY ? undefined : matchingBench();
+  if (matching) process.stdout.write(`${matchingRows(matching).join('\n')}\n`);
 
   const receiver = await ReceiverProcess.start();
   const testDb = await createTestDb('postgres');
   const redis = testRedis();
-  const deps = testDeps(testDb.db, redis, productionHttp());
+  // Errors only (a 500's cause, a worker's failure), on stderr: the tables stay on stdout.
+  const logger = createLogger({ name: 'bench', level: 'error', destination: process.stderr });
+  const deps = { ...testDeps(testDb.db, redis, productionHttp()), logger };
   const config = loadConfig({
     ...process.env,
     REDIS_PREFIX: deps.redisPrefix,
@@ -235,262 +475,10 @@ async function main(): Promise<void> {
     synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
     applicationName: testDb.schema!,
   });
-  const logger = silentLogger();
   try {
-    // Models, then webhooks (stored before the workers start, so the index loads them at once).
-    await postEvents(
-      herald.url,
-      token,
-      Array.from({ length: MODELS_A }, (_, i) => modelEvent(i)),
-    );
-    for (let m = 0; m < MODELS_A; m++) {
-      await insertWebhook(testDb.db, itemWebhook(receiver.url, `a-${m}`, ['update'], m));
-    }
-    for (let m = 0; m < MODELS_B; m++) {
-      for (let k = 0; k < FANOUT; k++) {
-        await insertWebhook(testDb.db, itemWebhook(receiver.url, `b-${m}-${k}`, ['publish'], m));
-      }
-    }
-    const scenarioA = (count: number) =>
-      Array.from({ length: count }, (_, i) => itemEvent('update', i % MODELS_A, randomId('r')));
-    const scenarioB = (count: number) =>
-      Array.from({ length: count }, (_, i) => itemEvent('publish', i % MODELS_B, randomId('r')));
-
-    // This run's own backends (other work on the machine may use Postgres too), read again
-    // whenever the workers' pool changes.
-    let backends: number[] = [];
-    let workersPids: number[] = [];
-    const cpuNow = (): Cpu => ({
-      ...sampleCpu([receiver.pid], backends),
-      workers: workersPids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
-    });
-    const run = async (events: unknown[], expected: number) => {
-      const before = (await receiver.stats()).count;
-      backends = await backendPids(testDb.db, testDb.schema!);
-      const cpu = cpuNow();
-      const started = performance.now();
-      await postInBatches(herald.url, token, events);
-      const posted = (performance.now() - started) / 1000;
-      await receiver.waitFor(before + expected);
-      const seconds = (performance.now() - started) / 1000;
-      // CPU per 1000 deliveries (the receiver's polling for its count included).
-      return {
-        count: expected,
-        seconds,
-        posted,
-        cpuPer1000: cpuPerUnit(cpu, cpuNow(), expected / 1000),
-      };
-    };
-    const warmUp = async () => {
-      await run(scenarioA(500), 500);
-      await run(scenarioB(50), 50 * FANOUT);
-      backends = await backendPids(testDb.db, testDb.schema!);
-    };
-
-    /**
-     * Waits until the previous run's work is done in Herald too (the receiver counts a delivery
-     * before its outcome is written): every event matched, no call pending. The latency run then
-     * measures Herald at 200 events/s, not the tail of the throughput run before it.
-     */
-    const settle = async () => {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const { rows } = await testDb.db.query<{ busy: boolean }>(
-          `SELECT EXISTS (SELECT 1 FROM events WHERE matched_at IS NULL)
-             OR EXISTS (SELECT 1 FROM webhook_calls WHERE status = 'pending') AS busy`,
-        );
-        if (!rows[0]?.busy) return;
-        if (Date.now() > deadline) throw new Error('Herald did not finish the previous run');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    };
-
-    /**
-     * Posts `count` one-event requests at a paced LATENCY_RATE, telling `onSend` each record id as
-     * its POST goes; resolves with the times to the 202 (ms), sorted.
-     */
-    const postPaced = async (
-      count: number,
-      prefix: string,
-      onSend: (recordId: string) => void = () => undefined,
-    ): Promise<number[]> => {
-      const posts: Promise<void>[] = [];
-      const answers: number[] = [];
-      const t0 = performance.now();
-      for (let i = 0; i < count; i++) {
-        const due = t0 + (i * 1000) / LATENCY_RATE;
-        const wait = due - performance.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        const recordId = randomId(prefix);
-        onSend(recordId);
-        const postedAt = performance.now();
-        posts.push(
-          postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]).then(() => {
-            answers.push(performance.now() - postedAt);
-          }),
-        );
-      }
-      await Promise.all(posts);
-      return answers.sort((a, b) => a - b);
-    };
-
-    /**
-     * One event per POST /events at a paced LATENCY_RATE; latency from POST sent to arrival. A
-     * warm-up at the same rate comes first, unmeasured: in the first second after the batched
-     * runs, one-event requests met one-off costs (a stall of ~100 ms, code paths new to the
-     * process) that a service running at 200 events/s has long paid.
-     */
-    const latencyRun = async (shape: string) => {
-      await settle();
-      await postPaced(LATENCY_RATE * LATENCY_WARMUP_SECONDS, 'warm');
-      await settle();
-      await receiver.mode(true);
-      const prefix = `lat${shape.replace(/[^a-z]/g, '')}`;
-      const sent = new Map<string, number>();
-      const total = LATENCY_RATE * LATENCY_SECONDS;
-      backends = await backendPids(testDb.db, testDb.schema!);
-      const cpu = cpuNow();
-      const answers = await postPaced(total, prefix, (recordId) => sent.set(recordId, now()));
-      let arrivals: [string, number][] = [];
-      const deadline = Date.now() + 60_000;
-      while (arrivals.length < total && Date.now() < deadline) {
-        arrivals = (await receiver.stats()).arrivals;
-        if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const cpuPer1000 = cpuPerUnit(cpu, cpuNow(), total / 1000);
-      await receiver.mode(false);
-      const latencies = arrivals
-        .filter(([id]) => sent.has(id))
-        .map(([id, at]) => at - sent.get(id)!)
-        .sort((a, b) => a - b);
-      // Where the latency goes: accepted → call created (match) → attempt sent (deliver).
-      const { rows } = await testDb.db.query<{ matched: number; sent: number }>(
-        `SELECT extract(epoch FROM c.created_at - e.accepted_at) * 1000 AS matched,
-           extract(epoch FROM c.last_sent_at - c.created_at) * 1000 AS sent
-         FROM webhook_calls c JOIN events e ON e.id = c.event_id
-         WHERE e.entity_id LIKE $1 AND c.last_sent_at IS NOT NULL`,
-        [`${prefix}%`],
-      );
-      const stage = (key: 'matched' | 'sent', q: number) =>
-        quantile(
-          rows.map((r) => Number(r[key])).sort((a, b) => a - b),
-          q,
-        ).toFixed(1);
-      return {
-        total,
-        received: latencies.length,
-        p50: quantile(latencies, 0.5),
-        p99: quantile(latencies, 0.99),
-        accepted: `${quantile(answers, 0.5).toFixed(1)} / ${quantile(answers, 0.99).toFixed(1)}`,
-        matched: `${stage('matched', 0.5)} / ${stage('matched', 0.99)}`,
-        delivered: `${stage('sent', 0.5)} / ${stage('sent', 0.99)}`,
-        cpuPer1000,
-      };
-    };
-    const shapeRuns = async (shape: string) => {
-      process.stdout.write(`${shape}: 1 webhook per event…\n`);
-      const one = await run(scenarioA(EVENTS), EVENTS);
-      process.stdout.write(`${shape}: ${FANOUT} webhooks per event…\n`);
-      const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
-      process.stdout.write(`${shape}: latency at ${LATENCY_RATE} events/s…\n`);
-      const latency = await latencyRun(shape);
-      return { one, fan, latency };
-    };
-
-    // Shape 1: the workers in the process that ingests (npm start's standalone mode).
-    const delivery = await startDelivery(
-      { db: workerDb, redis, logger, registry: deps.metrics.registry },
-      settings,
-    );
-    let single: Awaited<ReturnType<typeof shapeRuns>>;
-    let raw: { count: number; seconds: number };
-    let bodyBytes: number;
-    try {
-      // Warm-up (JIT, pools, connections), which also gives the body size of a delivery.
-      process.stdout.write('warming up…\n');
-      await warmUp();
-      bodyBytes = (await receiver.stats()).bytes;
-      process.stdout.write('baseline…\n');
-      await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, 2000);
-      raw = await baseline(receiver.url, bodyBytes, settings.connectionsPerOrigin, EVENTS * 2);
-      single = await shapeRuns('one process');
-    } finally {
-      await delivery.close();
-    }
-
-    // Shape 2: the delivery service's workers in a process of their own (docker-compose).
-    const workers = await Promise.all(
-      Array.from({ length: WORKER_PROCESSES }, () =>
-        WorkersProcess.start({
-          ...process.env,
-          BENCH_SCHEMA: testDb.schema!,
-          REDIS_PREFIX: deps.redisPrefix,
-          SSRF_ALLOW_CIDRS: '127.0.0.0/8',
-        }),
-      ),
-    );
-    let split: Awaited<ReturnType<typeof shapeRuns>>;
-    try {
-      workersPids = workers.map((w) => w.pid);
-      await warmUp();
-      split = await shapeRuns(SPLIT_SHAPE);
-    } finally {
-      workersPids = [];
-      await Promise.all(workers.map((w) => w.stop()));
-    }
-
-    const loadAfter = loadavg();
-    const rate = (r: { count: number; seconds: number }) => r.count / r.seconds;
-    const rawRate = rate(raw);
-    const cpuCells = (c: Cpu | undefined) =>
-      c
-        ? [c.bench, c.workers, c.postgres, c.redis, c.children].map((v) => v.toFixed(0)).join(' / ')
-        : '';
-    const row = (
-      name: string,
-      r: { count: number; seconds: number; posted?: number; cpuPer1000?: Cpu },
-    ) =>
-      `| ${name} | ${r.count} | ${r.posted === undefined ? '' : r.posted.toFixed(2)} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r))} | ${(rate(r) / rawRate).toFixed(2)}× | ${cpuCells(r.cpuPer1000)} |`;
-    const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-    const shapes = [
-      ['one process', single],
-      [SPLIT_SHAPE, split],
-    ] as const;
-    const table = [
-      `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
-        `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
-        `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight. ` +
-        `"one process": ingest and workers in the bench process (npm start); "${SPLIT_SHAPE}": the workers in ${WORKER_PROCESSES} child process(es) (the delivery service, as deployed)`,
-      '',
-      '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: bench process (ingest, poster; workers in "one process") / workers process / Herald\'s Postgres backends / redis (all) / receiver |',
-      '|---|---|---|---|---|---|---|',
-      row(`baseline: raw undici request(), ${settings.connectionsPerOrigin} in flight`, raw),
-      ...shapes.flatMap(([name, r]) => [
-        row(`Herald, ${name}, 1 webhook per event (${MODELS_A} webhooks)`, r.one),
-        row(`Herald, ${name}, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, r.fan),
-      ]),
-      '',
-      `| measure | value | target |`,
-      '|---|---|---|',
-      ...shapes.flatMap(([name, r]) => [
-        `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 (${r.latency.received}/${r.latency.total} events) | ${r.latency.p50.toFixed(1)} ms | |`,
-        `| ${name}: e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p99 | ${r.latency.p99.toFixed(1)} ms | ≤ 50 ms ${pass(r.latency.p99 <= 50)} |`,
-        `| ${name}: of which POST sent → 202 received, p50 / p99 | ${r.latency.accepted} ms | |`,
-        `| ${name}: of which accepted → call created (match), p50 / p99 | ${r.latency.matched} ms | |`,
-        `| ${name}: of which call created → attempt sent (deliver), p50 / p99 | ${r.latency.delivered} ms | |`,
-        `| ${name}: CPU ms per 1000 events in the latency run (columns as above) | ${cpuCells(r.latency.cpuPer1000)} | |`,
-      ]),
-      ...shapes.flatMap(([name, r]) => [
-        `| ${name}: delivered/s, 1 webhook per event | ${Math.round(rate(r.one))} | ≥ 2000 ${pass(rate(r.one) >= 2000)}, ≥ 0.4× ${pass(rate(r.one) >= 0.4 * rawRate)} |`,
-        `| ${name}: delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(r.fan))} | ≥ 2000 ${pass(rate(r.fan) >= 2000)}, ≥ 0.4× ${pass(rate(r.fan) >= 0.4 * rawRate)} |`,
-      ]),
-      '',
-      ...matchingRows(matching),
-      '',
-      `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
-        `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
-    ];
-    process.stdout.write(`\n${table.join('\n')}\n`);
+    const h = { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger };
+    if (matching) await deliveryRows(h, matching, loadBefore);
+    await flowSection(h);
   } finally {
     await herald.close();
     await receiver.stop();

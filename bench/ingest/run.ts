@@ -24,7 +24,8 @@ import pg from 'pg';
 import { createEventMatchQueue, createRedis } from '@herald/runtime';
 import { createPostgresDb, createToken, migrate, textSearchConfig } from '@herald/store';
 import { silentLogger } from '@herald/testkit';
-import type { ProfileSummary } from '../lib/cpu-profile.js';
+import { profileTable, type ProfileSummary } from '../lib/cpu-profile.js';
+import { table } from '../lib/table.js';
 import { sameRowsStatement, type BenchItemEvent } from './same-rows.js';
 
 const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -186,29 +187,6 @@ class ServerProcess {
     this.child.send({ cmd: 'exit' });
     await exited;
   }
-}
-
-const table = (header: string[], body: string[][]) => {
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    `| ${cells.map((c, i) => c.padStart(widths[i]!)).join(' | ')} |`;
-  return `${line(header)}\n|${widths.map((w) => `${'-'.repeat(w + 1)}:`).join('|')}|\n${body.map(line).join('\n')}\n`;
-};
-
-/** A profile's buckets of at least 1 % of its busy time, in µs per request. */
-function profileTable(summary: ProfileSummary, requests: number): string {
-  const perRequest = (micros: number) => (micros / requests).toFixed(0);
-  const share = (micros: number) => `${((100 * micros) / summary.busyMicros).toFixed(1)} %`;
-  const rows = summary.buckets
-    .filter((bucket) => bucket.micros >= summary.busyMicros / 100)
-    .map((bucket) => [bucket.name, share(bucket.micros), perRequest(bucket.micros)]);
-  rows.push(['busy (all of the above and the rest)', '100 %', perRequest(summary.busyMicros)]);
-  const top = summary.top.map((f) => [f.name, share(f.micros), perRequest(f.micros)]);
-  return (
-    table(['self time by package', 'share', 'µs/request'], rows) +
-    '\n' +
-    table(['self time by function', 'share', 'µs/request'], top)
-  );
 }
 
 async function main(): Promise<void> {

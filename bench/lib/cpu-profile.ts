@@ -6,6 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { table } from './table.js';
 
 interface ProfileNode {
   id: number;
@@ -99,4 +100,20 @@ export class CpuProfiler {
     writeFileSync(file, JSON.stringify(profile));
     return summarizeProfile(profile);
   }
+}
+
+/** A profile's buckets of at least 1 % of its busy time and its top functions, in µs per `unit`. */
+export function profileTable(summary: ProfileSummary, units: number, unit = 'request'): string {
+  const perUnit = (micros: number) => (micros / units).toFixed(0);
+  const share = (micros: number) => `${((100 * micros) / summary.busyMicros).toFixed(1)} %`;
+  const rows = summary.buckets
+    .filter((bucket) => bucket.micros >= summary.busyMicros / 100)
+    .map((bucket) => [bucket.name, share(bucket.micros), perUnit(bucket.micros)]);
+  rows.push(['busy (all of the above and the rest)', '100 %', perUnit(summary.busyMicros)]);
+  const top = summary.top.map((f) => [f.name, share(f.micros), perUnit(f.micros)]);
+  return (
+    table(['self time by package', 'share', `µs/${unit}`], rows) +
+    '\n' +
+    table(['self time by function', 'share', `µs/${unit}`], top)
+  );
 }

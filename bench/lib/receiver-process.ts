@@ -13,6 +13,31 @@ interface ReceiverStats {
   arrivals: [string, number][];
 }
 
+/** An entity's calls at a /flow/ path, as the receiver keeps them. */
+export interface EntityTally {
+  calls: number;
+  /** The version of its latest arrival (-1: none named). */
+  last: number;
+  highest: number;
+}
+
+/** What the receiver got at one /flow/ path since its reset. */
+export interface FlowTally {
+  calls: number;
+  /** Events the calls listed (a batch's `events`, else 1 each). */
+  events: number;
+  /** When the first and the latest call arrived (performance.timeOrigin + now(), ms). */
+  firstAt: number;
+  lastAt: number;
+  /** Entities listed, and the most calls (or batch entries) one of them had. */
+  entities: number;
+  maxCalls: number;
+  /** Arrivals naming a version lower than one of their entity's received before. */
+  backwards: number;
+  /** Entities whose latest arrival is version `final` (by default: their highest version). */
+  atFinal: number;
+}
+
 export class ReceiverProcess {
   private constructor(
     private readonly child: ChildProcess,
@@ -47,6 +72,15 @@ export class ReceiverProcess {
 
   stats(): Promise<ReceiverStats> {
     return this.#ask({ cmd: 'stats' });
+  }
+
+  /** What the receiver got at `path` (a /flow/ path) since its reset (see FlowTally.atFinal). */
+  flow(path: string, final?: number): Promise<FlowTally> {
+    return this.#ask({ cmd: 'flow', path, final });
+  }
+
+  flowReset(path: string): Promise<unknown> {
+    return this.#ask({ cmd: 'flow-reset', path });
   }
 
   /** Resolves once the receiver has counted `target` requests in all. */
