@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError, type EntityType, type EventType } from '@herald/contract';
-import { loadBatchContext, loadRecordModels, StaleBatchContextError, type Db } from '@herald/store';
+import {
+  loadBatchContext,
+  loadRecordModels,
+  sqlState,
+  StaleBatchContextError,
+  type Db,
+} from '@herald/store';
 import { applyItemBatch, applyPlan } from './apply-plan.js';
 import type { BatchContextCache } from './context-cache.js';
 import {
@@ -48,6 +55,30 @@ export async function acceptEvents(
   requestEnvironment: string,
   now = new Date(),
   cache?: BatchContextCache,
+): Promise<AcceptResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await acceptOnce(db, events, requestEnvironment, now, cache);
+    } catch (error) {
+      // Two requests writing the same records in other orders can deadlock; Postgres rolls one
+      // back whole (nothing of it is stored), so it is simply done again, after a short pause.
+      if (sqlState(error) !== DEADLOCK || attempt === DEADLOCK_TRIES) throw error;
+      await sleep(5 + Math.random() * 20 * attempt);
+    }
+  }
+}
+
+/** SQLSTATE deadlock_detected. */
+const DEADLOCK = '40P01';
+/** How many times a request chosen as a deadlock's victim is tried, in all. */
+const DEADLOCK_TRIES = 4;
+
+async function acceptOnce(
+  db: Db,
+  events: readonly ValidEvent[],
+  requestEnvironment: string,
+  now: Date,
+  cache: BatchContextCache | undefined,
 ): Promise<AcceptResult> {
   const batch: Batch = {
     events,

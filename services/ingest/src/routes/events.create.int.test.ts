@@ -14,6 +14,7 @@ import {
   textSearchConfig,
 } from '@herald/store';
 import {
+  TEST_DATABASE_URL,
   createTestDb,
   createTestToken,
   randomId,
@@ -1083,5 +1084,56 @@ describe('metrics', () => {
     expect(await deps.metrics.registry.metrics()).toMatch(
       /herald_events_ingested_total\{entity_type="invalid",event_type="invalid",outcome="rejected"\} [1-9]/,
     );
+  });
+});
+
+describe('POST /events under contention', () => {
+  it('a request Postgres rolls back to break a deadlock is done again: 202, not 500', async () => {
+    // b sorts before a and comes first: the request writes b before a, whichever order it uses.
+    const prefix = randomId('locked');
+    const [a, b] = [`${prefix}-1`, `${prefix}-0`];
+    const created = await post([
+      itemEvent('create', a, { title: 'a' }, { model: 'page' }),
+      itemEvent('create', b, { title: 'b' }, { model: 'page' }),
+    ]);
+    expect(created.status).toBe(202);
+    // Another writer holds a's row; the request writes b, then waits for a; the other writer then
+    // waits for b. The request waited first, so its deadlock check finds the circle and it is the
+    // one rolled back.
+    const other = createPostgresDb({
+      connectionString: TEST_DATABASE_URL,
+      searchPath: t.schema!,
+      maxConnections: 1,
+      applicationName: `${t.schema!}_other`,
+    });
+    try {
+      let answer: Promise<Answer> | undefined;
+      await other.transaction(async (tx) => {
+        await tx.query('SELECT 1 FROM records WHERE id = $1 FOR UPDATE', [a]);
+        answer = post([
+          itemEvent('update', b, { title: 'b2' }, { model: 'page' }),
+          itemEvent('update', a, { title: 'a2' }, { model: 'page' }),
+        ]);
+        await expect
+          .poll(async () => {
+            const { rows } = await tx.query<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_stat_activity
+               WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+              [t.schema],
+            );
+            return Number(rows[0]!.n);
+          })
+          .toBe(1);
+        await tx.query('SELECT 1 FROM records WHERE id = $1 FOR UPDATE', [b]);
+      });
+      const { status } = await answer!;
+      expect(status).toBe(202);
+      const titles = await Promise.all(
+        [a, b].map(async (id) => (await findRecord(t.db, 'main', id))?.currentAttributes),
+      );
+      expect(titles).toEqual([{ title: 'a2' }, { title: 'b2' }]);
+    } finally {
+      await other.close();
+    }
   });
 });
