@@ -62,7 +62,7 @@ $$;
 
 -- Takes the locks of the lanes of `call_ids` (those in a lane), in key order.
 CREATE FUNCTION herald_lock_flow_lanes(call_ids bigint[]) RETURNS void
-LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   k bigint;
 BEGIN
@@ -102,7 +102,7 @@ $$;
 --             its lane ('' for a batch).
 CREATE FUNCTION herald_claim_flow_call(call_id bigint, sequential boolean, busy_ms integer,
   OUT state text, OUT event_ids text[], OUT wait_until timestamptz, OUT lane text)
-LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   c record;
 BEGIN
@@ -160,7 +160,7 @@ $$;
 -- at the end of its batch window) and returned, for a job to be enqueued once this commits.
 CREATE FUNCTION herald_release_flow_lanes(call_ids bigint[])
 RETURNS TABLE (id bigint, webhook_id bigint, due_at timestamptz)
-LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
   l record;
   h record;
