@@ -139,18 +139,11 @@ async function renderEvent(
   };
 }
 
-/** An entry of a batch's `events`: the event's keys of the default payload. */
-export interface BatchEntry {
-  event_triggered_at: string;
-  environment: string;
-  is_environment_primary: boolean;
-  entity_type: string;
-  event_type: string;
-  entity: unknown;
-  previous_entity?: unknown;
-  changes?: JsonPatchOperation[] | null;
-  related_entities: unknown[];
-}
+/** An entry of a batch's `events`: the keys of the default payload that describe its event. */
+export type BatchEntry = Omit<
+  DefaultPayload,
+  'webhook_call_id' | 'attempted_auto_retries_count' | 'webhook_id' | 'site_id'
+>;
 
 function batchEntry(rendered: RenderedEvent, payloadChanges: boolean): BatchEntry {
   const full = buildDefaultPayload({

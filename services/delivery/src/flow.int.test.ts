@@ -5,6 +5,7 @@ import {
   listEventCalls,
   type Db,
   type NewEvent,
+  type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
 import { randomId, type Received } from '@herald/testkit';
@@ -15,6 +16,7 @@ import {
   itemEventsIn,
   pipelineTest,
   webhookInput,
+  type Pipeline,
 } from './harness.test-support.js';
 
 /** Flow control (issue #15 items 1–3): ordered, coalesced and batched calls, end to end. */
@@ -84,21 +86,31 @@ function holdAnswers(
   };
 }
 
+/** A webhook of its own environment and receiver path, with these flow control settings. */
+async function flowWebhook(
+  { db, pipeline, receiver }: { db: Db; pipeline: Pipeline; receiver: { url: string } },
+  name: string,
+  settings: Partial<WebhookInput>,
+): Promise<{ environment: string; path: string; webhook: WebhookRecord }> {
+  const environment = randomId('env');
+  const path = `/${randomId(name)}`;
+  const input = webhookInput(receiver.url + path, {
+    events: itemEventsIn(environment),
+    ...settings,
+  });
+  return { environment, path, webhook: await addWebhook(db, pipeline, input) };
+}
+
 describe('flow control', () => {
   it('per_entity: one entity in event order, one at a time, through retries; others flow past', async ({
     db,
     pipeline,
     receiver,
   }) => {
-    const environment = randomId('env');
-    const path = `/${randomId('ordered')}`;
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url + path, {
-        events: itemEventsIn(environment),
-        deliveryOrder: 'per_entity',
-      }),
+    const { environment, path, webhook } = await flowWebhook(
+      { db, pipeline, receiver },
+      'ordered',
+      { deliveryOrder: 'per_entity' },
     );
     // The first request for record a fails: what comes after it waits for its retry.
     let failedOnce = false;
@@ -142,15 +154,10 @@ describe('flow control', () => {
     pipeline,
     receiver,
   }) => {
-    const environment = randomId('env');
-    const path = `/${randomId('ordered')}`;
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url + path, {
-        events: itemEventsIn(environment),
-        deliveryOrder: 'per_entity',
-      }),
+    const { environment, path, webhook } = await flowWebhook(
+      { db, pipeline, receiver },
+      'ordered',
+      { deliveryOrder: 'per_entity' },
     );
     const gate = holdAnswers(receiver, path);
     const v2 = versionOf(environment, 'a', 2);
@@ -194,16 +201,10 @@ describe('flow control', () => {
     pipeline,
     receiver,
   }) => {
-    const environment = randomId('env');
-    const path = `/${randomId('coalesced')}`;
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url + path, {
-        events: itemEventsIn(environment),
-        deliveryOrder: 'per_entity',
-        coalesceEvents: true,
-      }),
+    const { environment, path, webhook } = await flowWebhook(
+      { db, pipeline, receiver },
+      'coalesced',
+      { deliveryOrder: 'per_entity', coalesceEvents: true },
     );
     const gate = holdAnswers(receiver, path);
     const create = versionOf(environment, 'a', 1, 'create');
@@ -271,16 +272,10 @@ describe('flow control', () => {
     pipeline,
     receiver,
   }) => {
-    const environment = randomId('env');
-    const path = `/${randomId('batched')}`;
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url + path, {
-        events: itemEventsIn(environment),
-        coalesceEvents: true,
-        batch: { window_ms: 400, max_events: 100 },
-      }),
+    const { environment, path, webhook } = await flowWebhook(
+      { db, pipeline, receiver },
+      'batched',
+      { coalesceEvents: true, batch: { window_ms: 400, max_events: 100 } },
     );
     const started = Date.now();
     // Three requests inside the window: 30 records, each updated twice.
@@ -319,15 +314,10 @@ describe('flow control', () => {
     pipeline,
     receiver,
   }) => {
-    const environment = randomId('env');
-    const path = `/${randomId('batched')}`;
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url + path, {
-        events: itemEventsIn(environment),
-        batch: { window_ms: 200, max_events: 10 },
-      }),
+    const { environment, path, webhook } = await flowWebhook(
+      { db, pipeline, receiver },
+      'batched',
+      { batch: { window_ms: 200, max_events: 10 } },
     );
     const events = Array.from({ length: 25 }, (_, i) => ({
       ...versionOf(environment, `s${i}`, 1),
