@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     // The copies that plan every statement at every call (the lock function by call ids too).
     for (const [name, args] of [
       ['herald_claim_flow_call', 3],
-      ['herald_release_flow_lanes', 1],
+      ['herald_release_flow_lanes', 2],
       ['herald_lock_flow_lanes', 1],
     ] as const) {
       const { rows } = await client.query<{ def: string }>(

@@ -156,9 +156,9 @@ END
 $$;
 
 -- After outcomes of `call_ids` were recorded (in the same transaction): in each of their lanes,
--- the first unfinished call, if parked, is released (due now, or
+-- the first unfinished call, if parked, is released (due now and held by `holder`, or
 -- at the end of its batch window) and returned, for a job to be enqueued once this commits.
-CREATE FUNCTION herald_release_flow_lanes(call_ids bigint[])
+CREATE FUNCTION herald_release_flow_lanes(call_ids bigint[], holder text DEFAULT NULL)
 RETURNS TABLE (id bigint, webhook_id bigint, due_at timestamptz)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -179,7 +179,10 @@ BEGIN
       AND c.status IN ('pending', 'rescheduled')
     ORDER BY c.lane_at, c.lane_version, c.lane_seq, c.id LIMIT 1;
     IF FOUND AND h.enqueued_at = 'infinity' THEN
-      UPDATE webhook_calls c SET enqueued_at = greatest(now(), coalesce(h.due_at, now()))
+      -- Due now, it is held by `holder` (the process that recorded the outcome attempts it in
+      -- memory; if that process dies, its lease runs out and the sweeper takes the call over).
+      UPDATE webhook_calls c SET enqueued_at = greatest(now(), coalesce(h.due_at, now())),
+        held_by = CASE WHEN h.due_at IS NULL OR h.due_at <= now() THEN holder END
       WHERE c.id = h.id;
       id := h.id;
       webhook_id := l.w;

@@ -438,14 +438,16 @@ export async function recordFlowOutcomes(
   callIds: readonly string[],
   finished: readonly string[],
   write: (tx: Queryable) => Promise<void>,
+  /** The lease that holds the released calls due now (the caller attempts them in memory). */
+  holder: string | null = null,
 ): Promise<ReleasedCall[]> {
   return db.transaction(async (tx) => {
     await tx.query('SELECT herald_lock_flow_lanes($1::bigint[])', [callIds]);
     await write(tx);
     if (finished.length === 0) return [];
     const { rows } = await tx.query<{ id: string; webhook_id: string; due_at: Date | null }>(
-      'SELECT * FROM herald_release_flow_lanes($1::bigint[])',
-      [finished],
+      'SELECT * FROM herald_release_flow_lanes($1::bigint[], $2)',
+      [finished, holder],
     );
     return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id, dueAt: row.due_at }));
   });

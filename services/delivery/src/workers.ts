@@ -22,7 +22,13 @@ import {
   type MatchJobRetries,
   type Redis,
 } from '@herald/runtime';
-import { findWebhook, listEnabledWebhooks, type CircuitSettings, type Db } from '@herald/store';
+import {
+  findWebhook,
+  listEnabledWebhooks,
+  type CircuitSettings,
+  type Db,
+  type ReleasedCall,
+} from '@herald/store';
 import type { Registry } from 'prom-client';
 import { Circuits } from './delivery/circuits.js';
 import { RateLimiter } from './delivery/rate-limit.js';
@@ -39,6 +45,7 @@ import {
   createFirstAttempts,
   deliverWebhook,
   type DeliverContext,
+  type NewCall,
 } from './jobs/deliver-webhook.js';
 import { matchEvent, type MatchContext } from './jobs/match-event.js';
 import { BulkJobs } from './bulk-jobs.js';
@@ -196,9 +203,11 @@ export async function startDelivery(
     ROLLUP_INTERVAL_MS,
   );
   rollups.start();
-  const loaders = deliveryLoaders(db, rollups, (calls) =>
-    enqueueDueCalls(deliverQueue, calls, true),
-  );
+  const loaders = deliveryLoaders(db, rollups, {
+    holder: lease.id,
+    hold: (statement) => lease.create(statement),
+    onReleased: (calls) => startReleased(calls),
+  });
   const circuits = new Circuits({
     db,
     logger: logger.child({ module: 'circuits' }),
@@ -237,6 +246,49 @@ export async function startDelivery(
     claimBusyMs: 2 * settings.timeoutMs + 1000,
   };
   const firstAttempts = createFirstAttempts(deliverContext);
+  /**
+   * Lane calls an outcome released (flow control): those due now are attempted here, as first
+   * attempts are (held by this process's lease, waiting here for their webhook's slot); a batch
+   * whose window is still open gets a job due when it ends.
+   */
+  const startReleased = async (calls: readonly ReleasedCall[]): Promise<void> => {
+    const now = Date.now();
+    const later = calls.filter((call) => call.dueAt !== null && call.dueAt.getTime() > now);
+    lease.letGo(later.map((call) => call.id));
+    await enqueueDueCalls(deliverQueue, later, true);
+    const due = calls.filter((call) => !later.includes(call));
+    if (due.length === 0) return;
+    try {
+      const loaded = await Promise.all(
+        due.map(async ({ id }): Promise<NewCall | null> => {
+          const call = await loaders.calls.load(id);
+          if (!call || call.status !== 'pending') return null;
+          const [webhook, event] = await Promise.all([
+            loaders.webhooks.load(call.webhookId),
+            loaders.events.load(call.eventId),
+          ]);
+          if (!event) return null;
+          return { id, webhookId: call.webhookId, event, webhook: webhook ?? null, placed: true };
+        }),
+      );
+      const started = loaded.filter((call): call is NewCall => call !== null);
+      const skipped = due.filter((call) => !started.some((s) => s.id === call.id));
+      lease.letGo(skipped.map((call) => call.id));
+      await lease.release(
+        skipped.map((call) => call.id),
+        true,
+      );
+      firstAttempts.add(started);
+    } catch (error) {
+      logger.warn(
+        { err: errorMessage(error) },
+        'released lane calls not started here; the sweeper will',
+      );
+      const ids = due.map((call) => call.id);
+      lease.letGo(ids);
+      await lease.release(ids, true);
+    }
+  };
   const matchContext: MatchContext = {
     db,
     index,

@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 
 /** FirstAttempts over a real limiter; attempts wait until `finish` lets them go. */
-function setup(poolSize: number, perWebhook: number) {
+function setup(poolSize: number, perWebhook: number, waitMs = 0) {
   const limiter = new InFlightLimiter(redis, randomId('herald_test'), perWebhook, 10_000);
   const semaphore = new Semaphore(poolSize);
   const started: string[] = [];
@@ -23,6 +23,7 @@ function setup(poolSize: number, perWebhook: number) {
   const queued: number[] = [];
   const first = new FirstAttempts<PendingAttempt>({
     semaphore,
+    waitMs,
     acquire: (requests) => limiter.acquireMany(requests),
     release: (webhookId, token) => limiter.release(webhookId, token),
     token: (call) => `slot-${call.id}`,
@@ -69,6 +70,23 @@ describe('FirstAttempts (real Redis limiter)', () => {
     finish('x1');
     finish('y1');
     await first.drain();
+  });
+
+  it('with waitMs, a call over the limit takes the slot an attempt frees here, in order; past waitMs it is deferred', async () => {
+    const { first, started, deferred, finish } = setup(10, 1, 400);
+    first.add(['w1', 'w2', 'w3'].map((id) => ({ id, webhookId: '9' })));
+    await vi.waitFor(() => expect(started).toEqual(['w1']));
+    // Waiting calls do not hold up matching (below) but are in size.
+    expect(first.size).toBe(3);
+    await first.below(2);
+    finish('w1');
+    await vi.waitFor(() => expect(started).toEqual(['w1', 'w2']));
+    expect(deferred).toEqual([]);
+    // w2 keeps the slot past w3's waitMs: w3 goes to a deliver job.
+    await vi.waitFor(() => expect(deferred).toEqual(['w3']), { timeout: 2000 });
+    finish('w2');
+    await first.drain();
+    expect(first.size).toBe(0);
   });
 
   it('lets matching wait for room below a limit', async () => {

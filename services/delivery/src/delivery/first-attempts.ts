@@ -21,7 +21,13 @@ export interface FirstAttemptsOptions<C extends PendingAttempt> {
   token: (call: C) => string;
   /** The attempt itself, its slot held. */
   attempt: (call: C) => Promise<void>;
-  /** Calls whose webhook is at its limit: they wait elsewhere (a delayed deliver job). */
+  /**
+   * How long a call whose webhook is at its in-flight limit waits here for a slot (taken as soon
+   * as an attempt of that webhook ends in this process, or retried every `waitMs / 4` for slots
+   * other processes free) before it is deferred. 0: deferred at once.
+   */
+  waitMs?: number;
+  /** Calls whose webhook stayed at its limit: they wait elsewhere (a delayed deliver job). */
   defer: (calls: readonly C[]) => Promise<void>;
   /** Calls this process gave up on (Redis away): they stay pending for the sweeper. */
   abandon: (calls: readonly C[], error: unknown) => void;
@@ -40,15 +46,20 @@ export class FirstAttempts<C extends PendingAttempt> {
   #queue: C[] = [];
   #running = 0;
   #pumping = false;
-  #waiters: { below: number; resolve: () => void }[] = [];
+  #waiters: { below: number; all: boolean; resolve: () => void }[] = [];
+  /** Calls waiting here for a slot of their webhook, oldest first, with when they began to. */
+  #waiting = new Map<string, { call: C; since: number }[]>();
+  #waitingCount = 0;
+  #since = new Map<C, number>();
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: FirstAttemptsOptions<C>) {
     options.semaphore.onFree(() => void this.#pump());
   }
 
-  /** Calls queued or in flight. */
+  /** Calls queued, waiting for their webhook's slot, or in flight. */
   get size(): number {
-    return this.#queue.length + this.#running;
+    return this.#queue.length + this.#waitingCount + this.#running;
   }
 
   add(calls: readonly C[]): void {
@@ -57,15 +68,23 @@ export class FirstAttempts<C extends PendingAttempt> {
     void this.#pump();
   }
 
-  /** Resolves once fewer than `limit` calls are queued or in flight. */
+  /**
+   * Resolves once fewer than `limit` calls are queued or in flight (calls waiting for their
+   * webhook's slot do not count: a slow endpoint's backlog must not hold up matching for all).
+   */
   async below(limit: number): Promise<void> {
-    if (this.size < limit) return;
-    await new Promise<void>((resolve) => this.#waiters.push({ below: limit, resolve }));
+    if (this.#active < limit) return;
+    await new Promise<void>((resolve) => this.#waiters.push({ below: limit, all: false, resolve }));
   }
 
   /** Resolves once every call added so far has finished (or was deferred or abandoned). */
-  drain(): Promise<void> {
-    return this.below(1);
+  async drain(): Promise<void> {
+    if (this.size === 0) return;
+    await new Promise<void>((resolve) => this.#waiters.push({ below: 1, all: true, resolve }));
+  }
+
+  get #active(): number {
+    return this.#queue.length + this.#running;
   }
 
   async #pump(): Promise<void> {
@@ -79,6 +98,7 @@ export class FirstAttempts<C extends PendingAttempt> {
         this.#running += count;
         this.options.queued?.(this.#queue.length);
         if (this.options.startable && !this.options.startable()) {
+          for (const call of batch) this.#since.delete(call);
           this.#finish(count);
           this.options.abandon(batch, new Error('the lease on these calls could not be renewed'));
           continue;
@@ -90,19 +110,20 @@ export class FirstAttempts<C extends PendingAttempt> {
             batch.map((call, i) => ({ webhookId: call.webhookId, token: tokens[i]! })),
           );
         } catch (error) {
+          for (const call of batch) this.#since.delete(call);
           this.#finish(count);
           this.options.abandon(batch, error);
           continue;
         }
-        const deferred = batch.filter((_, i) => !taken[i]);
-        if (deferred.length > 0) {
-          this.#finish(deferred.length);
-          this.options
-            .defer(deferred)
-            .catch((error: unknown) => this.options.abandon(deferred, error));
+        const missed = batch.filter((_, i) => !taken[i]);
+        if (missed.length > 0) {
+          this.#wait(missed);
+          this.#finish(missed.length);
         }
         batch.forEach((call, i) => {
-          if (taken[i]) void this.#attempt(call, tokens[i]!);
+          if (!taken[i]) return;
+          this.#since.delete(call);
+          void this.#attempt(call, tokens[i]!);
         });
       }
     } finally {
@@ -117,16 +138,73 @@ export class FirstAttempts<C extends PendingAttempt> {
       this.options.abandon([call], error);
     } finally {
       await this.options.release(call.webhookId, token).catch(() => undefined);
+      // The slot just freed goes to the call of its webhook that waited longest here.
+      this.#wake(call.webhookId, 1);
       this.#finish(1);
     }
+  }
+
+  /**
+   * Calls whose webhook was at its limit wait here for a slot, in order, up to waitMs in all;
+   * past it (or with no waitMs) they are deferred.
+   */
+  #wait(calls: readonly C[]): void {
+    const now = performance.now();
+    const waitMs = this.options.waitMs ?? 0;
+    const deferred: C[] = [];
+    for (const call of calls) {
+      const since = this.#since.get(call) ?? now;
+      if (now - since >= waitMs) {
+        this.#since.delete(call);
+        deferred.push(call);
+        continue;
+      }
+      let list = this.#waiting.get(call.webhookId);
+      if (!list) this.#waiting.set(call.webhookId, (list = []));
+      list.push({ call, since });
+      this.#waitingCount++;
+    }
+    if (deferred.length > 0) {
+      this.options.defer(deferred).catch((error: unknown) => this.options.abandon(deferred, error));
+    }
+    this.#tick();
+    this.#settleWaiters();
+  }
+
+  /** Puts up to `count` of a webhook's waiting calls back first in the queue. */
+  #wake(webhookId: string, count: number): void {
+    const list = this.#waiting.get(webhookId);
+    if (!list) return;
+    const woken = list.splice(0, count);
+    if (list.length === 0) this.#waiting.delete(webhookId);
+    this.#waitingCount -= woken.length;
+    for (const { call, since } of woken) this.#since.set(call, since);
+    this.#queue.unshift(...woken.map(({ call }) => call));
+  }
+
+  /** While calls wait, every waitMs / 4: retry a few per webhook (slots freed elsewhere). */
+  #tick(): void {
+    if (this.#timer || this.#waitingCount === 0) return;
+    const every = Math.max(10, (this.options.waitMs ?? 0) / 4);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      for (const webhookId of [...this.#waiting.keys()]) this.#wake(webhookId, 1);
+      void this.#pump();
+      this.#tick();
+    }, every);
+    this.#timer.unref();
   }
 
   /** `count` calls left: their pool slots go back, and waiters with room are told. */
   #finish(count: number): void {
     this.#running -= count;
     for (let i = 0; i < count; i++) this.options.semaphore.give();
+    this.#settleWaiters();
+  }
+
+  #settleWaiters(): void {
     this.#waiters = this.#waiters.filter((waiter) => {
-      if (this.size >= waiter.below) return true;
+      if ((waiter.all ? this.size : this.#active) >= waiter.below) return true;
       waiter.resolve();
       return false;
     });

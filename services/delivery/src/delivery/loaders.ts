@@ -101,14 +101,25 @@ export class ModelCache {
 }
 
 /**
+ * The lane calls an outcome releases (flow control): those due now are held by `holder` in the
+ * outcome's transaction, and counted as in memory by `hold` (Lease.create) from its commit, for
+ * `onReleased` to attempt here or enqueue.
+ */
+export interface FlowRelease {
+  holder: string;
+  hold: (statement: () => Promise<ReleasedCall[]>) => Promise<ReleasedCall[]>;
+  onReleased: (calls: ReleasedCall[]) => Promise<void>;
+}
+
+/**
  * `rollups`: where the attempts' stats go once their outcomes are recorded (AttemptRollups);
  * without it, each batch's statement writes them itself.
  */
 export function deliveryLoaders(
   db: Db,
   rollups?: AttemptRollups,
-  /** Hears of lane calls released by outcomes (committed), to enqueue their jobs. */
-  onReleased: (calls: ReleasedCall[]) => Promise<void> = () => Promise.resolve(),
+  /** Flow control: what becomes of the lane calls an outcome releases (see FlowRelease). */
+  flow?: FlowRelease,
 ): DeliveryLoaders {
   return {
     calls: new BatchLoader(
@@ -131,14 +142,17 @@ export function deliveryLoaders(
         await recordWebhookCallAttempts(db, attempts, undefined, rollups === undefined);
       } else {
         const finished = lanes.filter(({ value }) => value.status !== 'rescheduled');
-        const released = await recordFlowOutcomes(
-          db,
-          lanes.map(({ id }) => id),
-          finished.map(({ id }) => id),
-          (tx) => recordWebhookCallAttempts(tx, attempts, undefined, rollups === undefined),
-        );
-        // Lost (Redis away), a released call is re-enqueued by the sweeper.
-        await onReleased(released).catch(() => undefined);
+        const record = () =>
+          recordFlowOutcomes(
+            db,
+            lanes.map(({ id }) => id),
+            finished.map(({ id }) => id),
+            (tx) => recordWebhookCallAttempts(tx, attempts, undefined, rollups === undefined),
+            flow?.holder ?? null,
+          );
+        const released = flow ? await flow.hold(record) : await record();
+        // Lost (Redis away, a crash), a released call is taken over or re-enqueued by the sweeper.
+        await flow?.onReleased(released).catch(() => undefined);
       }
       rollups?.add(
         items.map(({ value }) => ({

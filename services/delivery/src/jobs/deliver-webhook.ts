@@ -215,6 +215,9 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
   const ids = (calls: readonly NewCall[]): string[] => calls.map((call) => call.id);
   return new FirstAttempts<NewCall>({
     semaphore: ctx.semaphore,
+    // A call over its webhook's in-flight limit takes the next slot an attempt here frees; only
+    // after this long (slots held elsewhere) does it become a delayed deliver job, which polls.
+    waitMs: ctx.inFlightWaitMs,
     startable: () => ctx.lease.valid,
     acquire: (requests) => ctx.limiter.acquireMany(requests),
     release: (webhookId, token) => ctx.limiter.release(webhookId, token),
