@@ -19,8 +19,11 @@ export interface FirstAttemptsOptions<C extends PendingAttempt> {
   release: (webhookId: string, token: string) => Promise<void>;
   /** Token of one attempt's slot. */
   token: (call: C) => string;
-  /** The attempt itself, its slot held. */
-  attempt: (call: C) => Promise<void>;
+  /**
+   * The attempt itself, its slot held until it calls `answered` (the endpoint answered: the
+   * slot counts requests in flight, not the outcome's write) or ends.
+   */
+  attempt: (call: C, answered: () => void) => Promise<void>;
   /**
    * How long a call whose webhook is at its in-flight limit waits here for a slot (taken as soon
    * as an attempt of that webhook ends in this process, or retried every `waitMs / 4` for slots
@@ -132,14 +135,22 @@ export class FirstAttempts<C extends PendingAttempt> {
   }
 
   async #attempt(call: C, token: string): Promise<void> {
+    let freed: Promise<void> | undefined;
+    const free = (): Promise<void> =>
+      (freed ??= this.options
+        .release(call.webhookId, token)
+        .catch(() => undefined)
+        // The slot just freed goes to the call of its webhook that waited longest here.
+        .then(() => {
+          this.#wake(call.webhookId, 1);
+          void this.#pump();
+        }));
     try {
-      await this.options.attempt(call);
+      await this.options.attempt(call, () => void free());
     } catch (error) {
       this.options.abandon([call], error);
     } finally {
-      await this.options.release(call.webhookId, token).catch(() => undefined);
-      // The slot just freed goes to the call of its webhook that waited longest here.
-      this.#wake(call.webhookId, 1);
+      await free();
       this.#finish(1);
     }
   }

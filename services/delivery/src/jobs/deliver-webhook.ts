@@ -179,7 +179,7 @@ async function handler(
     throw new DelayedError();
   }
   try {
-    await deliverHolding(ctx, data.webhookId, slot, () => deliver(ctx, data));
+    await deliverHolding(ctx, data.webhookId, slot, (answered) => deliver(ctx, data, answered));
   } catch (error) {
     if (error instanceof FlowWaitError) {
       await job.moveToDelayed(Math.max(Date.now(), error.until.getTime()), token);
@@ -222,10 +222,10 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
     acquire: (requests) => ctx.limiter.acquireMany(requests),
     release: (webhookId, token) => ctx.limiter.release(webhookId, token),
     token: (call) => slotToken(call.id),
-    attempt: async (call) => {
+    attempt: async (call, answered) => {
       ctx.metrics.inFlight.inc();
       try {
-        await deliverFirst(ctx, call);
+        await deliverFirst(ctx, call, answered);
       } finally {
         ctx.metrics.inFlight.dec();
         ctx.lease.letGo([call.id]);
@@ -248,24 +248,30 @@ export function createFirstAttempts(ctx: DeliverContext): FirstAttempts<NewCall>
   });
 }
 
-/** Runs a delivery whose in-flight slot is taken, within the process's pool; frees the slot. */
+/**
+ * Runs a delivery whose in-flight slot is taken, within the process's pool; frees the slot once
+ * the endpoint has answered (`run` calls `answered`: the slot counts requests in flight, not the
+ * outcome's write), or when `run` ends.
+ */
 async function deliverHolding(
   ctx: DeliverContext,
   webhookId: string,
   slot: string,
-  run: () => Promise<void>,
+  run: (answered: () => void) => Promise<void>,
 ): Promise<void> {
+  let freed: Promise<void> | undefined;
+  const free = (): Promise<void> => (freed ??= ctx.limiter.release(webhookId, slot));
   try {
     await ctx.semaphore.run(async () => {
       ctx.metrics.inFlight.inc();
       try {
-        await run();
+        await run(() => void free().catch(() => undefined));
       } finally {
         ctx.metrics.inFlight.dec();
       }
     });
   } finally {
-    await ctx.limiter.release(webhookId, slot);
+    await free();
   }
 }
 
@@ -274,7 +280,12 @@ async function deliverHolding(
  * its event and its webhook (read by the statement that created the call, milliseconds ago) are
  * in hand, so nothing is read before rendering.
  */
-async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
+async function deliverFirst(
+  ctx: DeliverContext,
+  call: NewCall,
+  /** Frees the call's in-flight slot once the endpoint answered. */
+  answered?: () => void,
+): Promise<void> {
   const { webhook } = call;
   if (!webhook) return dropWebhookCall(ctx.db, call.id, 'the webhook was deleted');
   // Disabled or deleted since the call was made: the change already ended the call in Postgres
@@ -312,7 +323,8 @@ async function deliverFirst(ctx: DeliverContext, call: NewCall): Promise<void> {
     attemptedAutoRetriesCount: 0,
     lane: call.placed,
   };
-  await attempt(ctx, { callId: call.id, webhookId: call.webhookId }, pending, webhook, content);
+  const data = { callId: call.id, webhookId: call.webhookId };
+  await attempt(ctx, data, pending, webhook, content, undefined, answered);
 }
 
 /** What a lane call's claim came to: it goes with this content, waits until then, or not. */
@@ -376,7 +388,11 @@ async function contentOf(
   return found.length > 0 ? callContent(settings, found) : null;
 }
 
-async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void> {
+async function deliver(
+  ctx: DeliverContext,
+  data: DeliverJobData,
+  answered: () => void,
+): Promise<void> {
   const call = await ctx.loaders.calls.load(data.callId);
   if (!call || !isDue(call, data)) return;
   // A test call carries its event (POST /webhooks/:id/test); the others name a stored one.
@@ -408,7 +424,8 @@ async function deliver(ctx: DeliverContext, data: DeliverJobData): Promise<void>
     content = (await contentOf(ctx, webhook, call.eventIds, event, call.lane === '')) ?? content;
   }
   const lane = call.lane !== null;
-  await attempt(ctx, data, { ...call, test: call.testEvent !== null, lane }, webhook, content);
+  const test = call.testEvent !== null;
+  await attempt(ctx, data, { ...call, test, lane }, webhook, content, undefined, answered);
 }
 
 /** Sends one attempt of a call, then records what it led to (decideOutcome, applyOutcome). */
@@ -425,6 +442,8 @@ async function attempt(
   content: CallContent,
   /** A bulk job's attempt (its trigger); otherwise the job data and the call say which. */
   jobTrigger?: 'bulk_resend' | 'replay',
+  /** Hears that the endpoint answered (or the request failed), before the outcome is written. */
+  answered?: () => void,
 ): Promise<Outcome> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
   const sentAt = new Date();
@@ -445,6 +464,7 @@ async function attempt(
 
   const started = performance.now();
   const result = await ctx.client.send(request.url, request.headers, request.body);
+  answered?.();
   const seconds = (performance.now() - started) / 1000;
   ctx.metrics.deliveryDuration.observe({ status_class: statusClass(result) }, seconds);
 
@@ -627,12 +647,20 @@ export async function attemptForJob(
     event,
     entries: null,
   };
-  await deliverHolding(ctx, webhook.id, slot, async () => {
+  await deliverHolding(ctx, webhook.id, slot, async (answered) => {
     // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
     // a call sent again is a resend (a failure leaves its plan as it was).
     const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
     const lane = call.lane !== null;
-    const outcome = await attempt(ctx, data, { ...call, lane }, webhook, content, item.trigger);
+    const outcome = await attempt(
+      ctx,
+      data,
+      { ...call, lane },
+      webhook,
+      content,
+      item.trigger,
+      answered,
+    );
     status = outcome.status;
   });
   return status === 'success' ? 'succeeded' : 'failed';
