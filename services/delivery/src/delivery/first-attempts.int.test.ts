@@ -20,6 +20,7 @@ function setup(poolSize: number, perWebhook: number, waitMs = 0) {
   const started: string[] = [];
   const deferred: string[] = [];
   const gates = new Map<string, () => void>();
+  const answers = new Map<string, () => void>();
   const queued: number[] = [];
   const first = new FirstAttempts<PendingAttempt>({
     semaphore,
@@ -27,8 +28,9 @@ function setup(poolSize: number, perWebhook: number, waitMs = 0) {
     acquire: (requests) => limiter.acquireMany(requests),
     release: (webhookId, token) => limiter.release(webhookId, token),
     token: (call) => `slot-${call.id}`,
-    attempt: (call) => {
+    attempt: (call, answered) => {
       started.push(call.id);
+      answers.set(call.id, answered);
       return new Promise<void>((resolve) => gates.set(call.id, resolve));
     },
     defer: (calls) => {
@@ -39,7 +41,8 @@ function setup(poolSize: number, perWebhook: number, waitMs = 0) {
     queued: (count) => queued.push(count),
   });
   const finish = (id: string) => gates.get(id)!();
-  return { first, started, deferred, finish, semaphore, queued };
+  const answer = (id: string) => answers.get(id)!();
+  return { first, started, deferred, finish, answer, semaphore, queued };
 }
 
 describe('FirstAttempts (real Redis limiter)', () => {
@@ -87,6 +90,18 @@ describe('FirstAttempts (real Redis limiter)', () => {
     finish('w2');
     await first.drain();
     expect(first.size).toBe(0);
+  });
+
+  it("frees a call's slot when the endpoint answered, before the attempt ends (its outcome's write)", async () => {
+    const { first, started, finish, answer } = setup(10, 1, 5000);
+    first.add(['s1', 's2'].map((id) => ({ id, webhookId: '11' })));
+    await vi.waitFor(() => expect(started).toEqual(['s1']));
+    // s1 is still recording its outcome: s2 takes the slot all the same.
+    answer('s1');
+    await vi.waitFor(() => expect(started).toEqual(['s1', 's2']));
+    finish('s1');
+    finish('s2');
+    await first.drain();
   });
 
   it('lets matching wait for room below a limit', async () => {

@@ -1,5 +1,10 @@
 import type { Job } from 'bullmq';
-import { EventMatchJobData, MATCH_EVENT_JOB, QUEUE_EVENT_MATCH } from '@herald/contract';
+import {
+  EventMatchJobData,
+  MATCH_EVENT_JOB,
+  QUEUE_EVENT_MATCH,
+  errorMessage,
+} from '@herald/contract';
 import type { Logger } from '@herald/runtime';
 import {
   createWebhookCalls,
@@ -112,38 +117,41 @@ async function matchAndCreate(
     }),
   );
   let due: ReleasedCall[] = [];
+  let placed: ReadonlySet<string> = new Set();
   const calls = await ctx.lease.create(async () => {
     if (!flow) return createWebhookCalls(ctx.db, matches, ctx.lease.id);
-    const placed = await ctx.db.transaction((tx) => createAndPlace(ctx, tx, matches, byId));
-    due = placed.due;
-    return placed.calls;
+    const made = await ctx.db.transaction((tx) => createAndPlace(ctx, tx, matches, byId));
+    ({ due, placed } = made);
+    return made.calls;
   });
   if (due.length > 0) {
     // Lost (Redis away), the batch is re-enqueued by the sweeper once its window is overdue.
     await ctx
       .enqueueDue(due)
       .catch((error: unknown) =>
-        ctx.logger.warn({ err: String(error) }, 'could not enqueue batches; the sweeper will'),
+        ctx.logger.warn(
+          { err: errorMessage(error) },
+          'could not enqueue batches; the sweeper will',
+        ),
       );
   }
   return calls.flatMap((call) => {
     const event = byId.get(call.eventId);
-    return event
-      ? [{ ...call, event, placed: flow && call.webhook !== null && hasFlowControl(call.webhook) }]
-      : [];
+    return event ? [{ ...call, event, placed: placed.has(call.id) }] : [];
   });
 }
 
 /**
  * Makes the calls, then places those of webhooks with flow control in their lanes (placeFlowCalls),
- * in one transaction. Returns the calls whose first attempt goes now, and the batches due later.
+ * in one transaction. Returns the calls whose first attempt goes now (`placed`: those in a lane),
+ * and the batches due later.
  */
 async function createAndPlace(
   ctx: MatchContext,
   tx: Queryable,
   matches: Parameters<typeof createWebhookCalls>[1],
   byId: ReadonlyMap<string, StoredEvent>,
-): Promise<{ calls: NewWebhookCall[]; due: ReleasedCall[] }> {
+): Promise<{ calls: NewWebhookCall[]; placed: ReadonlySet<string>; due: ReleasedCall[] }> {
   const made = await createWebhookCalls(tx, matches, ctx.lease.id);
   const unplaced = made.flatMap((call) => {
     const event = byId.get(call.eventId);
@@ -151,14 +159,15 @@ async function createAndPlace(
       ? [{ id: call.id, webhook: call.webhook, event }]
       : [];
   });
-  if (unplaced.length === 0) return { calls: made, due: [] };
+  if (unplaced.length === 0) return { calls: made, placed: new Set(), due: [] };
   const placement = await placeFlowCalls(tx, unplaced);
   countPlacement(ctx, placement, unplaced.length);
-  const placedIds = new Set(unplaced.map((call) => call.id));
+  const placed = new Set(unplaced.map((call) => call.id));
   const ready = new Set(placement.ready);
   return {
-    calls: made.filter((call) => !placedIds.has(call.id) || ready.has(call.id)),
-    due: placement.due.map((call) => ({ ...call, dueAt: call.dueAt })),
+    calls: made.filter((call) => !placed.has(call.id) || ready.has(call.id)),
+    placed,
+    due: placement.due,
   };
 }
 
