@@ -1,12 +1,13 @@
 /**
  * What flow control's per-call statements cost Postgres, one at a time on one connection (the
- * backend's CPU read from /proc): an attempt's claim (herald_claim_flow_call) and an outcome's
- * lock, write and release (recordFlowOutcomes' transaction), for calls of a per_entity webhook
- * placed as the match places them: CALLS records, each with a call that goes and one parked
- * behind it. Beside them, in the same run on the same calls: a primary-key read of a call (the
- * floor of a statement's cost), and the same functions with `plan_cache_mode =
- * force_custom_plan` (copies made for this run only), which migration 023 first set and no longer
- * does: re-planning each statement at every call cost about half their CPU.
+ * backend's CPU read from /proc), for calls of a per_entity webhook placed as the match places
+ * them: CALLS records, each with a call that goes and one parked behind it. The outcome of each
+ * first call releases the second; the bench measures, on alternate halves of the records:
+ * - as migration 023 shipped: the released call's claim (herald_claim_flow_call), then its
+ *   outcome's transaction: lock the lane, write, release the next call;
+ * - since migration 024: the outcome's transaction alone (write, then a release that claims the
+ *   call for the process that holds it: no claim statement, no lock before the write).
+ * Beside them, a primary-key read of a call (the floor of a statement's cost).
  *
  *   pnpm build && tsc -p bench && node bench/dist/delivery/flow-statements.js   (CALLS=2000)
  */
@@ -74,30 +75,6 @@ async function main(): Promise<void> {
     }
     await client.query('ANALYZE webhook_calls');
 
-    // The copies that plan every statement at every call (the lock function by call ids too).
-    for (const [name, args] of [
-      ['herald_claim_flow_call', 3],
-      ['herald_release_flow_lanes', 2],
-      ['herald_lock_flow_lanes', 1],
-    ] as const) {
-      const { rows } = await client.query<{ def: string }>(
-        `SELECT pg_get_functiondef(p.oid) AS def FROM pg_proc p
-         JOIN pg_namespace n ON n.oid = p.pronamespace
-         WHERE p.proname = $1 AND n.nspname = $2 AND p.pronargs = $3`,
-        [name, testDb.schema!, args],
-      );
-      const def = rows[0]!.def.replace(
-        /FUNCTION [^(]+\(/,
-        `FUNCTION ${testDb.schema!}.${name}_custom(`,
-      );
-      await client.query(
-        def.replace(
-          /\nAS \$function\$/,
-          "\n SET plan_cache_mode TO 'force_custom_plan'\nAS $function$",
-        ),
-      );
-    }
-
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const pid = rows[0]!.pid;
     /**
@@ -130,50 +107,58 @@ async function main(): Promise<void> {
     const [read] = await measure(ready, [
       q('read', 'SELECT * FROM webhook_calls WHERE id = $1', (id) => id),
     ]);
-    const variant = (suffix: string) =>
-      measure(halves[suffix ? 1 : 0]!, [
-        // An attempt's claim
-        q(
-          `claim${suffix}`,
-          `SELECT * FROM herald_claim_flow_call${suffix}($1, true, 17000)`,
-          (id) => id,
-        ),
-        // Its outcome: lock the lane, write the call's success, release the next call.
-        () => client.query('BEGIN'),
-        q(`lock${suffix}`, `SELECT herald_lock_flow_lanes${suffix}($1::bigint[])`, (id) => [id]),
-        q('write', `UPDATE webhook_calls SET status = 'success' WHERE id = $1`, (id) => id),
-        q(
-          `release${suffix}`,
-          `SELECT * FROM herald_release_flow_lanes${suffix}($1::bigint[])`,
-          (id) => [id],
-        ),
-        () => client.query('COMMIT'),
-      ]);
-    const shipped = await variant('');
-    const custom = await variant('_custom');
+    const claim = q('claim', 'SELECT * FROM herald_claim_flow_call($1, true, 17000)', (id) => id);
+    const write = q(
+      'write',
+      `UPDATE webhook_calls SET status = 'success', held_by = NULL WHERE id = $1`,
+      (id) => id,
+    );
+    const release = (holder: string | null) => (id: string) =>
+      client.query({
+        name: `release-${holder}`,
+        text: 'SELECT * FROM herald_release_flow_lanes($1::bigint[], $2)',
+        values: [[id], holder],
+      });
+    const begin = () => client.query('BEGIN');
+    const commit = () => client.query('COMMIT');
+    const lock = q('lock', 'SELECT herald_lock_flow_lanes($1::bigint[])', (id) => [id]);
+    const before = await measure(halves[0]!, [claim, begin, lock, write, release(null), commit]);
+    const since = await measure(halves[1]!, [begin, write, release('bench'), commit]);
     const cell = (r: { cpu: number; wall: number } | undefined) =>
-      `${r!.cpu.toFixed(0)} | ${r!.wall.toFixed(0)}`;
-    const names = [
-      'claim: SELECT * FROM herald_claim_flow_call($1, true, busy_ms)',
-      'outcome: BEGIN',
-      'outcome: SELECT herald_lock_flow_lanes($1::bigint[])',
-      "outcome: UPDATE webhook_calls SET status = 'success' WHERE id = $1 (the attempt's write, reduced)",
-      'outcome: SELECT * FROM herald_release_flow_lanes($1::bigint[])',
-      'outcome: COMMIT',
-    ];
+      r ? `${r.cpu.toFixed(0)} | ${r.wall.toFixed(0)}` : '– | –';
     const total = (r: { cpu: number; wall: number }[]) => ({
       cpu: r.reduce((sum, x) => sum + x.cpu, 0),
       wall: r.reduce((sum, x) => sum + x.wall, 0),
     });
+    const rows2: [
+      string,
+      (typeof before)[number] | undefined,
+      (typeof since)[number] | undefined,
+    ][] = [
+      ['claim: SELECT * FROM herald_claim_flow_call($1, true, busy_ms)', before[0], undefined],
+      ['outcome: BEGIN', before[1], since[0]],
+      ['outcome: SELECT herald_lock_flow_lanes($1::bigint[])', before[2], undefined],
+      [
+        "outcome: UPDATE webhook_calls SET status = 'success' WHERE id = $1 (the attempt's write, reduced)",
+        before[3],
+        since[1],
+      ],
+      [
+        'outcome: SELECT * FROM herald_release_flow_lanes($1::bigint[], holder)',
+        before[4],
+        since[2],
+      ],
+      ['outcome: COMMIT', before[5], since[3]],
+    ];
     process.stdout.write(
       [
-        `Flow control's statements, one at a time on one connection: ${CALLS} records, each with a call that goes and one parked behind it (per_entity); half the calls with migration 023's functions, half with copies planning each statement at every call (force_custom_plan)`,
+        `Flow control's statements per released call, one at a time on one connection: ${CALLS} records, each with a call that goes and one parked behind it (per_entity); half the records as migration 023 shipped (the released call claims, the outcome locks its lane first), half since 024 (the release claims it)`,
         '',
-        '| statement | backend CPU µs per call, migration 023 | wall µs | with force_custom_plan: CPU µs | wall µs |',
+        '| statement | migration 023: backend CPU µs per call | wall µs | since 024: CPU µs | wall µs |',
         '|---|---:|---:|---:|---:|',
         `| baseline: SELECT * FROM webhook_calls WHERE id = $1 | ${cell(read)} | | |`,
-        ...names.map((name, i) => `| ${name} | ${cell(shipped[i])} | ${cell(custom[i])} |`),
-        `| claim and outcome | ${cell(total(shipped))} | ${cell(total(custom))} |`,
+        ...rows2.map(([name, b, a]) => `| ${name} | ${cell(b)} | ${cell(a)} |`),
+        `| claim and outcome | ${cell(total(before))} | ${cell(total(since))} |`,
         '',
       ].join('\n'),
     );

@@ -427,29 +427,59 @@ export interface ReleasedCall {
   dueAt: Date | null;
 }
 
+/** A call an outcome released (herald_release_flow_lanes), with what its attempt needs. */
+export interface ReleasedLaneCall extends ReleasedCall {
+  eventId: string;
+  /** The events it carries. */
+  eventIds: string[];
+  /**
+   * Claimed by the release (held here, in a lane no event can join: migration 024): its attempt
+   * goes without a claim of its own.
+   */
+  claimed: boolean;
+}
+
 /**
  * Writes attempts' outcomes of lane calls and releases the next calls of their lanes, in one
- * transaction: `write` records the outcomes (recordWebhookCallAttempts), between taking the
- * lanes' locks and the release, so that the release sees them and no claim or placement runs
- * in between. `finished`: the calls whose outcome is final (success, failed).
+ * transaction: `write` records the outcomes (recordWebhookCallAttempts), then the release takes
+ * each lane's lock and sees them. `finished`: the calls whose outcome is final (success,
+ * failed); without any, the outcomes are written alone.
+ *
+ * The lanes are not locked before the write (migration 024): the write changes only calls being
+ * attempted, which no placement or claim changes, so the locks are held for the release alone,
+ * not through the write. (A claim of a call whose claim lapsed while its outcome is written may
+ * still meet the write the other way round: Postgres ends that deadlock, and the write, retried
+ * by its caller, stands.)
  */
 export async function recordFlowOutcomes(
   db: Db,
-  callIds: readonly string[],
   finished: readonly string[],
   write: (tx: Queryable) => Promise<void>,
   /** The lease that holds the released calls due now (the caller attempts them in memory). */
   holder: string | null = null,
-): Promise<ReleasedCall[]> {
+): Promise<ReleasedLaneCall[]> {
+  if (finished.length === 0) {
+    await write(db);
+    return [];
+  }
   return db.transaction(async (tx) => {
-    await tx.query('SELECT herald_lock_flow_lanes($1::bigint[])', [callIds]);
     await write(tx);
-    if (finished.length === 0) return [];
-    const { rows } = await tx.query<{ id: string; webhook_id: string; due_at: Date | null }>(
-      'SELECT * FROM herald_release_flow_lanes($1::bigint[], $2)',
-      [finished, holder],
-    );
-    return rows.map((row) => ({ id: row.id, webhookId: row.webhook_id, dueAt: row.due_at }));
+    const { rows } = await tx.query<{
+      id: string;
+      webhook_id: string;
+      due_at: Date | null;
+      event_id: string;
+      event_ids: string[] | null;
+      claimed: boolean | null;
+    }>('SELECT * FROM herald_release_flow_lanes($1::bigint[], $2)', [finished, holder]);
+    return rows.map((row) => ({
+      id: row.id,
+      webhookId: row.webhook_id,
+      dueAt: row.due_at,
+      eventId: row.event_id,
+      eventIds: row.event_ids ?? [row.event_id],
+      claimed: row.claimed === true,
+    }));
   });
 }
 

@@ -161,6 +161,7 @@ export {
   type FlowClaim,
   type Placement,
   type ReleasedCall,
+  type ReleasedLaneCall,
   type UnplacedCall,
 } from './flow.js';
 export {

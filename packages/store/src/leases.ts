@@ -28,7 +28,9 @@ export async function endLease(db: Queryable, id: string): Promise<void> {
  * Lets go of calls `holder` held without finishing them. `due`: no job exists for them (their
  * attempt was given up here), so the sweeper re-enqueues them at its next pass; otherwise a job
  * was just put in Redis for them (an attempt deferred behind its webhook's in-flight limit) and
- * the sweeper's clock restarts. Returns how many calls were released.
+ * the sweeper's clock restarts. A lane call its release claimed (herald_release_flow_lanes) loses
+ * that claim with the hold: nothing sends it here, and its job claims it again. Returns how many
+ * calls were released.
  */
 export async function releaseWebhookCalls(
   db: Queryable,
@@ -39,7 +41,8 @@ export async function releaseWebhookCalls(
   if (ids.length === 0) return 0;
   const { rowCount } = await db.query(
     `UPDATE webhook_calls
-     SET held_by = NULL, enqueued_at = CASE WHEN $3 THEN '-infinity'::timestamptz ELSE now() END
+     SET held_by = NULL, enqueued_at = CASE WHEN $3 THEN '-infinity'::timestamptz ELSE now() END,
+       claimed_at = NULL
      WHERE id = ANY($1::bigint[]) AND held_by = $2`,
     [ids, holder, due],
   );

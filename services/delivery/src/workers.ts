@@ -27,7 +27,7 @@ import {
   listEnabledWebhooks,
   type CircuitSettings,
   type Db,
-  type ReleasedCall,
+  type ReleasedLaneCall,
 } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { Circuits } from './delivery/circuits.js';
@@ -251,7 +251,7 @@ export async function startDelivery(
    * attempts are (held by this process's lease, waiting here for their webhook's slot); a batch
    * whose window is still open gets a job due when it ends.
    */
-  const startReleased = async (calls: readonly ReleasedCall[]): Promise<void> => {
+  const startReleased = async (calls: readonly ReleasedLaneCall[]): Promise<void> => {
     const now = Date.now();
     const later = calls.filter((call) => call.dueAt !== null && call.dueAt.getTime() > now);
     lease.letGo(later.map((call) => call.id));
@@ -260,15 +260,17 @@ export async function startDelivery(
     if (due.length === 0) return;
     try {
       const loaded = await Promise.all(
-        due.map(async ({ id }): Promise<NewCall | null> => {
-          const call = await loaders.calls.load(id);
-          if (!call || call.status !== 'pending') return null;
+        // A released call is pending (parked calls were never attempted): its event and webhook
+        // are what its attempt reads.
+        due.map(async (released): Promise<NewCall | null> => {
+          const { id, webhookId, eventId } = released;
           const [webhook, event] = await Promise.all([
-            loaders.webhooks.load(call.webhookId),
-            loaders.events.load(call.eventId),
+            loaders.webhooks.load(webhookId),
+            loaders.events.load(eventId),
           ]);
           if (!event) return null;
-          return { id, webhookId: call.webhookId, event, webhook: webhook ?? null, placed: true };
+          const claimed = released.claimed ? released.eventIds : null;
+          return { id, webhookId, event, webhook: webhook ?? null, placed: true, claimed };
         }),
       );
       const started = loaded.filter((call): call is NewCall => call !== null);

@@ -8,7 +8,7 @@ import {
   loadModels,
   recordFlowOutcomes,
   recordWebhookCallAttempts,
-  type ReleasedCall,
+  type ReleasedLaneCall,
   type Db,
   type VersionedModel,
   type WebhookCallAttempt,
@@ -107,8 +107,8 @@ export class ModelCache {
  */
 export interface FlowRelease {
   holder: string;
-  hold: (statement: () => Promise<ReleasedCall[]>) => Promise<ReleasedCall[]>;
-  onReleased: (calls: ReleasedCall[]) => Promise<void>;
+  hold: (statement: () => Promise<ReleasedLaneCall[]>) => Promise<ReleasedLaneCall[]>;
+  onReleased: (calls: ReleasedLaneCall[]) => Promise<void>;
 }
 
 /**
@@ -145,7 +145,6 @@ export function deliveryLoaders(
         const record = () =>
           recordFlowOutcomes(
             db,
-            lanes.map(({ id }) => id),
             finished.map(({ id }) => id),
             (tx) => recordWebhookCallAttempts(tx, attempts, undefined, rollups === undefined),
             flow?.holder ?? null,

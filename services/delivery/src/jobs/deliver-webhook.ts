@@ -97,8 +97,13 @@ export interface NewCall {
   event: StoredEvent;
   /** null: deleted meanwhile. */
   webhook: WebhookRecord | null;
-  /** Placed in a lane (flow control): its attempt claims it first (claimFlowCall). */
+  /** Placed in a lane (flow control): its attempt claims it first (claimFlowCall)… */
   placed: boolean;
+  /**
+   * …unless the outcome that released it claimed it already (recordFlowOutcomes): then, the
+   * events it carries.
+   */
+  claimed: readonly string[] | null;
 }
 
 /** A fresh in-flight slot token for an attempt of `callId`. */
@@ -303,7 +308,12 @@ async function deliverFirst(
     return;
   }
   let content: CallContent = { event: call.event, entries: null };
-  if (call.placed) {
+  if (call.placed && call.claimed) {
+    ctx.metrics.flowClaims.inc({ state: 'go' });
+    const carried = await contentOf(ctx, webhook, call.claimed, call.event, false);
+    if (!carried) return;
+    content = carried;
+  } else if (call.placed) {
     const claimed = await claim(ctx, call.id, webhook, call.event);
     if (claimed.kind === 'go') content = claimed.content;
     else if (claimed.kind !== 'free') {

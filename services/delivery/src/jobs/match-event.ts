@@ -137,7 +137,7 @@ async function matchAndCreate(
   }
   return calls.flatMap((call) => {
     const event = byId.get(call.eventId);
-    return event ? [{ ...call, event, placed: placed.has(call.id) }] : [];
+    return event ? [{ ...call, event, placed: placed.has(call.id), claimed: null }] : [];
   });
 }
 
