@@ -9,6 +9,7 @@
  *                             LATENCY_WARMUP_SECONDS=1)
  *   pnpm bench:delivery --flow   (or FLOW_ONLY=1): only the flow control rows (./flow.ts), which
  *                                the default run prints last
+ *   pnpm bench:delivery --no-flow   (or FLOW=0): all but the flow control rows
  *
  * Herald runs with the production defaults of services/delivery/src/config.ts (override any
  * DELIVERY_* variable in the environment), on a fresh Postgres schema and a random Redis prefix.
@@ -61,6 +62,8 @@ const LATENCY_SECONDS = Number(process.env['LATENCY_SECONDS'] ?? 5);
 const LATENCY_WARMUP_SECONDS = Number(process.env['LATENCY_WARMUP_SECONDS'] ?? 1);
 /** Only the flow control rows (./flow.ts): FLOW_ONLY=1 or --flow. */
 const FLOW_ONLY = process.env['FLOW_ONLY'] === '1' || process.argv.includes('--flow');
+/** All but the flow control rows: FLOW=0 or --no-flow. */
+const NO_FLOW = process.env['FLOW'] === '0' || process.argv.includes('--no-flow');
 const MODELS_A = 50; // scenario A: one webhook per model, events spread over the models
 const MODELS_B = 10; // scenario B: ten webhooks per model
 const FANOUT = 10;
@@ -478,7 +481,7 @@ async function main(): Promise<void> {
   try {
     const h = { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger };
     if (matching) await deliveryRows(h, matching, loadBefore);
-    await flowSection(h);
+    if (!NO_FLOW) await flowSection(h);
   } finally {
     await herald.close();
     await receiver.stop();
