@@ -52,6 +52,8 @@ import {
   type TestServer,
 } from '@herald/testkit';
 import { productionHttp } from '../lib/http.js';
+import { sampleActivity } from '../lib/pg-activity.js';
+import { table as markdownTable } from '../lib/table.js';
 import { CpuProfiler, profileTable } from '../lib/cpu-profile.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,6 +71,11 @@ const LATENCY_WARMUP_SECONDS = Number(process.env['LATENCY_WARMUP_SECONDS'] ?? 1
  * ingest, and the workers in "one process"); unset: no profiling. Printed after the table.
  */
 const PROFILE_DIR = process.env['BENCH_CPU_PROF'];
+/**
+ * BENCH_SQL_TIMINGS=1: the workers' statements timed, and what Herald's backends do sampled, over
+ * each latency run with the workers in this process; printed after the table.
+ */
+const sqlTimings = process.env['BENCH_SQL_TIMINGS'] === '1' ? new SqlTimings() : undefined;
 const FLOW_ONLY = process.env['FLOW_ONLY'] === '1' || process.argv.includes('--flow');
 /** All but the flow control rows: FLOW=0 or --no-flow. */
 const NO_FLOW = process.env['FLOW'] === '0' || process.argv.includes('--no-flow');
@@ -80,6 +87,9 @@ const WORKER_PROCESSES = Number(process.env['WORKER_PROCESSES'] ?? 1);
 const SPLIT_SHAPE = WORKER_PROCESSES === 1 ? 'two processes' : `1 + ${WORKER_PROCESSES} processes`;
 
 const now = () => performance.timeOrigin + performance.now();
+
+/** The application_name of the workers' Postgres pool (./workers.ts too), to count it apart. */
+const WORKERS_POOL = (schema: string) => `${schema}-workers`;
 
 // ---------------------------------------------------------------------------------------------
 // The receiver (child process)
@@ -202,13 +212,20 @@ async function deliveryRows(
   // whenever the workers' pool changes.
   let backends: number[] = [];
   let workersPids: number[] = [];
+  /** The workers' backends among `backends` (their pools are named apart: WORKERS_POOL). */
+  let workerBackends = new Set<number>();
+  const ownBackends = async () => {
+    const workers = await backendPids(testDb.db, WORKERS_POOL(testDb.schema!));
+    workerBackends = new Set(workers);
+    return backendPids(testDb.db, testDb.schema!);
+  };
   const cpuNow = (): Cpu => ({
     ...sampleCpu([receiver.pid], backends),
     workers: workersPids.reduce((sum, pid) => sum + processCpuMs(pid), 0),
   });
   const run = async (events: unknown[], expected: number) => {
     const before = (await receiver.stats()).count;
-    backends = await backendPids(testDb.db, testDb.schema!);
+    backends = await ownBackends();
     const cpu = cpuNow();
     const started = performance.now();
     await postInBatches(herald.url, token, events, BATCH);
@@ -226,7 +243,7 @@ async function deliveryRows(
   const warmUp = async () => {
     await run(scenarioA(500), 500);
     await run(scenarioB(50), 50 * FANOUT);
-    backends = await backendPids(testDb.db, testDb.schema!);
+    backends = await ownBackends();
   };
 
   /**
@@ -290,9 +307,11 @@ async function deliveryRows(
     const prefix = `lat${shape.replace(/[^a-z]/g, '')}`;
     const sent = new Map<string, number>();
     const total = LATENCY_RATE * LATENCY_SECONDS;
-    backends = await backendPids(testDb.db, testDb.schema!);
+    backends = await ownBackends();
     const profiler = PROFILE_DIR ? new CpuProfiler() : undefined;
     await profiler?.start();
+    sqlTimings?.reset();
+    const activity = sqlTimings ? sampleActivity(testDb.db, testDb.schema!) : undefined;
     const cpu = cpuNow();
     const answers = await postPaced(total, prefix, (recordId) => sent.set(recordId, now()));
     let arrivals: [string, number][] = [];
@@ -301,7 +320,29 @@ async function deliveryRows(
       arrivals = (await receiver.stats()).arrivals;
       if (arrivals.length < total) await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    const cpuPer1000 = cpuPerUnit(cpu, cpuNow(), total / 1000);
+    const after = cpuNow();
+    const cpuPer1000 = cpuPerUnit(cpu, after, total / 1000);
+    // Postgres's share by pool: the ingest app's, the workers'.
+    const postgres = { ingest: 0, workers: 0 };
+    for (const [pid, ms] of after.postgresByPid) {
+      const used = (ms - (cpu.postgresByPid.get(pid) ?? 0)) / (total / 1000);
+      postgres[workerBackends.has(pid) ? 'workers' : 'ingest'] += used;
+    }
+    const states = await activity?.stop();
+    // The workers' statements when they run in this process (the other shape's are not timed).
+    const sql =
+      sqlTimings && states && !shape.startsWith(SPLIT_SHAPE)
+        ? `The workers' statements, latency run, ${shape}:\n\n${sqlTimings.table(total, 'event')}\n\n` +
+          markdownTable(
+            [
+              "Herald's backends (pg_stat_activity every 20 ms; running: on a CPU)",
+              'mean backends',
+            ],
+            states
+              .filter((state) => state.mean >= 0.01)
+              .map((state) => [state.what.replace(/\|/g, '\\|'), state.mean.toFixed(2)]),
+          )
+        : undefined;
     let profile: string | undefined;
     if (profiler) {
       mkdirSync(PROFILE_DIR!, { recursive: true });
@@ -337,7 +378,9 @@ async function deliveryRows(
       matched: `${stage('matched', 0.5)} / ${stage('matched', 0.99)}`,
       delivered: `${stage('sent', 0.5)} / ${stage('sent', 0.99)}`,
       cpuPer1000,
+      postgres,
       profile,
+      sql,
     };
   };
   const shapeRuns = async (shape: string) => {
@@ -354,7 +397,7 @@ async function deliveryRows(
 
   // Shape 1: the workers in the process that ingests (npm start's standalone mode).
   const delivery = await startDelivery(
-    { db: workerDb, redis, logger, registry: deps.metrics.registry },
+    { db: sqlTimings?.wrap(workerDb) ?? workerDb, redis, logger, registry: deps.metrics.registry },
     settings,
   );
   let single: Awaited<ReturnType<typeof shapeRuns>>;
@@ -434,6 +477,7 @@ async function deliveryRows(
       `| ${name}: of which accepted → call created (match), p50 / p99 | ${r.latency.matched} ms | |`,
       `| ${name}: of which call created → attempt sent (deliver), p50 / p99 | ${r.latency.delivered} ms | |`,
       `| ${name}: CPU ms per 1000 events in the latency run (columns as above) | ${cpuCells(r.latency.cpuPer1000)} | |`,
+      `| ${name}: of which Postgres, by pool: ingest / workers (ms per 1000 events) | ${r.latency.postgres.ingest.toFixed(0)} / ${r.latency.postgres.workers.toFixed(0)} | |`,
       `| ${name}: CPU per single event end to end (latency run: POST of one event → match → one delivery → outcome), Herald's processes added up (the bench process includes the poster) | ${(heraldCpu(r.latency.cpuPer1000) / 1000).toFixed(2)} ms | ≤ 2 ms ${pass(heraldCpu(r.latency.cpuPer1000) <= 2000)} |`,
       `| ${name}: e2e latency at ${LATENCY_RATE} events/s with one core kept busy by another process, p50 / p99 (${r.busy.received}/${r.busy.total} events) | ${r.busy.p50.toFixed(1)} / ${r.busy.p99.toFixed(1)} ms | p99 ≤ 50 ms ${pass(r.busy.p99 <= 50)} |`,
       `| ${name}: of which accepted → call created / call created → sent, p50 / p99, one core busy | ${r.busy.matched} / ${r.busy.delivered} ms | |`,
@@ -448,7 +492,12 @@ async function deliveryRows(
     `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
       `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
   ];
-  const profiles = shapes.flatMap(([, r]) => [r.latency.profile, r.busy.profile]);
+  const profiles = shapes.flatMap(([, r]) => [
+    r.latency.profile,
+    r.busy.profile,
+    r.latency.sql,
+    r.busy.sql,
+  ]);
   for (const profile of profiles) if (profile) table.push('', profile);
   process.stdout.write(`\n${table.join('\n')}\n`);
 }
@@ -520,7 +569,7 @@ async function main(): Promise<void> {
     searchPath: testDb.schema!,
     maxConnections: config.DB_POOL_SIZE,
     synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
-    applicationName: testDb.schema!,
+    applicationName: WORKERS_POOL(testDb.schema!),
   });
   try {
     const h = { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger };

@@ -21,7 +21,7 @@ const db = createPostgresDb({
   searchPath: schema,
   maxConnections: config.DB_POOL_SIZE,
   synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
-  applicationName: schema,
+  applicationName: `${schema}-workers`, // WORKERS_POOL in ./run.ts
 });
 const redis = createRedis(TEST_REDIS_URL, 'producer', logger);
 const delivery = await startDelivery(

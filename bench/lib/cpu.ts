@@ -86,13 +86,17 @@ export function cpuPer(before: CpuSample, after: CpuSample, units: number): CpuS
   };
 }
 
-/** Pids of the Postgres backends whose application_name is `name` (a benchmark's own pools). */
+/**
+ * Pids of the Postgres backends whose application_name starts with `name` (a benchmark's own
+ * pools: `<schema>`, and `<schema>-workers` where it counts the workers' pool apart).
+ */
 export async function backendPids(
   db: { query(text: string, params: unknown[]): Promise<{ rows: { pid: number }[] }> },
   name: string,
 ): Promise<number[]> {
-  const { rows } = await db.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
-    name,
-  ]);
+  const { rows } = await db.query(
+    'SELECT pid FROM pg_stat_activity WHERE left(application_name, length($1)) = $1',
+    [name],
+  );
   return rows.map((row) => row.pid);
 }

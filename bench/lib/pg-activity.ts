@@ -31,7 +31,7 @@ export function sampleActivity(
                || ': ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 80) END AS what,
            count(*) AS n
          FROM pg_stat_activity
-         WHERE application_name = $1 AND pid <> pg_backend_pid() GROUP BY 1`,
+         WHERE left(application_name, length($1)) = $1 AND pid <> pg_backend_pid() GROUP BY 1`,
         [applicationName],
       );
       samples++;
