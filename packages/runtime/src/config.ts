@@ -55,7 +55,10 @@ export const commonEnv = {
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   /** Folder for embedded data (PGlite, the child redis-server, the generated admin token). */
   HERALD_DATA_DIR: z.string().default('.herald'),
-  /** Connections per process in the Postgres pool. */
+  /**
+   * Connections per process in the Postgres pool; the delivery workers, with Postgres, open two
+   * more pools of this size (services/delivery, openWorkerDb).
+   */
   DB_POOL_SIZE: int(1, 500).default(10),
   /** Redis URL (the queues, rate limits, pub/sub). */
   REDIS_URL: url(['redis:', 'rediss:']).optional(),

@@ -1,7 +1,17 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { TEST_DATABASE_URL } from '@herald/testkit';
+import { TEST_DATABASE_URL, createTestDb, testItemEvent, testWebhookInput } from '@herald/testkit';
+import {
+  createPostgresDb,
+  createWebhookCalls,
+  findEvents,
+  insertEvents,
+  insertWebhook,
+  recordWebhookCallAttempts,
+  type NamedStatement,
+  type Queryable,
+} from '@herald/store';
 
 const STORE = new URL('../dist/index.js', import.meta.url).href;
 
@@ -109,5 +119,83 @@ describe('a Postgres connection lost inside a transaction', () => {
       afterwards: 'committed',
       query: 42,
     });
+  });
+});
+
+describe('statements planned once per connection (planOnce)', () => {
+  const mode = {
+    name: 'test.plan_cache_mode',
+    text: "SELECT current_setting('plan_cache_mode') || ' ' || current_setting('enable_seqscan') AS mode",
+  };
+  const modeOf = async (db: Queryable, statement: string | NamedStatement) =>
+    (await db.query<{ mode: string }>(statement)).rows[0]!.mode;
+
+  it('run on the plan-once pool, with force_generic_plan and no seq scans; everything else as before', async () => {
+    const db = createPostgresDb({
+      connectionString: TEST_DATABASE_URL,
+      maxConnections: 1,
+      planOncePoolSize: 1,
+    });
+    const plain = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+    try {
+      expect(await modeOf(db, { ...mode, planOnce: true })).toBe('force_generic_plan off');
+      expect(await modeOf(db, mode)).toBe('auto on');
+      expect(await modeOf(db, mode.text)).toBe('auto on');
+      // A transaction keeps its connection; a pool without the share runs them as any statement.
+      expect(await db.transaction((tx) => modeOf(tx, { ...mode, planOnce: true }))).toBe('auto on');
+      expect(await modeOf(plain, { ...mode, planOnce: true })).toBe('auto on');
+    } finally {
+      await db.close();
+      await plain.close();
+    }
+  });
+
+  it("are the delivery workers' hot statements: an event's read, its calls, its outcome", async () => {
+    const t = await createTestDb('postgres');
+    try {
+      const asked: { name: string; planOnce: boolean }[] = [];
+      const recording: Queryable = {
+        query: (statement, params) => {
+          if (typeof statement !== 'string') {
+            asked.push({ name: statement.name, planOnce: statement.planOnce === true });
+          }
+          return t.db.query(statement, params);
+        },
+      };
+      const webhook = await insertWebhook(t.db, testWebhookInput());
+      const event = testItemEvent('plan-once-1');
+      await insertEvents(t.db, [event]);
+      await findEvents(recording, [event.id]);
+      const [call] = await createWebhookCalls(recording, [{ event, webhookIds: [webhook.id] }]);
+      await recordWebhookCallAttempts(recording, [
+        {
+          id: call!.id,
+          attempt: {
+            status: 'success',
+            trigger: 'first',
+            durationMs: 1,
+            tripsCircuit: false,
+            requestUrl: 'https://example.com/hook',
+            requestHeaders: {},
+            requestPayload: '{}',
+            responseStatus: 200,
+            responseHeaders: {},
+            responsePayload: '',
+            failureReason: null,
+            attemptedAutoRetriesCount: 0,
+            lastSentAt: new Date(),
+            nextRetryAt: null,
+          },
+        },
+      ]);
+      expect(asked.map((a) => a.name.replace(/\.\d{4}_\d{2}$/, '.<month>'))).toEqual([
+        'herald.events.find',
+        'herald.webhook_calls.create.<month>',
+        'herald.webhook_calls.record_attempts.<month>',
+      ]);
+      expect(asked.every((a) => a.planOnce)).toBe(true);
+    } finally {
+      await t.cleanup();
+    }
   });
 });

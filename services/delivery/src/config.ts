@@ -186,21 +186,25 @@ export function deliverySettings(
 }
 
 /**
- * The workers' database: with Postgres and DELIVERY_SYNCHRONOUS_COMMIT=false, a pool of its own
- * whose commits do not wait for the WAL flush (see the variable); otherwise the service's `db`.
+ * The workers' database. With Postgres, pools of their own: DB_POOL_SIZE connections whose commits
+ * wait for the WAL flush only with DELIVERY_SYNCHRONOUS_COMMIT (see the variable), and as many
+ * again for the hot statements that are planned once per connection (store, NamedStatement
+ * `planOnce`: finding an event, making its calls, recording an outcome). With PGlite, the
+ * service's `db`.
  */
 export function openWorkerDb(
   config: Pick<DeliveryConfig, 'DATABASE_URL' | 'DB_POOL_SIZE' | 'DELIVERY_SYNCHRONOUS_COMMIT'>,
   db: Db,
 ): { db: Db; close(): Promise<void> } {
-  if (db.kind !== 'postgres' || !config.DATABASE_URL || config.DELIVERY_SYNCHRONOUS_COMMIT) {
+  if (db.kind !== 'postgres' || !config.DATABASE_URL) {
     return { db, close: () => Promise.resolve() };
   }
   const workerDb = createPostgresDb({
     connectionString: config.DATABASE_URL,
     maxConnections: config.DB_POOL_SIZE,
+    planOncePoolSize: config.DB_POOL_SIZE,
     applicationName: 'herald-delivery-workers',
-    synchronousCommit: false,
+    synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
   });
   return { db: workerDb, close: () => workerDb.close() };
 }
