@@ -125,6 +125,7 @@ export {
   WEBHOOK_CALL_COUNT_CAP,
   WEBHOOK_CALL_STATUSES,
   createTestWebhookCall,
+  callPartition,
   createWebhookCalls,
   deleteFinishedWebhookCalls,
   createWebhookCallMonths,

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TEST_DATABASE_URL, createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
 import {
   createPostgresDb,
@@ -337,6 +337,105 @@ describe('webhook_call_counts under concurrent writers', () => {
     );
     expect(rows[0]).toEqual({ shards: 2, n: 3 });
     await expectCountsAgree(t.db);
+  });
+});
+
+describe("the log's hot statements on their month's partitions", () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  }, 60_000);
+  afterAll(async () => {
+    await t.cleanup();
+  });
+
+  it('counts the call from the status it has when the write locks it, not when it began', async () => {
+    const hook = await insertWebhook(t.db, testWebhookInput());
+    await insertEvents(t.db, [['o1', 'r1', 'item', 'update']]);
+    const [call] = await makeCalls(t.db, [['o1', 'r1', 'item', 'update']], [hook.id]);
+    let written: Promise<void> | undefined;
+    await t.db.transaction(async (tx) => {
+      const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      // Another writer ends the call (the webhook was disabled) and holds the row ...
+      await dropWebhookCall(tx, call!.id, 'the webhook was disabled');
+      // ... while the outcome's statement starts, takes its snapshot (the call pending) and
+      // waits for the row.
+      written = recordWebhookCallAttempts(
+        t.db,
+        [{ id: call!.id, attempt: attempt('success', new Date()) }],
+        undefined,
+        false,
+      );
+      await expect
+        .poll(async () => {
+          const blocked = await t.db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE $1::int = ANY (pg_blocking_pids(pid))`,
+            [rows[0]!.pid],
+          );
+          return blocked.rows[0]!.n;
+        })
+        .toBe(1);
+    });
+    await written;
+    // The call went failed → success, and is counted so: pending → success would leave one
+    // failed call counted that is not in the log.
+    await expectCountsAgree(t.db);
+  });
+
+  it("makes calls through the parent when the process's clock says another month", async () => {
+    const hook = await insertWebhook(t.db, testWebhookInput());
+    const now = Date.now();
+    // 40 days back: a month without a partition; 40 days on: a partition that exists, whose
+    // bounds refuse a call Postgres makes now.
+    for (const [i, days] of [-40, 40].entries()) {
+      const id = `clock-${i}`;
+      await insertEvents(t.db, [[id, 'r1', 'item', 'update']]);
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(now + days * 86_400_000);
+      try {
+        expect(await makeCalls(t.db, [[id, 'r1', 'item', 'update']], [hook.id])).toHaveLength(1);
+      } finally {
+        vi.useRealTimers();
+      }
+    }
+    await expectCountsAgree(t.db);
+  });
+
+  it('records the outcomes of calls of two months together, or neither', async () => {
+    const hook = await insertWebhook(t.db, testWebhookInput());
+    await insertEvents(t.db, [
+      ['two-1', 'r1', 'item', 'update'],
+      ['two-2', 'r1', 'item', 'update'],
+    ]);
+    // A call made before the log was partitioned (an id below 2^36: the legacy partition) ...
+    await t.db.query(
+      `INSERT INTO webhook_calls (id, event_id, webhook_id, entity_type, event_type)
+       VALUES (7, 'two-1', $1, 'item', 'update')`,
+      [hook.id],
+    );
+    // ... and one of this month, whose outcome Postgres refuses.
+    const [call] = await makeCalls(t.db, [['two-2', 'r1', 'item', 'update']], [hook.id]);
+    const bogus = { ...attempt('success', new Date()), status: 'bogus' as 'success' };
+    await expect(
+      recordWebhookCallAttempts(t.db, [
+        { id: '7', attempt: attempt('success', new Date()) },
+        { id: call!.id, attempt: bogus },
+      ]),
+    ).rejects.toThrow(/status_check/);
+    const { rows } = await t.db.query<{ attempts: number }>(
+      `SELECT attempts_count AS attempts FROM webhook_calls WHERE id = 7`,
+    );
+    expect(rows[0]!.attempts).toBe(0);
+    await expectCountsAgree(t.db);
+  });
+
+  it('writes nothing for a call whose month has no partition (retention dropped it)', async () => {
+    // The first call id of January 2100 (months since year 0, then the sequence: migration 021).
+    const id = ((BigInt(2100 * 12) << 36n) + 1n).toString();
+    await expect(
+      recordWebhookCallAttempts(t.db, [{ id, attempt: attempt('success', new Date()) }]),
+    ).resolves.toBeUndefined();
   });
 });
 
