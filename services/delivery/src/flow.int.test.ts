@@ -317,15 +317,22 @@ describe('flow control', () => {
     const { environment, path, webhook } = await flowWebhook(
       { db, pipeline, receiver },
       'batched',
-      { batch: { window_ms: 200, max_events: 10 } },
+      { batch: { window_ms: 1500, max_events: 10 } },
     );
     const events = Array.from({ length: 25 }, (_, i) => ({
       ...versionOf(environment, `s${i}`, 1),
       occurredAt: new Date(Date.UTC(2026, 10, 24, 11, 0, i)),
     }));
     // The second request fills the batch the first opened, then opens two more; its events
-    // arrive in the reverse of their order.
+    // arrive in the reverse of their order. Its match job starts once the first one's has placed
+    // its events: two jobs in the pool at once may commit in either order, and the batch opened
+    // first is the one whose placement committed first.
     await emitEvents(db, pipeline, events.slice(0, 5));
+    await vi.waitFor(
+      async () =>
+        expect((await callsOf(db, webhook)).map((call) => call.eventIds.length)).toEqual([5]),
+      { timeout: 5000 },
+    );
     await emitEvents(db, pipeline, events.slice(5).reverse());
     await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
       timeout: 5000,

@@ -469,6 +469,10 @@ describe('the sweeper: webhook calls', () => {
 
   it('stops a pruning at its statement cap and goes on at the next passes', async () => {
     const names = ['cap-1', 'cap-2', 'cap-3', 'cap-4', 'cap-5'];
+    // What earlier tests left to prune goes first (on a loaded machine a month's drop there can
+    // miss its lock_timeout and leave its calls to the row-by-row pruning), so that the counts
+    // below are this test's calls alone.
+    while ((await sweeper(7 * DAY).prune()) > 0);
     // Their month holds a pending call: it stays, and they go one by one.
     await calls({ 'cap-pending': { status: 'pending', days: 250 } });
     const ids = await calls(

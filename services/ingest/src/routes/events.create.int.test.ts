@@ -1098,8 +1098,8 @@ describe('POST /events under contention', () => {
     ]);
     expect(created.status).toBe(202);
     // Another writer holds a's row; the request writes b, then waits for a; the other writer then
-    // waits for b. The request waited first, so its deadlock check finds the circle and it is the
-    // one rolled back.
+    // waits for b. The request's deadlock check finds the circle (the other writer's runs much
+    // later), so the request is the one rolled back.
     const other = createPostgresDb({
       connectionString: TEST_DATABASE_URL,
       searchPath: t.schema!,
@@ -1109,6 +1109,9 @@ describe('POST /events under contention', () => {
     try {
       let answer: Promise<Answer> | undefined;
       await other.transaction(async (tx) => {
+        // The other writer looks for the circle long after the request does (1 s, the default):
+        // on a loaded machine the request's check can run late, and the victim would be this one.
+        await tx.query(`SET LOCAL deadlock_timeout = '20s'`);
         await tx.query('SELECT 1 FROM records WHERE id = $1 FOR UPDATE', [a]);
         answer = post([
           itemEvent('update', b, { title: 'b2' }, { model: 'page' }),
