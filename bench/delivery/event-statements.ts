@@ -7,7 +7,10 @@
  * statement is planned again at every execution while its generic plan looks dearer than a
  * custom one), one with `plan_cache_mode = force_generic_plan` (planned once per connection).
  * The difference is the planning each execution pays. Beside them, a primary-key read of a call
- * (the floor of a statement's cost).
+ * (the floor of a statement's cost), and the outcome's write as it was before issue #16: through
+ * the log's partitioned parents (recordWebhookCallAttempts writes the call's month's partitions
+ * directly, and falls back to that statement when the month is gone; the bench takes its text
+ * from that fallback).
  *
  *   pnpm build && tsc -p bench && node bench/dist/delivery/event-statements.js   (EVENTS=3000)
  */
@@ -31,6 +34,7 @@ const STEPS = [
   'create its call',
   "record the call's attempt",
   'read a call by id',
+  "record the call's attempt through the partitioned parents (before #16)",
 ];
 
 interface Connection {
@@ -60,6 +64,31 @@ const attempt = (): WebhookCallAttempt => ({
   tripsCircuit: false,
 });
 
+/** The outcome statement through the partitioned parents: the fallback's text and parameters. */
+async function parentStatement(
+  id: string,
+): Promise<{ name: string; text: string; values: readonly unknown[] }> {
+  let captured: { text: string; values: readonly unknown[] } | undefined;
+  const missing = Object.assign(new Error('no partition'), { code: '42P01' });
+  let first = true;
+  const capture = {
+    transaction: () => Promise.reject(new Error('not used')),
+    query: (statement: string | { text: string }, values?: readonly unknown[]) => {
+      if (first) {
+        first = false;
+        return Promise.reject(missing);
+      }
+      captured = {
+        text: typeof statement === 'string' ? statement : statement.text,
+        values: values ?? [],
+      };
+      return Promise.resolve({ rows: [], rowCount: 0 });
+    },
+  } as unknown as Db;
+  await recordWebhookCallAttempts(capture, [{ id, attempt: attempt() }], undefined, false);
+  return { name: 'bench.record_attempts_through_parents', ...captured! };
+}
+
 const auto0 = (connections: readonly Connection[]): Connection => connections[0]!;
 
 async function main(): Promise<void> {
@@ -77,6 +106,7 @@ async function main(): Promise<void> {
       connections.push({ mode, db, pid: rows[0]!.pid, cpu: STEPS.map(() => 0), events: 0 });
     }
     const webhook = await insertWebhook(testDb.db, testWebhookInput());
+    const second = await insertWebhook(testDb.db, testWebhookInput());
     const events = Array.from({ length: EVENTS }, (_, i) => testItemEvent(`evt-${i}`));
     for (let i = 0; i < EVENTS; i += 500) {
       await insertEvents(testDb.db, events.slice(i, i + 500));
@@ -97,6 +127,14 @@ async function main(): Promise<void> {
         recordWebhookCallAttempts(c.db, [{ id: call!.id, attempt: attempt() }], undefined, false),
       );
       await step(c, 3, () => c.db.query('SELECT * FROM webhook_calls WHERE id = $1', [call!.id]));
+      // A second call of the event (another webhook) for the outcome through the parents.
+      const { rows: other } = await testDb.db.query<{ id: string }>(
+        `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+         VALUES ($1, $2, 'item', 'update') RETURNING id`,
+        [event.id, second.id],
+      );
+      const parent = await parentStatement(other[0]!.id);
+      await step(c, 4, () => c.db.query({ name: parent.name, text: parent.text }, parent.values));
       c.events++;
     }
     // How each prepared statement was planned on the default connection: a statement that stays
@@ -116,12 +154,13 @@ async function main(): Promise<void> {
         table(
           ['statement', 'default plan cache: µs per event', 'force_generic_plan: µs per event'],
           [
-            ...STEPS.map((name, n) => [name, per(auto, n), per(generic, n)]),
+            ...STEPS.slice(0, 4).map((name, n) => [name, per(auto, n), per(generic, n)]),
             [
               'the three statements of an event',
               ((sum(auto) * 1000) / auto.events).toFixed(0),
               ((sum(generic) * 1000) / generic.events).toFixed(0),
             ],
+            [STEPS[4]!, per(auto, 4), per(generic, 4)],
           ],
         ),
         '',

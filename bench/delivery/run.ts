@@ -11,6 +11,12 @@
  *                                the default run prints last
  *   pnpm bench:delivery --no-flow   (or FLOW=0): all but the flow control rows
  *
+ * Beside Herald's latency runs, the floor (./floor.ts): the same one-event POSTs, stored, matched,
+ * delivered and logged by hand (node:http + pg + undici) in Herald's tables, in this process,
+ * counted the same way; the table prints Herald's CPU per event as a multiple of the floor's. And
+ * beside Herald's fan-out rows, the floor's fan-out: the same events posted the same way, by hand
+ * into the same tables; the table prints Herald's delivered/s as a multiple of the floor's.
+ *
  * Herald runs with the production defaults of services/delivery/src/config.ts (override any
  * DELIVERY_* variable in the environment), on a fresh Postgres schema and a random Redis prefix.
  */
@@ -26,6 +32,7 @@ import {
   postEvents,
   postInBatches,
 } from './fixtures.js';
+import { startFloor, type FloorFanOutRun, type FloorRun } from './floor.js';
 import { flowRows, prepareFlow } from './flow.js';
 import { matchingBench, matchingRows } from './matching.js';
 import { ReceiverProcess, baseline } from '../lib/receiver-process.js';
@@ -58,6 +65,7 @@ import { CpuProfiler, profileTable } from '../lib/cpu-profile.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqlTimings } from '../lib/sql-timings.js';
+import { resetStatements, statementsTable } from '../lib/pg-statements.js';
 
 const EVENTS = Number(process.env['EVENTS'] ?? 6000);
 const FANOUT_EVENTS = Number(process.env['FANOUT_EVENTS'] ?? 600);
@@ -76,6 +84,13 @@ const PROFILE_DIR = process.env['BENCH_CPU_PROF'];
  * each latency run with the workers in this process; printed after the table.
  */
 const sqlTimings = process.env['BENCH_SQL_TIMINGS'] === '1' ? new SqlTimings() : undefined;
+/**
+ * BENCH_PG_STATEMENTS=1: pg_stat_statements over each latency run (lib/pg-statements.ts; needs a
+ * server with the library preloaded), printed after the table.
+ */
+const PG_STATEMENTS = process.env['BENCH_PG_STATEMENTS'] === '1';
+/** BENCH_PLAN_ONCE=0: the workers without their plan-once pool (services/delivery, openWorkerDb). */
+const PLAN_ONCE = process.env['BENCH_PLAN_ONCE'] !== '0';
 const FLOW_ONLY = process.env['FLOW_ONLY'] === '1' || process.argv.includes('--flow');
 /** All but the flow control rows: FLOW=0 or --no-flow. */
 const NO_FLOW = process.env['FLOW'] === '0' || process.argv.includes('--no-flow');
@@ -180,6 +195,8 @@ interface Harness {
   token: string;
   workerDb: Db;
   logger: Logger;
+  /** The workers' pool size (DB_POOL_SIZE), the floor's workers pool's too. */
+  poolSize: number;
 }
 
 /** The delivery rows (throughput, latency, matching), in both shapes, and their table. */
@@ -265,13 +282,15 @@ async function deliveryRows(
   };
 
   /**
-   * Posts `count` one-event requests at a paced LATENCY_RATE, telling `onSend` each record id as
-   * its POST goes; resolves with the times to the 202 (ms), sorted.
+   * Posts `count` one-event requests at a paced LATENCY_RATE to `url` (Herald's, or the floor's),
+   * telling `onSend` each record id as its POST goes; resolves with the times to the 202 (ms),
+   * sorted.
    */
   const postPaced = async (
     count: number,
     prefix: string,
     onSend: (recordId: string) => void = () => undefined,
+    url = herald.url,
   ): Promise<number[]> => {
     const posts: Promise<void>[] = [];
     const answers: number[] = [];
@@ -284,7 +303,7 @@ async function deliveryRows(
       onSend(recordId);
       const postedAt = performance.now();
       posts.push(
-        postEvents(herald.url, token, [itemEvent('update', i % MODELS_A, recordId)]).then(() => {
+        postEvents(url, token, [itemEvent('update', i % MODELS_A, recordId)]).then(() => {
           answers.push(performance.now() - postedAt);
         }),
       );
@@ -311,6 +330,7 @@ async function deliveryRows(
     const profiler = PROFILE_DIR ? new CpuProfiler() : undefined;
     await profiler?.start();
     sqlTimings?.reset();
+    if (PG_STATEMENTS) await resetStatements(testDb.db);
     const activity = sqlTimings ? sampleActivity(testDb.db, testDb.schema!) : undefined;
     const cpu = cpuNow();
     const answers = await postPaced(total, prefix, (recordId) => sent.set(recordId, now()));
@@ -329,6 +349,9 @@ async function deliveryRows(
       postgres[workerBackends.has(pid) ? 'workers' : 'ingest'] += used;
     }
     const states = await activity?.stop();
+    const statements = PG_STATEMENTS
+      ? `Postgres's statements (pg_stat_statements), latency run, ${shape}:\n\n${await statementsTable(testDb.db, total, 'event')}`
+      : undefined;
     // The workers' statements when they run in this process (the other shape's are not timed).
     const sql =
       sqlTimings && states && !shape.startsWith(SPLIT_SHAPE)
@@ -381,6 +404,7 @@ async function deliveryRows(
       postgres,
       profile,
       sql,
+      statements,
     };
   };
   const shapeRuns = async (shape: string) => {
@@ -414,6 +438,37 @@ async function deliveryRows(
     single = await shapeRuns('one process');
   } finally {
     await delivery.close();
+  }
+
+  // The floor (./floor.ts): the same events by hand into the same tables, in this process.
+  process.stdout.write(`floor: latency at ${LATENCY_RATE} events/s…\n`);
+  const floor = await startFloor({
+    connectionString: TEST_DATABASE_URL,
+    schema: testDb.schema!,
+    token,
+    receiver,
+    bodyBytes,
+    connections: settings.connectionsPerOrigin,
+    poolSize: h.poolSize,
+    rate: LATENCY_RATE,
+    seconds: LATENCY_SECONDS,
+    warmupSeconds: LATENCY_WARMUP_SECONDS,
+    post: (url, count, prefix, onSend) => postPaced(count, prefix, onSend, url),
+    postBatches: (url, events) => postInBatches(url, token, events, BATCH),
+  });
+  let floorRun: FloorRun;
+  let floorBusy: FloorRun;
+  let floorFan: FloorFanOutRun;
+  try {
+    floorRun = await floor.latencyRun();
+    process.stdout.write(`floor: latency at ${LATENCY_RATE} events/s, one core kept busy…\n`);
+    floorBusy = await withBusyCore(() => floor.latencyRun());
+    // The fan-out, after a warm-up as Herald's (warmUp's fan-out part, unmeasured).
+    process.stdout.write(`floor: ${FANOUT} webhooks per event…\n`);
+    await floor.fanOutRun(scenarioB(50), 50 * FANOUT);
+    floorFan = await floor.fanOutRun(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
+  } finally {
+    await floor.close();
   }
 
   // Shape 2: the delivery service's workers in a process of their own (docker-compose).
@@ -454,6 +509,33 @@ async function deliveryRows(
     ['one process', single],
     [SPLIT_SHAPE, split],
   ] as const;
+  /** The floor's fan-out in the columns of Herald's rows: no workers process, no Redis. */
+  const floorFanRow = {
+    ...floorFan,
+    cpuPer1000: {
+      bench: floorFan.cpuPer1000.bench,
+      workers: 0,
+      postgres: floorFan.cpuPer1000.postgres,
+      redis: 0,
+      children: floorFan.cpuPer1000.receiver,
+      postgresByPid: new Map<number, number>(),
+    },
+  };
+  /** The floor's CPU per delivery in its fan-out (ms): this process and its Postgres backends. */
+  const floorFanCpu = (floorFan.cpuPer1000.bench + floorFan.cpuPer1000.postgres) / 1000;
+  /** The floor's CPU per event (ms): this process and its Postgres backends (no Redis). */
+  const floorCpu = (r: FloorRun) => (r.cpuPer1000.bench + r.cpuPer1000.postgres) / 1000;
+  const floorRows = (r: FloorRun, busy: FloorRun) => [
+    `| floor (by hand: node:http + pg + undici, Herald's tables, ./floor.ts): e2e latency at ${LATENCY_RATE} events/s, POST sent → received, p50 / p99 (${r.received}/${r.total} events${r.failures ? `, ${r.failures} failures` : ''}) | ${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} ms | |`,
+    `| floor: of which POST sent → 202 received, p50 / p99 | ${r.accepted.p50.toFixed(1)} / ${r.accepted.p99.toFixed(1)} ms | |`,
+    `| floor: CPU ms per 1000 events in its latency run: bench process (poster, server, client) / its Postgres backends (of which ingest pool / workers pool) | ${r.cpuPer1000.bench.toFixed(0)} / ${r.cpuPer1000.postgres.toFixed(0)} (${r.cpuPer1000.ingest.toFixed(0)} / ${r.cpuPer1000.workers.toFixed(0)}) | |`,
+    `| floor (by hand: node:http + pg + undici, same tables): CPU per single event end to end (bench process, poster included, + Postgres) | ${floorCpu(r).toFixed(2)} ms | |`,
+    ...shapes.map(
+      ([name, h]) =>
+        `| ${name}: Herald's CPU per single event end to end as a multiple of the floor's | ${(heraldCpu(h.latency.cpuPer1000) / 1000 / floorCpu(r)).toFixed(1)}× | |`,
+    ),
+    `| floor: e2e latency at ${LATENCY_RATE} events/s with one core kept busy by another process, p50 / p99 (${busy.received}/${busy.total} events${busy.failures ? `, ${busy.failures} failures` : ''}) | ${busy.p50.toFixed(1)} / ${busy.p99.toFixed(1)} ms | |`,
+  ];
   const table = [
     `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
       `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
@@ -467,6 +549,10 @@ async function deliveryRows(
       row(`Herald, ${name}, 1 webhook per event (${MODELS_A} webhooks)`, r.one),
       row(`Herald, ${name}, ${FANOUT} webhooks per event (${MODELS_B * FANOUT} webhooks)`, r.fan),
     ]),
+    row(
+      `floor (by hand: node:http + pg + undici, Herald's tables, ./floor.ts), ${FANOUT} webhooks per event${floorFan.failures ? ` (${floorFan.failures} failures)` : ''}`,
+      floorFanRow,
+    ),
     '',
     `| measure | value | target |`,
     '|---|---|---|',
@@ -482,9 +568,16 @@ async function deliveryRows(
       `| ${name}: e2e latency at ${LATENCY_RATE} events/s with one core kept busy by another process, p50 / p99 (${r.busy.received}/${r.busy.total} events) | ${r.busy.p50.toFixed(1)} / ${r.busy.p99.toFixed(1)} ms | p99 ≤ 50 ms ${pass(r.busy.p99 <= 50)} |`,
       `| ${name}: of which accepted → call created / call created → sent, p50 / p99, one core busy | ${r.busy.matched} / ${r.busy.delivered} ms | |`,
     ]),
+    ...floorRows(floorRun, floorBusy),
     ...shapes.flatMap(([name, r]) => [
       `| ${name}: delivered/s, 1 webhook per event | ${Math.round(rate(r.one))} | ≥ 2000 ${pass(rate(r.one) >= 2000)}, ≥ 0.4× ${pass(rate(r.one) >= 0.4 * rawRate)} |`,
       `| ${name}: delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(r.fan))} | ≥ 2000 ${pass(rate(r.fan) >= 2000)}, ≥ 0.4× ${pass(rate(r.fan) >= 0.4 * rawRate)} |`,
+    ]),
+    `| floor: delivered/s, ${FANOUT} webhooks per event (by hand, Herald's tables and guarantees) | ${Math.round(rate(floorFan))} (${(rate(floorFan) / rawRate).toFixed(2)}× raw undici) | ≥ 0.4× ${pass(rate(floorFan) >= 0.4 * rawRate)} |`,
+    `| floor: CPU per delivery in its fan-out (bench process + its Postgres backends; of which ingest pool / workers pool, ms per 1000 deliveries) | ${floorFanCpu.toFixed(3)} ms (${floorFan.cpuPer1000.ingest.toFixed(0)} / ${floorFan.cpuPer1000.workers.toFixed(0)}) | |`,
+    ...shapes.flatMap(([name, r]) => [
+      `| ${name}: fan-out: Herald's delivered/s as a multiple of the floor's | ${(rate(r.fan) / rate(floorFan)).toFixed(2)}× | |`,
+      `| ${name}: fan-out: Herald's CPU per delivery (its processes added up) as a multiple of the floor's | ${(heraldCpu(r.fan.cpuPer1000) / 1000 / floorFanCpu).toFixed(1)}× | |`,
     ]),
     '',
     ...matchingRows(matching),
@@ -497,6 +590,7 @@ async function deliveryRows(
     r.busy.profile,
     r.latency.sql,
     r.busy.sql,
+    r.latency.statements,
   ]);
   for (const profile of profiles) if (profile) table.push('', profile);
   process.stdout.write(`\n${table.join('\n')}\n`);
@@ -568,11 +662,26 @@ async function main(): Promise<void> {
     connectionString: TEST_DATABASE_URL,
     searchPath: testDb.schema!,
     maxConnections: config.DB_POOL_SIZE,
+    // As openWorkerDb: the hot statements on a pool where they are planned once (BENCH_PLAN_ONCE=0:
+    // without it, to compare).
+    planOncePoolSize: PLAN_ONCE ? config.DB_POOL_SIZE : 0,
     synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
     applicationName: WORKERS_POOL(testDb.schema!),
   });
   try {
-    const h = { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger };
+    const poolSize = config.DB_POOL_SIZE;
+    const h = {
+      receiver,
+      testDb,
+      redis,
+      deps,
+      settings,
+      herald,
+      token,
+      workerDb,
+      logger,
+      poolSize,
+    };
     if (matching) await deliveryRows(h, matching, loadBefore);
     if (!NO_FLOW) await flowSection(h);
   } finally {

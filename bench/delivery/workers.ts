@@ -20,6 +20,8 @@ const db = createPostgresDb({
   connectionString: TEST_DATABASE_URL,
   searchPath: schema,
   maxConnections: config.DB_POOL_SIZE,
+  // BENCH_PLAN_ONCE=0 (./run.ts): without the plan-once pool, to compare.
+  planOncePoolSize: process.env['BENCH_PLAN_ONCE'] === '0' ? 0 : config.DB_POOL_SIZE,
   synchronousCommit: config.DELIVERY_SYNCHRONOUS_COMMIT,
   applicationName: `${schema}-workers`, // WORKERS_POOL in ./run.ts
 });
