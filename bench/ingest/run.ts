@@ -5,7 +5,9 @@
  * behind a bare `node:http` server (JSON.parse, one statement through `pg` per request), and
  * without HTTP the same batches as one multi-row INSERT of the events alone, and as the same rows
  * by hand. Herald and the `node:http` baseline each run in a process of their own
- * (bench/ingest/server.ts), so that their CPU per request is theirs alone.
+ * (bench/ingest/server.ts), so that their CPU per request is theirs alone. Beside them, the floor:
+ * the `node:http` baseline plus the match job Herald adds to Redis before its 202 (the least work
+ * of a server that hands its events to workers), in a process of its own too.
  *
  * Needs the test Postgres and Redis (BENCH_DATABASE_URL, BENCH_REDIS_URL); works in a schema and
  * a Redis prefix of its own, dropped at the end. BENCH_BATCHES=1,100 runs some batch sizes only;
@@ -299,11 +301,18 @@ async function main(): Promise<void> {
       BENCH_SEARCH_CONFIG: searchConfig,
     });
     servers.push(byHand);
+    const floor = await ServerProcess.start({
+      ...serverEnv,
+      BENCH_MODE: 'floor',
+      BENCH_LOCALE: locale,
+      BENCH_SEARCH_CONFIG: searchConfig,
+    });
+    servers.push(floor);
 
     // Warm-up: connection pools, prepared plans, and the JIT, whose compiling (on threads of
     // the server process, so in its CPU) a short run would otherwise measure: one-event
     // requests, CONCURRENCY in flight, then batches.
-    for (const server of [herald, byHand]) {
+    for (const server of [herald, byHand, floor]) {
       await measure(WARMUP_REQUESTS, 1, () =>
         postBody(server.url, JSON.stringify({ data: [itemEvent()] })),
       );
@@ -360,6 +369,14 @@ async function main(): Promise<void> {
       const http = await runServer(byHand, 'node-http-same-rows', batch);
       const httpPgUsed = await httpPgCpu.close();
 
+      const floorPgCpu = await CpuWindow.open(backends(`herald-bench-floor-${suffix}`));
+      const floorRedisCpu = await CpuWindow.open(redisPids);
+      const floorJobsBefore = await queue.getWaitingCount();
+      const floored = await runServer(floor, 'node-http-floor', batch);
+      const floorJobs = (await queue.getWaitingCount()) - floorJobsBefore;
+      const floorPgUsed = await floorPgCpu.close();
+      const floorRedisUsed = await floorRedisCpu.close();
+
       const baselineBatches = Array.from({ length: batches }, () =>
         Array.from({ length: batch }, itemEvent),
       );
@@ -411,6 +428,9 @@ async function main(): Promise<void> {
         posted.rate.toFixed(0),
         http.rate.toFixed(0),
         (posted.rate / http.rate).toFixed(2),
+        floored.rate.toFixed(0),
+        (posted.rate / floored.rate).toFixed(2),
+        (floored.rate / http.rate).toFixed(2),
         baseline.toFixed(0),
         (posted.rate / baseline).toFixed(2),
         sameRows.toFixed(0),
@@ -424,6 +444,10 @@ async function main(): Promise<void> {
         perEvent(redisUsed),
         perEvent(http.nodeUsed),
         perEvent(httpPgUsed),
+        (floorJobs / batches).toFixed(2),
+        perEvent(floored.nodeUsed),
+        perEvent(floorPgUsed),
+        perEvent(floorRedisUsed),
         perEvent(baselineUsed.user + baselineUsed.system),
         perEvent(baselinePgUsed),
         perEvent(rowsUsed.user + rowsUsed.system),
@@ -440,6 +464,9 @@ async function main(): Promise<void> {
             'POST /events (events/s)',
             'same rows via node:http + pg',
             'ratio',
+            'floor: same rows + match job',
+            'ratio',
+            'floor ÷ same rows',
             'raw multi-row INSERT, no HTTP',
             'ratio',
             'same rows by hand, no HTTP',
@@ -457,6 +484,10 @@ async function main(): Promise<void> {
             'Redis',
             'node:http + pg: node',
             'Postgres',
+            'floor: match jobs per request',
+            'node',
+            'Postgres',
+            'Redis',
             'INSERT: node',
             'Postgres',
             'same rows: node',

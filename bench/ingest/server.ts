@@ -4,17 +4,20 @@
  * the production HTTP settings, as services/ingest/src/main.ts listens); BENCH_MODE `rows` is the
  * baseline, a bare `node:http` server that parses the body with JSON.parse and writes the same
  * rows by hand through `pg` (sameRowsStatement), one statement per request, answering 202 with
- * the ids.
+ * the ids. BENCH_MODE `floor` is that baseline plus the one Redis write that hands the events to
+ * the workers, as Herald makes it (a match job added to BullMQ's event-match queue, with Herald's
+ * job id and options) before the 202: the least work a server that promises delivery does.
  *
  * Environment: BENCH_MODE, BENCH_SCHEMA, BENCH_SUFFIX, BENCH_DATABASE_URL, BENCH_REDIS_URL;
  * `herald` also BENCH_ENQUEUE_WAIT_MS (its ENQUEUE_WAIT_FOR_WRITES_MS, passed on from the
- * parent's environment); `rows` also BENCH_LOCALE and BENCH_SEARCH_CONFIG. Child → parent: {port} once listening.
+ * parent's environment); `rows` and `floor` also BENCH_LOCALE and BENCH_SEARCH_CONFIG. Child → parent: {port} once listening.
  * Parent → child: {cmd:'profile-start'} → {ok}; {cmd:'profile-stop', file} → {summary};
  * {cmd:'exit'}.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import { MATCH_EVENT_JOB } from '@herald/contract';
 import { createApp } from '@herald/ingest';
 import {
   Lifecycle,
@@ -22,6 +25,7 @@ import {
   createEventMatchQueue,
   createMetrics,
   createRedis,
+  eventMatchJobId,
   listen,
 } from '@herald/runtime';
 import { createPostgresDb } from '@herald/store';
@@ -88,20 +92,29 @@ async function serveHerald(): Promise<{ server: Server; close: () => Promise<voi
   };
 }
 
-async function serveRows(): Promise<{ server: Server; close: () => Promise<void> }> {
+async function serveRows(
+  enqueue: boolean,
+): Promise<{ server: Server; close: () => Promise<void> }> {
   const locale = required('BENCH_LOCALE');
   const searchConfig = required('BENCH_SEARCH_CONFIG');
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: 10,
     options: `-c search_path=${schema}`,
-    application_name: `herald-bench-http-${suffix}`,
+    application_name: `herald-bench-${enqueue ? 'floor' : 'http'}-${suffix}`,
   });
+  const logger = silentLogger();
+  const redis = enqueue ? createRedis(required('BENCH_REDIS_URL'), 'producer', logger) : null;
+  const queue = redis ? createEventMatchQueue(redis, `herald_bench_${suffix}`, logger) : null;
   const write = async (raw: string): Promise<string> => {
     const data = (JSON.parse(raw) as { data: BenchItemEvent | BenchItemEvent[] }).data;
     const list = Array.isArray(data) ? data : [data];
     const { text, params } = sameRowsStatement(list, locale, searchConfig);
     await pool.query(text, params);
+    if (queue) {
+      const eventIds = list.map((event) => event.id);
+      await queue.add(MATCH_EVENT_JOB, { eventIds }, { jobId: eventMatchJobId(eventIds) });
+    }
     return JSON.stringify({
       data: list.map((event) => ({
         type: 'event',
@@ -131,10 +144,17 @@ async function serveRows(): Promise<{ server: Server; close: () => Promise<void>
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, close: () => pool.end() };
+  return {
+    server,
+    close: async () => {
+      await queue?.close();
+      await redis?.quit();
+      await pool.end();
+    },
+  };
 }
 
-const served = mode === 'herald' ? await serveHerald() : await serveRows();
+const served = mode === 'herald' ? await serveHerald() : await serveRows(mode === 'floor');
 let profiler: CpuProfiler | undefined;
 
 process.on('message', (message: { cmd: string; file?: string }) => {
