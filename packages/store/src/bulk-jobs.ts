@@ -155,16 +155,17 @@ export async function listBulkJobs(
 
 /**
  * Cancels a job that has not finished; returns the job as it is now (null: no such job). The
- * process running it stops at its next batch. Calls a replay made whose first attempt never
- * went (their item was being sent when its process died) end as failed, so that no one sends
- * them: a call being sent right now still has its outcome recorded over this.
+ * process running it sends no item it has not started (isBulkJobRunning, just before each send),
+ * and the job keeps its holder so that the outcomes of the items being sent are still counted
+ * (finishBulkJobItems). Calls a replay made whose first attempt never went (their item was being
+ * sent when its process died) end as failed, so that no one sends them: a call being sent right
+ * now still has its outcome recorded over this.
  */
 export async function cancelBulkJob(db: Queryable, id: string): Promise<BulkJobRecord | null> {
   if (!isId(id)) return null;
   await db.query(
     `WITH job AS (
-       UPDATE bulk_jobs SET state = 'cancelled', finished_at = now(), updated_at = now(),
-         held_by = NULL
+       UPDATE bulk_jobs SET state = 'cancelled', finished_at = now(), updated_at = now()
        WHERE id = $1 AND state IN ('queued', 'running') RETURNING id
      ), unsent AS (
        UPDATE webhook_calls c SET status = 'failed', failure_reason = 'the replay was cancelled',
@@ -389,6 +390,22 @@ export async function addReplayItems(
   return rowCount > 0;
 }
 
+/**
+ * Whether the job still runs under `holder`: asked just before each of its items is sent, so
+ * that after a cancel (or a takeover) answers, the job sends nothing it had not started.
+ */
+export async function isBulkJobRunning(
+  db: Queryable,
+  jobId: string,
+  holder: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `SELECT 1 FROM bulk_jobs WHERE id = $1 AND held_by = $2 AND state = 'running'`,
+    [jobId, holder],
+  );
+  return rowCount > 0;
+}
+
 /** An item taken for sending. */
 export interface BulkJobItem {
   position: string;
@@ -491,7 +508,8 @@ export async function takeReplayCall(
 
 /**
  * Items finished (each `sending` until now) and the job's counters, in one statement, with the
- * rate it is going at (the counters move only while `holder` holds the job).
+ * rate it is going at. The counters move only while `holder` holds the job, cancelled or not:
+ * what was being sent when a cancel came is counted.
  */
 export async function finishBulkJobItems(
   db: Queryable,

@@ -188,6 +188,7 @@ export {
   endBulkJob,
   findBulkJob,
   finishBulkJobItems,
+  isBulkJobRunning,
   listBulkJobs,
   listReplayCandidates,
   resumeBulkJob,

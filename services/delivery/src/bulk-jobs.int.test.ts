@@ -1,5 +1,12 @@
 import { describe, expect, vi } from 'vitest';
-import { createBulkJob, findBulkJob, type BulkJobRecord, type Db } from '@herald/store';
+import type { ServerResponse } from 'node:http';
+import {
+  cancelBulkJob,
+  createBulkJob,
+  findBulkJob,
+  type BulkJobRecord,
+  type Db,
+} from '@herald/store';
 import {
   addWebhook,
   callOf,
@@ -120,6 +127,56 @@ describe('bulk resend', () => {
     expect(sent).toHaveLength(12);
     // 12 items at 20/s: at least 11 gaps of 50 ms (a little slack for timer granularity).
     expect(sent.at(-1)! - sent[0]!).toBeGreaterThanOrEqual(11 * 50 - 30);
+  });
+});
+
+describe('cancel', () => {
+  it('sends nothing it had not started once the cancel answered, and counts what was in flight', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const env = 'bulk-cancel-env';
+    receiver.respond = (_req, res) => res.writeHead(200).end();
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { name: 'cancelled', events: itemEventsIn(env) }),
+    );
+    const events = Array.from({ length: 4 }, () => itemEvent({ environment: env }));
+    await emitEvents(db, pipeline, events);
+    for (const event of events) await waitForCall(db, event.id, webhook.id, ['success']);
+    // The job's first request is held at the receiver until the cancel has answered.
+    const held: ServerResponse[] = [];
+    receiver.respond = (_req, res) => void held.push(res);
+    const since = Date.now();
+    const bulkSent = () => receiver.requests.filter((request) => request.at >= since);
+    const finishedItems = async () =>
+      (await pipeline.runtime.metrics.bulkItems.get()).values.reduce((n, v) => n + v.value, 0);
+    const itemsBefore = await finishedItems();
+    // 2/s: a batch of two items, the second due 500 ms after the first.
+    const job = await createBulkJob(db, {
+      kind: 'bulk_resend',
+      webhookId: webhook.id,
+      filter: { webhook_id: webhook.id },
+      ratePerSecond: 2,
+    });
+    await vi.waitFor(() => expect(held).toHaveLength(1), { timeout: 20_000, interval: 10 });
+    expect((await cancelBulkJob(db, job.id))?.state).toBe('cancelled');
+    for (const res of held) res.writeHead(200).end();
+    receiver.respond = (_req, res) => res.writeHead(200).end();
+    // The batch ends (its one item sent is counted in the metric) once its second item's turn
+    // has come: by then that item went, or saw the cancel and did not.
+    await vi.waitFor(async () => expect(await finishedItems()).toBe(itemsBefore + 1), {
+      timeout: 20_000,
+      interval: 50,
+    });
+    expect(bulkSent()).toHaveLength(1);
+    expect(await findBulkJob(db, job.id)).toMatchObject({
+      state: 'cancelled',
+      succeeded: 1,
+      failed: 0,
+    });
   });
 });
 

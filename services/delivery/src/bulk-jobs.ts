@@ -4,10 +4,13 @@ import type { Logger } from '@herald/runtime';
 import {
   addReplayItems,
   claimBulkJob,
+  dropWebhookCall,
   endBulkJob,
+  findBulkJob,
   findEvents,
   findWebhook,
   finishBulkJobItems,
+  isBulkJobRunning,
   isDbUnavailableError,
   listReplayCandidates,
   resumeBulkJob,
@@ -25,7 +28,7 @@ import {
 } from '@herald/store';
 import type { ModelCache } from './delivery/loaders.js';
 import { contentFor } from './event-content.js';
-import type { JobItemResult } from './jobs/deliver-webhook.js';
+import type { JobItemGate, JobItemResult } from './jobs/deliver-webhook.js';
 import { WebhookIndex } from './webhook-index.js';
 
 /** Events read per page of a replay's selection. */
@@ -49,10 +52,13 @@ export interface BulkJobsOptions {
   concurrency: number;
   /** Models of the events a replay's field-aware entries read (event-content.ts). */
   models: ModelCache;
-  /** Sends one item's call (attemptForJob with the process's delivery context). */
+  /**
+   * Sends one item's call (attemptForJob with the process's delivery context): `stopping` gives
+   * up waiting for the webhook's limits, `mayStart` is asked last, just before the request goes.
+   */
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
-    stopping: () => boolean,
+    gate: JobItemGate,
   ) => Promise<JobItemResult>;
   /** Hears a job that ended (completed or failed), for the notices. */
   onEnded?: (job: BulkJobRecord) => void;
@@ -189,7 +195,21 @@ export class BulkJobs {
       ({ callId, newCall } = taken);
     }
     if (callId === null) return 'skipped';
-    return this.options.attempt({ callId, newCall, trigger: job.kind }, stopping);
+    const { db, lease } = this.options;
+    const mayStart = (): Promise<boolean> => isBulkJobRunning(db, job.id, lease.id);
+    const result = await this.options.attempt(
+      { callId, newCall, trigger: job.kind },
+      { stopping, mayStart },
+    );
+    // A replay's new call that will not go (the job was cancelled or taken over meanwhile): the
+    // cancel could not end it if it was made after the cancel; a takeover's holder sends it.
+    if (result === 'stopped' && newCall && !stopping() && job.kind === 'replay') {
+      const cancelled = await findBulkJob(db, job.id);
+      if (cancelled?.state === 'cancelled') {
+        await dropWebhookCall(db, callId, 'the replay was cancelled');
+      }
+    }
+    return result;
   }
 
   /**

@@ -389,7 +389,8 @@ export async function startDelivery(
     maxJobs: settings.bulkJobsPerProcess,
     concurrency: settings.maxInFlightPerWebhook,
     models: loaders.models,
-    attempt: (item, stopping) => attemptForJob(deliverContext, item, () => closing || stopping()),
+    attempt: (item, gate) =>
+      attemptForJob(deliverContext, item, { ...gate, stopping: () => closing || gate.stopping() }),
     onItems: (outcomes) => {
       for (const outcome of outcomes) metrics.bulkItems.inc({ outcome });
     },

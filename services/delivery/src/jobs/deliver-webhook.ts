@@ -612,17 +612,26 @@ export const deliverWebhook = { name: DELIVER_WEBHOOK_JOB, schema: DeliverJobDat
  */
 export type JobItemResult = BulkItemOutcome | 'stopped';
 
+/** What lets a bulk job's item go: see attemptForJob. */
+export interface JobItemGate {
+  /** True once the job is stopping here (the process stops, its lease is lost): give up waiting. */
+  stopping: () => boolean;
+  /** Asked just before the request is sent: false when the job was cancelled meanwhile. */
+  mayStart: () => Promise<boolean>;
+}
+
 /**
  * An attempt a bulk job makes of one call (bulk_resend, or replay). A call already on its way
  * (pending or rescheduled: a first attempt or a retry is planned or in flight) is not sent, so a
  * job never doubles what the pipeline does; a replay's own new call (`newCall`, pending) is the
  * exception. The attempt waits for its webhook's rate limit, circuit and in-flight limit, as any
- * other, then is recorded with the job's trigger. `stopping`: give up waiting (not sent).
+ * other, then is recorded with the job's trigger. Not sent ('stopped') when the gate says the
+ * job is stopping while it waits, or, asked last, that it may no longer start.
  */
 export async function attemptForJob(
   ctx: DeliverContext,
   item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
-  stopping: () => boolean,
+  { stopping, mayStart }: JobItemGate,
 ): Promise<JobItemResult> {
   const call = await ctx.loaders.calls.load(item.callId);
   if (!call) return 'skipped';
@@ -650,7 +659,7 @@ export async function attemptForJob(
     // The job's item waits in memory, not as a job: look again soon.
     await sleep(10 + Math.random() * 40);
   }
-  let status = 'failed' as Outcome['status'];
+  let status = 'failed' as Outcome['status'] | 'stopped';
   // What the call carries (several events when it coalesced or batched).
   const batch = call.lane === '';
   const content = (await contentOf(ctx, webhook, call.eventIds, event, batch)) ?? {
@@ -658,6 +667,12 @@ export async function attemptForJob(
     entries: null,
   };
   await deliverHolding(ctx, webhook.id, slot, async (answered) => {
+    // Last, once the process's pool has room: a job cancelled while this item waited sends
+    // nothing more.
+    if (!(await mayStart())) {
+      status = 'stopped';
+      return;
+    }
     // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
     // a call sent again is a resend (a failure leaves its plan as it was).
     const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
@@ -673,5 +688,6 @@ export async function attemptForJob(
     );
     status = outcome.status;
   });
+  if (status === 'stopped') return 'stopped';
   return status === 'success' ? 'succeeded' : 'failed';
 }
