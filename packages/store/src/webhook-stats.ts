@@ -1,6 +1,10 @@
 import type { Queryable } from './db.js';
 import { disableWebhook } from './webhooks.js';
 
+/** Milliseconds until a circuit's probe may go: null when it is closed, 0 once its cool-down is over. */
+const CIRCUIT_WAIT_MS = `(CASE WHEN circuit_open_until IS NOT NULL
+  THEN greatest(0, extract(epoch FROM circuit_open_until - now()) * 1000)::float8 END)`;
+
 /**
  * The upper bounds (ms) of the attempt-duration ranges the rollups count: an attempt of 37 ms
  * counts in the range 25–50. The slot after the last bound counts the slower ones. Percentiles
@@ -107,6 +111,7 @@ export function rollUpAttemptsSql(attempts: string): string {
          circuit_cooldown_ms = EXCLUDED.circuit_cooldown_ms,
          circuit_probe_at = NULL,
          updated_at = now()
+       RETURNING h.webhook_id, h.circuit_open_until
      )`;
 }
 
@@ -318,10 +323,22 @@ export async function listOpenCircuits(
 ): Promise<{ webhookId: string; waitMs: number }[]> {
   const { rows } = await db.query<{ webhook_id: string; wait_ms: number }>({
     name: 'herald.circuits.open',
-    text: `SELECT webhook_id, greatest(0, extract(epoch FROM circuit_open_until - now()) * 1000)::float8
-       AS wait_ms FROM webhook_health WHERE circuit_open_until IS NOT NULL`,
+    text: `SELECT webhook_id, ${CIRCUIT_WAIT_MS} AS wait_ms
+       FROM webhook_health WHERE circuit_open_until IS NOT NULL`,
   });
   return rows.map((row) => ({ webhookId: String(row.webhook_id), waitMs: row.wait_ms }));
+}
+
+/** One webhook's circuit, read now (an attempt about to send a retry asks so). */
+export async function readCircuit(db: Queryable, webhookId: string): Promise<CircuitWait> {
+  const { rows } = await db.query<{ wait_ms: number | null }>(
+    {
+      name: 'herald.circuits.one',
+      text: `SELECT ${CIRCUIT_WAIT_MS} AS wait_ms FROM webhook_health WHERE webhook_id = $1`,
+    },
+    [webhookId],
+  );
+  return { webhookId, waitMs: rows[0]?.wait_ms ?? null };
 }
 
 /**
@@ -402,26 +419,38 @@ const RECORD_ROLLUPS = `WITH attempted AS (
          AS r (webhook_id, status, last_sent_at, duration_ms, trips)
        LEFT JOIN webhooks w ON w.id = r.webhook_id
      ), ${rollUpAttemptsSql('attempted')}
-     SELECT count(*) FROM attempted`;
+     SELECT webhook_id, ${CIRCUIT_WAIT_MS} AS wait_ms FROM health`;
+
+/** A webhook's circuit as the delivery processes keep it: null closed, else ms until its probe. */
+export interface CircuitWait {
+  webhookId: string;
+  /** null: closed; 0: its cool-down is over (its probe may go). */
+  waitMs: number | null;
+}
 
 /**
  * Adds attempts already recorded (recordWebhookCallAttempts with rollUp false) to the stats,
  * the health and the circuits, in one statement: what a delivery process gathered over a moment,
  * so that each webhook's rows are written once per moment, not once per batch of outcomes.
+ * Returns the circuit of each webhook it wrote, as that statement left it.
  */
 export async function recordAttemptRollups(
   db: Queryable,
   attempts: readonly AttemptRollup[],
   circuit: { failures: number; cooldownMs: number },
-): Promise<void> {
-  if (attempts.length === 0) return;
-  await db.query({ name: 'herald.webhook_stats.roll_up', text: RECORD_ROLLUPS }, [
-    attempts.map((a) => a.webhookId),
-    attempts.map((a) => a.status),
-    attempts.map((a) => a.lastSentAt),
-    attempts.map((a) => a.durationMs),
-    attempts.map((a) => a.tripsCircuit),
-    circuit.failures,
-    circuit.cooldownMs,
-  ]);
+): Promise<CircuitWait[]> {
+  if (attempts.length === 0) return [];
+  const { rows } = await db.query<{ webhook_id: string; wait_ms: number | null }>(
+    { name: 'herald.webhook_stats.roll_up', text: RECORD_ROLLUPS },
+    [
+      attempts.map((a) => a.webhookId),
+      attempts.map((a) => a.status),
+      attempts.map((a) => a.lastSentAt),
+      attempts.map((a) => a.durationMs),
+      attempts.map((a) => a.tripsCircuit),
+      circuit.failures,
+      circuit.cooldownMs,
+    ],
+  );
+  return rows.map((row) => ({ webhookId: String(row.webhook_id), waitMs: row.wait_ms }));
 }

@@ -195,19 +195,6 @@ export async function startDelivery(
   await lease.start();
   let closing = false;
 
-  // Stats, health and circuits follow the outcomes within a quarter second.
-  const rollups = new AttemptRollups(
-    db,
-    logger.child({ module: 'rollups' }),
-    settings.circuit,
-    ROLLUP_INTERVAL_MS,
-  );
-  rollups.start();
-  const loaders = deliveryLoaders(db, rollups, {
-    holder: lease.id,
-    hold: (statement) => lease.create(statement),
-    onReleased: (calls) => startReleased(calls),
-  });
   const circuits = new Circuits({
     db,
     logger: logger.child({ module: 'circuits' }),
@@ -218,6 +205,21 @@ export async function startDelivery(
     openGauge: metrics.circuitsOpen,
   });
   await circuits.start();
+  // Stats, health and circuits follow the outcomes within a quarter second (a failure that
+  // counts towards a circuit at once), and this process's circuits follow its rollups.
+  const rollups = new AttemptRollups(
+    db,
+    logger.child({ module: 'rollups' }),
+    settings.circuit,
+    ROLLUP_INTERVAL_MS,
+    (written) => circuits.heard(written),
+  );
+  rollups.start();
+  const loaders = deliveryLoaders(db, rollups, {
+    holder: lease.id,
+    hold: (statement) => lease.create(statement),
+    onReleased: (calls) => startReleased(calls),
+  });
   const deliverContext: DeliverContext = {
     db,
     loaders,

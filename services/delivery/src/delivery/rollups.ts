@@ -3,6 +3,7 @@ import {
   recordAttemptRollups,
   type AttemptRollup,
   type CircuitSettings,
+  type CircuitWait,
   type Db,
 } from '@herald/store';
 import { errorMessage } from '@herald/contract';
@@ -15,30 +16,51 @@ const MAX_PENDING = 100_000;
  * `intervalMs` in one statement. Written with each batch of outcomes, the few rows of a busy
  * webhook (its minute, its hour, its health) were updated by every batch of every process, and
  * those updates cost more than the outcomes themselves. Stats and circuits follow within about
- * `intervalMs`; a process killed loses at most that much of them, never an outcome.
+ * `intervalMs`; a process killed loses at most that much of them, never an outcome. A failure
+ * that counts towards a circuit is written at once (after the write under way), so that the
+ * circuit opens when its run of failures is complete, not up to `intervalMs` later; each write
+ * tells `onCircuits` the circuits of the webhooks it wrote.
  */
 export class AttemptRollups {
   #pending: AttemptRollup[] = [];
   #timer: NodeJS.Timeout | undefined;
-  #writing: Promise<void> | undefined;
+  /** The writes, one after the other. */
+  #writing: Promise<void> = Promise.resolve();
+  #soon = false;
 
   constructor(
     private readonly db: Db,
     private readonly logger: Logger,
     private readonly circuit: CircuitSettings,
     private readonly intervalMs: number,
+    private readonly onCircuits?: (circuits: CircuitWait[]) => void,
   ) {}
 
   start(): void {
     const tick = (): void => {
-      this.#writing = this.flush().finally(() => {
+      void this.#write().finally(() => {
         if (this.#timer) this.#timer = setTimeout(tick, this.intervalMs);
       });
     };
     this.#timer = setTimeout(tick, this.intervalMs);
   }
 
+  /** A write after the one under way (if any). */
+  #write(): Promise<void> {
+    this.#writing = this.#writing.then(() => this.flush());
+    return this.#writing;
+  }
+
   add(attempts: readonly AttemptRollup[]): void {
+    if (
+      this.#timer &&
+      !this.#soon &&
+      this.circuit.failures > 0 &&
+      attempts.some((attempt) => attempt.tripsCircuit)
+    ) {
+      this.#soon = true;
+      void this.#write().finally(() => (this.#soon = false));
+    }
     this.#pending.push(...attempts);
     if (this.#pending.length > MAX_PENDING) {
       this.logger.warn(
@@ -55,7 +77,8 @@ export class AttemptRollups {
     const batch = this.#pending;
     this.#pending = [];
     try {
-      await recordAttemptRollups(this.db, batch, this.circuit);
+      const circuits = await recordAttemptRollups(this.db, batch, this.circuit);
+      this.onCircuits?.(circuits);
     } catch (error) {
       this.#pending = [...batch, ...this.#pending];
       this.logger.warn(
@@ -69,7 +92,6 @@ export class AttemptRollups {
   async stop(): Promise<void> {
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    await this.#writing;
-    await this.flush();
+    await this.#write();
   }
 }

@@ -129,6 +129,8 @@ async function admit(
   ctx: DeliverContext,
   webhook: WebhookRecord,
   rateSlot: boolean,
+  /** An auto retry: its circuit is read afresh (see Circuits). */
+  retry = false,
 ): Promise<{ send: true } | PutOff> {
   const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
   for (let hasTurn = rateSlot; perSecond;) {
@@ -141,7 +143,7 @@ async function admit(
     await sleep(waitMs);
     hasTurn = turn;
   }
-  const circuit = await ctx.circuits.admit(webhook.id);
+  const circuit = await ctx.circuits.admit(webhook.id, { fresh: retry });
   if (circuit.send) return circuit;
   return { send: false, waitMs: circuit.waitMs, reason: 'circuit', rateSlot: false };
 }
@@ -418,7 +420,7 @@ async function deliver(
   }
   // A resend or a test is someone asking now: it goes whatever the limits say.
   if (!data.resend && !call.testEvent) {
-    const admission = await admit(ctx, webhook, data.rateSlot === true);
+    const admission = await admit(ctx, webhook, data.rateSlot === true, data.retry !== undefined);
     if (!admission.send) throw new PutOffError(admission);
   }
   let content: CallContent = { event, entries: null };
