@@ -31,12 +31,27 @@ keep(KEYS[2], slot + interval)
 return {math.ceil((slot - now) / 1000), 1}
 `;
 
+// KEYS[1] as above, once a request admitted has actually started (ARGV[1] the interval): the next
+// may go one interval after that start, if that is later than one after its admission. A request
+// that started late (its pool was busy, the database slow) is not followed by one that catches up.
+const STARTED = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local next = now + tonumber(ARGV[1])
+local sent = tonumber(redis.call('GET', KEYS[1]) or '0')
+if next > sent then
+  redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.ceil((next - now) / 1000) + 1000)
+end
+return 0
+`;
+
 type AdmitCommand = (
   sentKey: string,
   queueKey: string,
   intervalUs: number,
   hasTurn: 0 | 1,
 ) => Promise<[number, number]>;
+type StartedCommand = (sentKey: string, intervalUs: number) => Promise<number>;
 
 /**
  * Each webhook's rate limit (delivery_policy.rate_limit_per_second), held in Redis so that it
@@ -45,6 +60,7 @@ type AdmitCommand = (
  */
 export class RateLimiter {
   readonly #admit: AdmitCommand;
+  readonly #started: StartedCommand;
 
   constructor(
     redis: Redis,
@@ -53,9 +69,23 @@ export class RateLimiter {
     if (!('heraldRateAdmit' in redis)) {
       redis.defineCommand('heraldRateAdmit', { numberOfKeys: 2, lua: ADMIT });
     }
+    if (!('heraldRateStarted' in redis)) {
+      redis.defineCommand('heraldRateStarted', { numberOfKeys: 1, lua: STARTED });
+    }
     this.#admit = (redis as unknown as { heraldRateAdmit: AdmitCommand }).heraldRateAdmit.bind(
       redis,
     );
+    this.#started = (
+      redis as unknown as { heraldRateStarted: StartedCommand }
+    ).heraldRateStarted.bind(redis);
+  }
+
+  /**
+   * A request admitted has started now: the next one of its webhook waits one interval from
+   * here if that is later (spacing counts from the later of a request's admission and its start).
+   */
+  async started(webhookId: string, perSecond: number): Promise<void> {
+    await this.#started(`${this.redisPrefix}:rate-sent:${webhookId}`, intervalUs(perSecond));
   }
 
   /**
@@ -67,16 +97,18 @@ export class RateLimiter {
     perSecond: number,
     hasTurn: boolean,
   ): Promise<{ waitMs: number; turn: boolean }> {
-    const intervalUs = Math.max(1, Math.round(1_000_000 / perSecond));
+    const interval = intervalUs(perSecond);
     const key = `${this.redisPrefix}:rate`;
     const [wait, turn] = await this.#admit(
       `${key}-sent:${webhookId}`,
       `${key}-queue:${webhookId}`,
-      intervalUs,
+      interval,
       hasTurn ? 1 : 0,
     );
     if (Number(wait) === 0 && Number(turn) === 0) return { waitMs: 0, turn: false };
     // A little after the time, not before (a call back early waits again).
-    return { waitMs: Number(wait) + Math.max(1, Math.ceil(intervalUs / 20_000)), turn: true };
+    return { waitMs: Number(wait) + Math.max(1, Math.ceil(interval / 20_000)), turn: true };
   }
 }
+
+const intervalUs = (perSecond: number): number => Math.max(1, Math.round(1_000_000 / perSecond));

@@ -474,6 +474,14 @@ async function attempt(
     models: ctx.loaders.models.forEvent(event),
   });
 
+  // A rate-limited request counts its spacing from now if it starts later than it was admitted
+  // (told alongside the request, not before it).
+  const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
+  if (perSecond && !call.test && (jobTrigger !== undefined || !data.resend)) {
+    ctx.rateLimiter.started(webhook.id, perSecond).catch((error: unknown) => {
+      ctx.logger.warn({ err: errorMessage(error), webhookId: webhook.id }, 'rate limit not told');
+    });
+  }
   const started = performance.now();
   const result = await ctx.client.send(request.url, request.headers, request.body);
   answered?.();
