@@ -135,6 +135,7 @@ export {
   findWebhookCall,
   findWebhookCalls,
   listStrandedWebhookCalls,
+  listWaitingWebhookCalls,
   listWebhookCallAttempts,
   listWebhookCalls,
   markWebhookCallsEnqueued,

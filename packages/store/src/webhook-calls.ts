@@ -710,6 +710,55 @@ export async function listStrandedWebhookCalls(
   }));
 }
 
+/**
+ * Calls that wait for a time still ahead, held by no process: `rescheduled` ones until their
+ * next_retry_at, `pending` ones until their due time (a batch's window, a put-off attempt),
+ * in the order they are due, from `after` on (a page's last). Parked lane calls and a replay's
+ * own calls (enqueued_at 'infinity') are not listed: no job stands for them. After Redis lost
+ * its keys, the sweeper enqueues these as jobs delayed to their time (their jobs went too).
+ */
+export async function listWaitingWebhookCalls(
+  db: Queryable,
+  /** `after`: the last call of the page before (its cursor and id). */
+  options: { after: { cursor: string; id: string } | null; limit: number },
+): Promise<
+  {
+    id: string;
+    webhookId: string;
+    status: 'pending' | 'rescheduled';
+    attemptedAutoRetriesCount: number;
+    dueAt: Date;
+    /** Its place in the list (enqueued_at to the microsecond). */
+    cursor: string;
+  }[]
+> {
+  const { rows } = await db.query<{
+    id: string;
+    webhook_id: string;
+    status: 'pending' | 'rescheduled';
+    attempted_auto_retries_count: number;
+    enqueued_at: Date;
+    cursor: string;
+  }>(
+    // The webhook_calls_unfinished index (enqueued_at, partial), as listStrandedWebhookCalls.
+    `SELECT id, webhook_id, status, attempted_auto_retries_count, enqueued_at,
+       enqueued_at::text AS cursor FROM webhook_calls
+     WHERE status IN ('pending', 'rescheduled') AND held_by IS NULL
+       AND enqueued_at >= coalesce($1::timestamptz, now()) AND enqueued_at < 'infinity'
+       AND ($1::timestamptz IS NULL OR (enqueued_at, id) > ($1::timestamptz, $2::bigint))
+     ORDER BY enqueued_at, id LIMIT $3`,
+    [options.after?.cursor ?? null, options.after?.id ?? null, options.limit],
+  );
+  return rows.map((row) => ({
+    id: String(row.id),
+    webhookId: String(row.webhook_id),
+    status: row.status,
+    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+    dueAt: row.enqueued_at,
+    cursor: row.cursor,
+  }));
+}
+
 /** The columns GET /webhook_calls filters and orders on: the only identifiers reaching SQL. */
 const LIST_COLUMNS = {
   webhook_id: 'webhook_id',

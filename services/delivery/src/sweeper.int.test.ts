@@ -289,6 +289,8 @@ describe('the sweeper: webhook calls', () => {
     const ids = await calls({
       'lost-pending': { status: 'pending', minutesWaiting: 0 },
       'lost-retry-due': { status: 'rescheduled', minutesWaiting: 0, retries: 2 },
+      // Its retry is ten minutes ahead: Redis lost the delayed job that stood for it.
+      'lost-retry-ahead': { status: 'rescheduled', minutesWaiting: -10, retries: 1 },
     });
     const id = (name: string) => ids.get(name)!;
     const jobIds = async () => (await deliverQueue.getJobs(['waiting'])).map((job) => job.id);
@@ -306,7 +308,13 @@ describe('the sweeper: webhook calls', () => {
     expect(await jobIds()).toEqual(
       expect.arrayContaining([`call-${id('lost-pending')}`, `call-${id('lost-retry-due')}-r3`]),
     );
-    await deliverQueue.drain();
+    // The retry still ahead is a job again, delayed to its own time (not found only once it is
+    // overdue by DELIVERY_SWEEP_AFTER_MS).
+    const ahead = await deliverQueue.getJob(`call-${id('lost-retry-ahead')}-r2`);
+    expect(await ahead?.getState()).toBe('delayed');
+    expect(ahead!.timestamp + ahead!.delay).toBeGreaterThan(Date.now() + 9 * 60_000);
+    expect(ahead!.timestamp + ahead!.delay).toBeLessThanOrEqual(Date.now() + 10 * 60_000);
+    await deliverQueue.drain(true);
   });
 
   it('makes such a pass by itself when the deployment claim finds its key gone', async () => {

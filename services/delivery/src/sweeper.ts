@@ -16,6 +16,7 @@ import {
   dropWebhookCallMonths,
   listOrphanedWebhookCalls,
   listStrandedWebhookCalls,
+  listWaitingWebhookCalls,
   listUnmatchedEvents,
   markWebhookCallsEnqueued,
   monthStart,
@@ -306,7 +307,10 @@ export class Sweeper {
       enqueueTimeoutMs: this.options.enqueueTimeoutMs,
     });
     const orphans = await this.#takeOverOrphans();
-    const calls = await this.#sweepStrandedCalls(new Date(Date.now() - afterMs));
+    const now = new Date();
+    let calls = await this.#sweepStrandedCalls(new Date(now.getTime() - afterMs));
+    // Redis lost the delayed jobs too: the calls waiting for a time still ahead get theirs back.
+    if (redisLost) calls += await this.#sweepWaitingCalls();
     if (events + orphans + calls > 0) {
       this.options.logger.info(
         { events, eventsStillQueued: queued, orphans, calls },
@@ -340,6 +344,35 @@ export class Sweeper {
     }
     await deleteExpiredLeases(db, leaseMs);
     return total;
+  }
+
+  /**
+   * After Redis lost its keys: a job delayed to its time for each call waiting for a time still
+   * ahead (a retry, a batch's window, an attempt put off), page after page. Their clocks stay: a
+   * retry is still listed as stranded if it is overdue later. Returns how many.
+   */
+  async #sweepWaitingCalls(): Promise<number> {
+    const { db, deliverQueue, batchSize: limit } = this.options;
+    let total = 0;
+    let after: { cursor: string; id: string } | null = null;
+    for (;;) {
+      const waiting = await listWaitingWebhookCalls(db, { after, limit });
+      const now = Date.now();
+      let next = 0;
+      await enqueueDeliveries(
+        deliverQueue,
+        waiting.map((c) => ({
+          id: c.id,
+          webhookId: c.webhookId,
+          retry: c.status === 'rescheduled' ? c.attemptedAutoRetriesCount + 1 : undefined,
+        })),
+        () => Math.max(0, waiting[next++]!.dueAt.getTime() - now),
+      );
+      total += waiting.length;
+      const last = waiting.at(-1);
+      if (!last || waiting.length < limit || this.#stopped) return total;
+      after = { cursor: last.cursor, id: last.id };
+    }
   }
 
   /**
