@@ -19,7 +19,7 @@ import {
   type HeraldProcess,
   type Infrastructure,
 } from './harness.test-support.js';
-import { PrivatePostgres, PrivateRedis, freePort } from './servers.test-support.js';
+import { PrivatePostgres, PrivateRedis, freePort, waitUntil } from './servers.test-support.js';
 
 // The fault-injection suite (README "Reliability"): under a steady load of events to a real
 // receiver, each fault is injected into built Herald processes running on a Postgres cluster and
@@ -82,7 +82,8 @@ const fault = (
   name: string,
   stack: 'split' | 'standalone',
   inject: Parameters<typeof runFault>[4],
-): Promise<FaultRow> => runFault(rows, infra!, name, stack, inject);
+  settings?: Parameters<typeof runFault>[5],
+): Promise<FaultRow> => runFault(rows, infra!, name, stack, inject, settings);
 
 /** One GET /readyz on a connection of its own: the status, or the error's code. */
 function probeReadiness(url: string): Promise<number | string> {
@@ -147,6 +148,32 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       expect(await s.infra.redis.cli('FLUSHALL')).toBe('OK');
       s.faultEnded();
     });
+    expect(row.problems).toEqual([]);
+  });
+
+  it('Redis FLUSHALL while retries wait', async () => {
+    // Retries due 8 s after their failure, and the sweeper's production delay (a minute) before
+    // it looks for an overdue call: a retry whose delayed job the flush took must come back at
+    // its own time from the recovery pass, not a minute late.
+    const retryMs = 8000;
+    const row = await fault(
+      'Redis FLUSHALL, retries waiting',
+      'split',
+      async (s) => {
+        s.receiver.failing = true;
+        await waitUntil(() => s.receiver.refused >= 20, 30_000);
+        s.receiver.failing = false;
+        s.mark(`receiver answered 503 to ${s.receiver.refused} requests`);
+        await sleep(2000); // the flush comes while their retries wait
+        expect(await s.infra.redis.cli('FLUSHALL')).toBe('OK');
+        s.faultEnded();
+      },
+      {
+        DELIVERY_RETRY_SCHEDULE_MS: `${retryMs},${retryMs},${retryMs}`,
+        DELIVERY_SWEEP_AFTER_MS: '60000',
+        DELIVERY_CIRCUIT_FAILURES: '0',
+      },
+    );
     expect(row.problems).toEqual([]);
   });
 

@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { copyPgliteTemplate } from '@herald/testkit';
 import {
@@ -42,7 +43,9 @@ export const IN_FLIGHT_PER_WEBHOOK = 10;
  */
 export const SHRUNK_INTERVALS: Readonly<Record<string, string>> = {
   DELIVERY_RETRY_SCHEDULE_MS: '500,1000,2000',
-  DELIVERY_TIMEOUT_MS: '2000',
+  // Long enough for the suite's receiver to answer on a busy machine (a late answer is a
+  // timeout, and the call is sent again: counted apart, as `retried`).
+  DELIVERY_TIMEOUT_MS: '5000',
   DELIVERY_CONNECT_TIMEOUT_MS: '500',
   DELIVERY_JOB_LOCK_MS: '1500',
   DELIVERY_SWEEP_INTERVAL_MS: '500',
@@ -72,7 +75,7 @@ export const RECOVERY_LIMIT_S = 15;
 /** How long after the fault's end the suite waits for every accepted event, at most. */
 const SETTLE_TIMEOUT_MS = DEFAULT_INTERVALS ? 300_000 : 45_000;
 /** Time allowed to one fault, from its set-up to its last check. */
-export const FAULT_TIMEOUT_MS = SETTLE_TIMEOUT_MS + 195_000;
+export const FAULT_TIMEOUT_MS = SETTLE_TIMEOUT_MS + 255_000;
 /** The load's pace: one event per request. */
 const LOAD_RATE_PER_S = 50;
 /**
@@ -86,6 +89,13 @@ const PGLITE_LOAD_RATE_PER_S = 20;
  * accepted events not yet delivered (a process that has just started lags at first, PGlite most).
  */
 const WARM_UP_DELIVERIES = 100;
+/** The warm-up's whole time: the pace is lowered at most every WARM_UP_STEP_MS meanwhile. */
+const WARM_UP_TIMEOUT_MS = 150_000;
+const WARM_UP_STEP_MS = 20_000;
+/** How long the rate Herald delivers at is measured before the pace is lowered to it. */
+const PACE_WINDOW_MS = 5000;
+/** The slowest pace: slower, the fault would say nothing. */
+const MIN_LOAD_RATE_PER_S = 5;
 
 const now = (): number => Date.now();
 const randomHex = (bytes: number): string => randomBytes(bytes).toString('hex');
@@ -235,17 +245,28 @@ export function describeExit(exit: Exit): string {
 
 interface Call {
   eventId: string;
+  /** The call's id (the payload's webhook_call_id), to read its attempts from Herald. */
+  callId: string;
   firstAt: number;
   requests: number;
+  /** The attempt number (attempted_auto_retries_count) of each request answered 200. */
+  attempts: number[];
 }
 
-/** A real endpoint that records every request's webhook-id and event, and answers 200 at once. */
+/**
+ * A real endpoint that records every request's webhook-id, event and attempt number, and answers
+ * 200 at once; while `failing`, it answers 503 and records nothing (the attempt failed).
+ */
 export class Receiver {
   /** By webhook-id (one per webhook call). */
   readonly calls = new Map<string, Call>();
   /** Webhook-ids by event id (one each, unless a call was created twice). */
   readonly byEvent = new Map<string, Set<string>>();
+  /** Requests answered 200. */
   requests = 0;
+  /** Requests answered 503 (while failing). */
+  refused = 0;
+  failing = false;
   lastNewAt = 0;
   readonly #sockets = new Set<Socket>();
 
@@ -269,6 +290,11 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
+        if (receiver.failing) {
+          receiver.refused++;
+          res.writeHead(503).end();
+          return;
+        }
         receiver.#record(String(req.headers['webhook-id']), Buffer.concat(chunks).toString());
         res.end('ok');
       });
@@ -280,23 +306,52 @@ export class Receiver {
     return this.calls.size;
   }
 
+  /**
+   * Requests beyond the first of each call, in two kinds: `repeated`, an attempt number the
+   * receiver had already answered 200 (the same attempt sent twice: what a crash may cause), and
+   * `retried`, a later attempt number (Herald took an attempt the receiver answered for a failure,
+   * a timeout on a busy machine: its call is listed, for its attempts to be checked).
+   */
+  repeats(): { repeated: number; retried: { callId: string; requests: number }[] } {
+    let repeated = 0;
+    const retried: { callId: string; requests: number }[] = [];
+    for (const call of this.calls.values()) {
+      const distinct = new Set(call.attempts).size;
+      repeated += call.attempts.length - distinct;
+      if (distinct > 1) retried.push({ callId: call.callId, requests: distinct - 1 });
+    }
+    return { repeated, retried };
+  }
+
   #record(webhookId: string, body: string): void {
     this.requests++;
+    // The default payload: the event's entity is the record, whose id the load makes the event
+    // id; a body that is not the default payload is counted under the empty id.
+    let payload: { entity?: { id?: unknown }; webhook_call_id?: unknown } = {};
+    try {
+      payload = JSON.parse(body) as typeof payload;
+    } catch {
+      // as above
+    }
+    const attempt = (payload as { attempted_auto_retries_count?: unknown })
+      .attempted_auto_retries_count;
+    const number = typeof attempt === 'number' ? attempt : -1;
     const seen = this.calls.get(webhookId);
     if (seen) {
       seen.requests++;
+      seen.attempts.push(number);
       return;
     }
-    // The default payload: the event's entity is the record, whose id the load makes the event id.
-    let eventId = '';
-    try {
-      const id = (JSON.parse(body) as { entity?: { id?: unknown } }).entity?.id;
-      if (typeof id === 'string') eventId = id;
-    } catch {
-      // counted under the empty id: a body that is not the default payload
-    }
+    const id = payload.entity?.id;
+    const eventId = typeof id === 'string' ? id : '';
     const at = now();
-    this.calls.set(webhookId, { eventId, firstAt: at, requests: 1 });
+    this.calls.set(webhookId, {
+      eventId,
+      callId: typeof payload.webhook_call_id === 'string' ? payload.webhook_call_id : '',
+      firstAt: at,
+      requests: 1,
+      attempts: [number],
+    });
     this.lastNewAt = at;
     let ids = this.byEvent.get(eventId);
     if (!ids) this.byEvent.set(eventId, (ids = new Set()));
@@ -345,6 +400,8 @@ export class Load {
   readonly outcomes: Outcome[] = [];
   #timer: NodeJS.Timeout | undefined;
   #startedAt = 0;
+  /** Requests sent before the pace last changed. */
+  #sentBefore = 0;
   #inFlight = new Set<Promise<void>>();
 
   constructor(
@@ -353,16 +410,26 @@ export class Load {
     private readonly tag: string,
     private readonly modelId: string,
     /** Requests per second. */
-    readonly ratePerS = LOAD_RATE_PER_S,
+    public ratePerS = LOAD_RATE_PER_S,
   ) {}
 
   start(): void {
     this.#startedAt = now();
+    this.#sentBefore = this.sent;
     this.#timer = setInterval(() => {
-      const due = Math.floor(((now() - this.#startedAt) / 1000) * this.ratePerS) - this.sent;
+      const due =
+        Math.floor(((now() - this.#startedAt) / 1000) * this.ratePerS) -
+        (this.sent - this.#sentBefore);
       // Never more than 50 requests waiting: a stalled Herald is not buried under a backlog.
       for (let i = 0; i < due && this.#inFlight.size < 50; i++) this.#send();
     }, 20);
+  }
+
+  /** Goes on at another pace from now. */
+  setRate(ratePerS: number): void {
+    this.ratePerS = ratePerS;
+    this.#startedAt = now();
+    this.#sentBefore = this.sent;
   }
 
   async stop(): Promise<void> {
@@ -433,6 +500,11 @@ export interface FaultRow {
   delivered: number;
   lost: number;
   duplicated: number;
+  /**
+   * Later attempts of calls the receiver had answered (Herald recorded the earlier attempt as
+   * failed: a timeout on a busy machine). Not duplicates: an attempt Herald saw fail is retried.
+   */
+  retried: number;
   /** null: not every accepted event was delivered within SETTLE_TIMEOUT_MS. */
   recoverySeconds: number | null;
   /** Everything that failed; empty when the fault passed. */
@@ -473,10 +545,15 @@ export class Scenario {
   readonly #timeline: string[] = [];
   readonly #createdAt = now();
 
+  /** Retries of calls the receiver had answered whose earlier attempt Herald recorded failed. */
+  #excusedRetries = 0;
+
   constructor(
     readonly fault: string,
     readonly stack: Stack,
     readonly infra: Infrastructure,
+    /** Settings of this fault's Herald processes beside the suite's intervals. */
+    readonly settings: Readonly<Record<string, string>> = {},
   ) {}
 
   /** The URL producers post to: ingest, or the single process. */
@@ -501,6 +578,7 @@ export class Scenario {
       DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK: String(IN_FLIGHT_PER_WEBHOOK),
       DELIVERY_CONCURRENCY: '50',
       ...INTERVALS,
+      ...this.settings,
     };
     if (kind === 'standalone') {
       env['HERALD_DATA_DIR'] = this.#dataDir!;
@@ -668,22 +746,60 @@ export class Scenario {
     );
   }
 
-  /** Starts the load and waits until deliveries keep pace with it. */
+  /**
+   * Starts the load and waits until deliveries keep pace with it. On a machine busy with other
+   * work Herald may not keep the suite's pace: then the pace follows what it delivers (measured
+   * over a few seconds, the load lowered to 70 % of it), until it keeps pace, or the warm-up's
+   * time is up (then Herald delivers almost nothing: a failure).
+   */
   async warmUp(): Promise<void> {
     this.mark('set up; load starts');
     this.load.start();
-    const steady = await waitUntil(
-      () =>
-        this.receiver.delivered >= WARM_UP_DELIVERIES && this.#undelivered() <= this.load.ratePerS,
-      90_000,
-    );
-    if (!steady) {
-      throw new Error(
-        `deliveries did not keep pace with the load within 90 s, before any fault ` +
-          `(${this.load.accepted.size} accepted, ${this.#undelivered()} of them not delivered)`,
+    const deadline = now() + WARM_UP_TIMEOUT_MS;
+    for (;;) {
+      const steady = await waitUntil(
+        () =>
+          this.receiver.delivered >= WARM_UP_DELIVERIES &&
+          this.#undelivered() <= this.load.ratePerS,
+        Math.max(1, Math.min(WARM_UP_STEP_MS, deadline - now())),
       );
+      if (steady) break;
+      if (now() >= deadline) {
+        throw new Error(
+          `deliveries did not keep pace with the load within ${WARM_UP_TIMEOUT_MS / 1000} s, ` +
+            `at ${this.load.ratePerS}/s at last, before any fault (${this.load.accepted.size} ` +
+            `accepted, ${this.#undelivered()} of them not delivered)`,
+        );
+      }
+      const from = { at: now(), delivered: this.receiver.delivered };
+      await sleep(PACE_WINDOW_MS); // the measure's window
+      const perS = ((this.receiver.delivered - from.delivered) * 1000) / (now() - from.at);
+      const pace = Math.max(MIN_LOAD_RATE_PER_S, Math.floor(0.7 * perS));
+      if (pace < this.load.ratePerS) {
+        this.load.setRate(pace);
+        this.mark(`Herald delivered ${perS.toFixed(1)}/s: the load goes on at ${pace}/s`);
+      }
     }
     this.mark('deliveries keep pace; fault starts');
+  }
+
+  /**
+   * Looks up, in Herald's call log, the calls the receiver saw retried after answering them: a
+   * retry is excused when Herald recorded the attempt before it as failed (the receiver's answer
+   * came too late on a busy machine); one whose attempts all succeeded is a real double send.
+   */
+  async checkRetries(): Promise<void> {
+    const { retried } = this.receiver.repeats();
+    for (const { callId, requests } of retried.slice(0, 200)) {
+      const response = await fetch(`${this.entryUrl}/webhook_calls/${callId}/attempts`, {
+        headers: { authorization: `Bearer ${this.token}` },
+        signal: AbortSignal.timeout(5000),
+      }).catch(() => null);
+      if (response?.status !== 200) continue;
+      const { data } = (await response.json()) as { data: { attributes: { outcome: string } }[] };
+      const failed = data.filter((attempt) => attempt.attributes.outcome !== 'success').length;
+      this.#excusedRetries += Math.min(requests, failed);
+    }
   }
 
   /**
@@ -840,9 +956,16 @@ export class Scenario {
     let delivered = 0;
     for (const id of accepted.keys()) if (this.receiver?.byEvent.has(id)) delivered++;
     const lost = accepted.size - delivered;
-    // Requests beyond the first for an event: a webhook-id sent again, or the event sent again
-    // under a second webhook-id (a second call of the same event and webhook).
-    const duplicated = this.receiver ? this.receiver.requests - this.receiver.byEvent.size : 0;
+    // Requests beyond the first for an event: an attempt sent again, a retry of an attempt
+    // Herald had not recorded as failed, or the event sent again under a second webhook-id (a
+    // second call of the same event and webhook).
+    const repeats = this.receiver?.repeats() ?? { repeated: 0, retried: [] };
+    const retried = repeats.retried.reduce((sum, call) => sum + call.requests, 0);
+    const duplicated = this.receiver
+      ? repeats.repeated +
+        (retried - this.#excusedRetries) +
+        (this.receiver.delivered - this.receiver.byEvent.size)
+      : 0;
     const faultEnd = this.faultEndAt;
     const recoverySeconds =
       lost === 0 && faultEnd !== undefined && this.receiver
@@ -876,6 +999,7 @@ export class Scenario {
       delivered,
       lost,
       duplicated,
+      retried: this.#excusedRetries,
       recoverySeconds,
       problems,
     };
@@ -893,6 +1017,7 @@ const HEADERS = [
   'delivered',
   'lost',
   'duplicated',
+  'retried',
   's to recover',
   'result',
 ];
@@ -906,6 +1031,7 @@ export function formatTable(rows: readonly FaultRow[]): string {
     String(row.delivered),
     String(row.lost),
     String(row.duplicated),
+    String(row.retried),
     row.recoverySeconds === null ? `> ${SETTLE_TIMEOUT_MS / 1000}` : row.recoverySeconds.toFixed(1),
     row.problems.length === 0 ? 'pass' : 'FAIL',
   ]);
@@ -934,8 +1060,10 @@ export async function runFault(
   fault: string,
   stack: Stack,
   inject: (scenario: Scenario) => Promise<void>,
+  /** Settings of this fault's Herald processes beside the suite's intervals. */
+  settings: Readonly<Record<string, string>> = {},
 ): Promise<FaultRow> {
-  const scenario = new Scenario(fault, stack, infra);
+  const scenario = new Scenario(fault, stack, infra, settings);
   let error: unknown;
   try {
     await scenario.setUp();
@@ -947,6 +1075,7 @@ export async function runFault(
     // What was accepted is still owed: lost means not delivered in time, even here.
     if (scenario.load) await scenario.settle().catch(() => undefined);
   }
+  if (scenario.receiver) await scenario.checkRetries().catch(() => undefined);
   const crashes = await scenario.tearDown();
   const row = scenario.row(crashes, error);
   rows.push(row);
