@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SingleBar, Presets } from 'cli-progress';
-import { BatchRejectedError, countEvents, loadEvents } from './load-events.js';
+import { BatchRejectedError, countEvents, loadEvents, type LoadSummary } from './load-events.js';
 
 const USAGE = `Usage: pnpm load-events <file.json|file.ndjson> [options]
 
@@ -13,6 +13,9 @@ line, streamed) to POST /events in batches.
   --batch-size <n>     events per request, 1-1000 (default 500)
   --concurrency <n>    requests in flight (default 2)
   --no-progress        no progress bar (also when stderr is not a terminal)`;
+
+/** The file being loaded, for the message of a failure. */
+let loading: string | undefined;
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -33,6 +36,7 @@ async function main(): Promise<void> {
     process.exitCode = values.help ? 0 : 2;
     return;
   }
+  loading = file;
   const token = values.token ?? process.env['HERALD_TOKEN'];
   if (!token) throw new Error('a token is needed: --token or HERALD_TOKEN');
   const batchSize = Number(values['batch-size']);
@@ -48,13 +52,15 @@ async function main(): Promise<void> {
   const bar = showProgress
     ? new SingleBar(
         {
-          format: 'events {bar} {value}/{total} ({percentage}%) eta {eta_formatted}',
+          format:
+            'events {bar} {value}/{total} ({percentage}%) {rate} events/s eta {eta_formatted}',
           stream: process.stderr,
         },
         Presets.shades_classic,
       )
     : undefined;
-  bar?.start(await countEvents(file), 0);
+  bar?.start(await countEvents(file), 0, { rate: 0 });
+  const started = Date.now();
   try {
     const summary = await loadEvents({
       file,
@@ -63,26 +69,52 @@ async function main(): Promise<void> {
       environment: values.environment,
       batchSize,
       concurrency,
-      onProgress: (sent) => bar?.update(sent),
+      onProgress: (sent) =>
+        bar?.update(sent, { rate: Math.round(sent / ((Date.now() - started) / 1000 || 1)) }),
     });
     bar?.stop();
-    const rate =
-      summary.seconds > 0
-        ? Math.round((summary.accepted + summary.duplicate) / summary.seconds)
-        : 0;
-    process.stdout.write(
-      `${summary.accepted} accepted, ${summary.duplicate} duplicate, ${summary.batches} batches in ${summary.seconds.toFixed(1)} s (${rate} events/s)\n`,
-    );
+    process.stdout.write(`${describeSummary(summary)}\n`);
   } catch (error) {
     bar?.stop();
     throw error;
   }
 }
 
+function describeSummary(summary: LoadSummary): string {
+  return (
+    `${summary.accepted} accepted, ${summary.duplicate} duplicate, ${summary.batches} batches ` +
+    `in ${summary.seconds.toFixed(1)} s (${Math.round(summary.perSecond)} events/s)`
+  );
+}
+
+/** A batch refused: what was stored, each refused event by its place in the file, how to resume. */
+function describeRejection(error: BatchRejectedError, file: string): string {
+  const lines = [
+    `a batch starting at event #${error.firstEvent + 1} was refused (${error.status}); nothing of that batch was stored.`,
+  ];
+  if (error.summary) lines.push(`Before it stopped: ${describeSummary(error.summary)}.`);
+  if (error.refused.length > 0) {
+    lines.push('Refused:');
+    for (const refused of error.refused) lines.push(`  ${refused.place}: ${refused.reason}`);
+  } else {
+    lines.push(`Herald answered: ${error.body}`);
+  }
+  if (error.resumeFrom) {
+    lines.push(
+      `Everything before ${error.resumeFrom} is stored. Fix the refused events and run the same ` +
+        `command again: stored events come back as duplicates, nothing is stored twice` +
+        (error.resumeFrom.startsWith('line ')
+          ? ` (or go on from there: tail -n +${error.resumeFrom.slice(5)} ${file} > rest.ndjson).`
+          : '.'),
+    );
+  }
+  return lines.join('\n');
+}
+
 main().catch((error: unknown) => {
   const message =
     error instanceof BatchRejectedError
-      ? `${error.message}\nNothing of that batch was stored; earlier batches were.`
+      ? describeRejection(error, loading ?? 'the file')
       : error instanceof Error
         ? error.message
         : String(error);

@@ -88,4 +88,38 @@ describe('loadEvents', () => {
     );
     expect(await findRecord(db, 'main', 'note-2000')).toBeNull();
   });
+
+  it('reports a partial failure exactly: what was stored, each refused event by its line, where to resume', async ({
+    api,
+    db,
+  }) => {
+    const file = join(dir, 'partial.ndjson');
+    // Lines 1-4 (a batch of 4) are fine; line 6 and line 8 are refused, in the second batch.
+    const events = [
+      note(3000),
+      note(3001),
+      note(3002),
+      note(3003),
+      note(3004),
+      note(3005, { nope: 1 }),
+      note(3006),
+      note(3007, { text: 7 }),
+      note(3008),
+    ];
+    await writeFile(file, events.map((e) => JSON.stringify(e)).join('\n'));
+    const error = (await loadEvents({
+      file,
+      url: api.url,
+      token: api.token,
+      batchSize: 4,
+      concurrency: 1,
+    }).catch((e: unknown) => e)) as BatchRejectedError;
+    expect(error).toBeInstanceOf(BatchRejectedError);
+    expect(error.summary).toMatchObject({ accepted: 4, duplicate: 0, batches: 1 });
+    expect(error.refused.map((refused) => refused.place)).toEqual(['line 6', 'line 8']);
+    expect(error.refused[0]!.reason).toContain('nope');
+    expect(error.resumeFrom).toBe('line 5');
+    expect(await findRecord(db, 'main', 'note-3003')).not.toBeNull();
+    expect(await findRecord(db, 'main', 'note-3004')).toBeNull();
+  });
 });
