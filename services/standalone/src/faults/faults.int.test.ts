@@ -263,19 +263,22 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
           );
         }
         // A connection the kernel still had queued when the listener closed, or a keep-alive one
-        // closed idle as the request went out, is reset rather than refused: the request never
-        // reached Herald, which its event not being stored shows (a request cut after Herald took
-        // it would have it stored). The producer sends it again, as after a refusal.
-        const reset = shutdown.filter((o) => o.outcome === 'ECONNRESET').map((o) => o.id);
+        // closed idle as the request went out, is reset (or closed: undici's UND_ERR_SOCKET)
+        // rather than refused: the request never reached Herald, which its event not being
+        // stored shows (a request cut after Herald took it would have it stored). The producer
+        // sends it again, as after a refusal.
+        const cut = (outcome: string): boolean =>
+          outcome === 'ECONNRESET' || outcome === 'UND_ERR_SOCKET';
+        const reset = shutdown.filter((o) => cut(o.outcome)).map((o) => o.id);
         const stored = await s.storedEvents(reset);
         const bad: Record<string, number> = {};
         for (const { id, outcome } of shutdown) {
           if (outcome === '202' || outcome === 'ECONNREFUSED') continue;
-          if (outcome === 'ECONNRESET' && !stored.has(id)) {
-            s.mark(`${id}: connection reset before Herald read it (not stored)`);
+          if (cut(outcome) && !stored.has(id)) {
+            s.mark(`${id}: connection ${outcome} before Herald read it (not stored)`);
             continue;
           }
-          const kind = outcome === 'ECONNRESET' ? 'ECONNRESET, the event stored' : outcome;
+          const kind = cut(outcome) ? `${outcome}, the event stored` : outcome;
           bad[kind] = (bad[kind] ?? 0) + 1;
         }
         if (Object.keys(bad).length > 0) {
