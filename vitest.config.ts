@@ -1,7 +1,7 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The fault-injection suite (README "Reliability"): one file, mostly waiting on its processes. */
+/** The fault-injection suite (docs/reliability.md): one file, mostly waiting on its processes. */
 const FAULTS = 'services/standalone/src/faults/**/*.test.ts';
 
 /**

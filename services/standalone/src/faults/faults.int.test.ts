@@ -21,7 +21,7 @@ import {
 } from './harness.test-support.js';
 import { PrivatePostgres, PrivateRedis, freePort, waitUntil } from './servers.test-support.js';
 
-// The fault-injection suite (README "Reliability"): under a steady load of events to a real
+// The fault-injection suite (docs/reliability.md): under a steady load of events to a real
 // receiver, each fault is injected into built Herald processes running on a Postgres cluster and
 // a Redis server of the suite's own; then no accepted event may be lost, duplicates come only
 // from calls in flight when something crashed, no process crashes but the one killed, and the

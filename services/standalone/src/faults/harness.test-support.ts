@@ -62,7 +62,7 @@ export const SHRUNK_INTERVALS: Readonly<Record<string, string>> = {
 
 /**
  * FAULTS_INTERVALS=default runs the suite on Herald's default intervals instead, to measure what
- * a fault costs in production (README "Reliability"); its recoveries then exceed the limit.
+ * a fault costs in production (docs/reliability.md); its recoveries then exceed the limit.
  */
 export const DEFAULT_INTERVALS = process.env['FAULTS_INTERVALS'] === 'default';
 /** The intervals the Herald processes run with. */
