@@ -52,12 +52,10 @@ export class AttemptRollups {
   }
 
   add(attempts: readonly AttemptRollup[]): void {
-    if (
-      this.#timer &&
-      !this.#soon &&
-      this.circuit.failures > 0 &&
-      attempts.some((attempt) => attempt.tripsCircuit)
-    ) {
+    // (A webhook's policy may turn its circuit on where the deployment's default is off. At most
+    // one early write waits behind the one under way, so an outage's failures add a write at a
+    // time, not one per failure.)
+    if (this.#timer && !this.#soon && attempts.some((attempt) => attempt.tripsCircuit)) {
       this.#soon = true;
       void this.#write().finally(() => (this.#soon = false));
     }
