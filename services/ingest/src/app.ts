@@ -1,7 +1,7 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
 import { HERALD_USER_AGENT } from '@herald/payload';
-import { EnvironmentResolver, createApiApp, type DeliverQueue } from '@herald/runtime';
+import { createApiApp, shareApiState, type DeliverQueue } from '@herald/runtime';
 import { bulkJobsRouter } from './routes/bulk-jobs.router.js';
 import { consoleRouter } from './routes/console.static.js';
 import type { EventsDeps } from './routes/events.create.js';
@@ -49,10 +49,6 @@ export function ingestPublicRouters(deps: IngestDeps): Router[] {
 }
 
 export function createApp(deps: IngestDeps): Express {
-  // One resolver for the plumbing and the routes, so environment events can invalidate it.
-  const withResolver = {
-    ...deps,
-    environments: deps.environments ?? new EnvironmentResolver(deps.db),
-  };
-  return createApiApp(withResolver, [ingestRouter(withResolver)], ingestPublicRouters(deps));
+  const shared = shareApiState(deps);
+  return createApiApp(shared, [ingestRouter(shared)], ingestPublicRouters(deps));
 }

@@ -82,16 +82,17 @@ async function run(argv: string[], env: NodeJS.ProcessEnv, out: CliOutput): Prom
     case 'list': {
       const tokens = await withDb(env, listTokens);
       for (const t of tokens) {
-        out.stdout.write(
-          `${t.id}\t${t.role}\t${t.name}\t${t.hint}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : 'active'}\n`,
-        );
+        out.stdout.write(`${t.id}\t${t.role}\t${t.name}\t${t.hint}\tactive\n`);
       }
       return;
     }
     case 'revoke': {
       if (!arg) throw new UsageError('tokens revoke needs a token id');
       const revoked = await withDb(env, (db) => revokeToken(db, arg));
-      if (!revoked) throw new UsageError(`no active token with id ${arg}`);
+      if (!revoked.ok && revoked.reason === 'last_admin') {
+        throw new Error(`token ${arg} is the last active admin token`);
+      }
+      if (!revoked.ok) throw new UsageError(`no active token with id ${arg}`);
       out.stdout.write(`revoked token ${arg}\n`);
       return;
     }

@@ -186,7 +186,7 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
     expect(list).toMatch(/^1\tread_only\treader\thrld_.{4}…\tactive$/m);
     expect(list).not.toContain(token);
     await cli('tokens', 'revoke', '2');
-    expect((await cli('tokens', 'list')).stdout).toMatch(/^2\tproducer\tfeeder\t.*revoked/m);
+    expect((await cli('tokens', 'list')).stdout).not.toMatch(/^2\t/m);
     await expect(cli('tokens', 'create', '--name', 'x', '--role', 'root')).rejects.toMatchObject({
       code: 2,
     });
