@@ -104,7 +104,8 @@ async function main(): Promise<void> {
     `\nHerald is running at ${url}\n` +
       `  ${tokenHint}\n` +
       `  try:  curl -H "Authorization: Bearer $HERALD_TOKEN" ${url}/webhooks\n` +
-      `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n\n`,
+      `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n` +
+      `  or the console's Tokens screen:  ${url}/console/#/tokens\n\n`,
   );
 }
 
