@@ -25,6 +25,10 @@ export const ERROR_STATUS = {
   INVALID_LOCALE: 422,
   /** A read ran past its time budget (READ_STATEMENT_TIMEOUT_MS) and was cancelled. */
   QUERY_TIMEOUT: 422,
+  /** Revoking or demoting the last active admin token (extension). */
+  LAST_ADMIN_TOKEN: 422,
+  /** DatoCMS's code: the bootstrap admin token's name, role and value are configuration. */
+  NON_EDITABLE_ACCESS_TOKEN: 422,
   RATE_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,

@@ -11,7 +11,7 @@ export {
   type ValidationCode,
 } from './errors.js';
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
-export { ROLES, isRole, type Role } from './roles.js';
+export { AccessTokenName, ROLES, isRole, type Role } from './roles.js';
 export {
   API_KEY_PATTERN,
   LOCALE_PATTERN,

@@ -1,4 +1,10 @@
-import { createWebhookCallMonths, migrate, openDb, type Db } from '@herald/store';
+import {
+  createWebhookCallMonths,
+  migrate,
+  openDb,
+  registerBootstrapToken,
+  type Db,
+} from '@herald/store';
 import type { Redis } from 'ioredis';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
@@ -22,7 +28,6 @@ export interface HttpConfig {
   RATE_LIMIT_READ_ONLY: number;
   RATE_LIMIT_PRODUCER: number;
   RATE_LIMIT_ANONYMOUS: number;
-  HERALD_ADMIN_TOKEN?: string | undefined;
   AUTH_CACHE_TTL_MS: number;
 }
 
@@ -39,7 +44,6 @@ export function httpSettings(config: HttpConfig): HttpSettings {
       },
       anonymous: config.RATE_LIMIT_ANONYMOUS,
     },
-    bootstrapAdminToken: config.HERALD_ADMIN_TOKEN,
     authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   };
 }
@@ -66,6 +70,27 @@ export async function openDatabase(
     await createWebhookCallMonths(db);
   }
   return db;
+}
+
+/**
+ * Stores the configured admin token (HERALD_ADMIN_TOKEN, or the single process's file) as the
+ * `bootstrap` token named `name`, so that it authenticates, is listed and can be revoked
+ * (docs/api.md, Access tokens). false, and a warning, when it was revoked: it then does not work.
+ */
+export async function registerAdminToken(
+  db: Db,
+  token: string,
+  name: string,
+  logger: Logger,
+): Promise<boolean> {
+  const { active, record } = await registerBootstrapToken(db, { token, name });
+  if (!active) {
+    logger.warn(
+      { tokenId: record.id, name },
+      'the configured admin token was revoked and does not authenticate; configure another one',
+    );
+  }
+  return active;
 }
 
 /** Opens a Redis connection of the given role and registers its close. */

@@ -92,7 +92,7 @@ export const httpEnv = {
   PORT: int(0, 65_535).default(3000),
   /** Address to bind. */
   HOST: z.string().default('0.0.0.0'),
-  /** Admin bootstrap token (≥ 24 characters); works beside tokens created with the CLI. */
+  /** Admin bootstrap token (≥ 24 characters), stored at start beside the other tokens. */
   HERALD_ADMIN_TOKEN: z.string().min(24, 'must be at least 24 characters').optional(),
   /** Largest accepted JSON body. */
   HTTP_BODY_LIMIT_BYTES: int(1024, 100 * 1024 * 1024).default(5 * 1024 * 1024),
@@ -106,7 +106,10 @@ export const httpEnv = {
   RATE_LIMIT_PRODUCER: int(1, 10_000_000).default(100_000),
   /** Requests per window per client address without a valid token. */
   RATE_LIMIT_ANONYMOUS: int(1, 10_000_000).default(300),
-  /** How long a verified token is trusted before it is looked up again (revocation delay). */
+  /**
+   * How long a verified token is trusted before it is looked up again: the delay before a token
+   * changed by another process applies here.
+   */
   AUTH_CACHE_TTL_MS: int(0, 600_000).default(5000),
   /** Base of `doc_url` in error envelopes. */
   DOCS_URL: z.string().default('https://github.com/herald-cms/herald/blob/main/docs/errors.md'),

@@ -15,6 +15,7 @@ export { RateLimiter, type RateLimitResult, type RateLimits } from './http/rate-
 export {
   createApiApp,
   createOpsApp,
+  shareApiState,
   type ApiAppDeps,
   type HttpSettings,
 } from './http/create-api-app.js';
@@ -23,6 +24,7 @@ export {
   httpSettings,
   openDatabase,
   openRedis,
+  registerAdminToken,
   type CommonConfig,
   type HttpConfig,
 } from './boot.js';

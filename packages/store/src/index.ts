@@ -22,12 +22,17 @@ export {
 } from './migrate.js';
 export {
   createToken,
+  findToken,
   findTokenByHash,
-  generateToken,
   hashToken,
   listTokens,
+  markTokenUsed,
+  regenerateToken,
+  registerBootstrapToken,
   revokeToken,
+  updateToken,
   type ApiToken,
+  type TokenChange,
 } from './tokens.js';
 export { findEnvironment, findPrimaryEnvironment, type Environment } from './environments.js';
 export {

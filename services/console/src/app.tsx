@@ -12,6 +12,7 @@ import { EventLog } from './screens/event-log.js';
 import { RecordDetail } from './screens/record-detail.js';
 import { Records } from './screens/records.js';
 import { SignIn } from './screens/sign-in.js';
+import { Tokens } from './screens/tokens.js';
 import { WebhookEditor } from './screens/webhook-editor.js';
 import { WebhookList } from './screens/webhook-list.js';
 import { WebhookPage } from './screens/webhook-page.js';
@@ -73,6 +74,7 @@ export function App() {
     { key: 'events', label: 'Events', admin: true },
     { key: 'jobs', label: 'Bulk jobs', admin: true },
     { key: 'records', label: 'Records', admin: false },
+    { key: 'tokens', label: 'Tokens', admin: true },
   ].filter((entry) => !entry.admin || session.access === 'admin');
 
   return (
@@ -138,11 +140,11 @@ function Screen({
   route: Route;
   access: Session['access'];
 }) {
-  if (access !== 'admin' && ['webhooks', 'calls', 'events', 'jobs'].includes(section)) {
+  if (access !== 'admin' && ['webhooks', 'calls', 'events', 'jobs', 'tokens'].includes(section)) {
     return (
       <div class="note note-error" role="alert">
-        This token has the read_only role: webhooks, the call log, events and bulk jobs need an
-        admin token.
+        This token has the read_only role: webhooks, the call log, events, bulk jobs and tokens need
+        an admin token.
       </div>
     );
   }
@@ -163,6 +165,8 @@ function Screen({
     case 'records':
       if (id) return <RecordDetail key={id} id={id} params={route.params} />;
       return <Records params={route.params} />;
+    case 'tokens':
+      return <Tokens />;
     default:
       return (
         <div class="state state-empty">

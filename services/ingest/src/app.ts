@@ -1,7 +1,8 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
 import { HERALD_USER_AGENT } from '@herald/payload';
-import { EnvironmentResolver, createApiApp, type DeliverQueue } from '@herald/runtime';
+import { createApiApp, shareApiState, type DeliverQueue } from '@herald/runtime';
+import { accessTokensRouter } from './routes/access-tokens.router.js';
 import { bulkJobsRouter } from './routes/bulk-jobs.router.js';
 import { consoleRouter } from './routes/console.static.js';
 import type { EventsDeps } from './routes/events.create.js';
@@ -22,7 +23,10 @@ export type IngestDeps = EventsDeps & {
   consoleDir?: string | undefined;
 };
 
-/** The ingest service's routes: /webhooks, /webhook_calls, /bulk_jobs, /events. */
+/**
+ * The ingest service's routes: /webhooks, /webhook_calls, /bulk_jobs, /events, /access_tokens and
+ * /roles.
+ */
 export function ingestRouter(deps: IngestDeps): Router {
   const router = Router();
   const ssrfAllowCidrs = deps.ssrfAllowCidrs ?? [];
@@ -40,6 +44,7 @@ export function ingestRouter(deps: IngestDeps): Router {
   router.use(webhooksRouter({ ...deps, ssrfAllowCidrs }));
   router.use(webhookCallsRouter(deps));
   router.use(bulkJobsRouter(deps));
+  router.use(accessTokensRouter(deps));
   return router;
 }
 
@@ -49,10 +54,6 @@ export function ingestPublicRouters(deps: IngestDeps): Router[] {
 }
 
 export function createApp(deps: IngestDeps): Express {
-  // One resolver for the plumbing and the routes, so environment events can invalidate it.
-  const withResolver = {
-    ...deps,
-    environments: deps.environments ?? new EnvironmentResolver(deps.db),
-  };
-  return createApiApp(withResolver, [ingestRouter(withResolver)], ingestPublicRouters(deps));
+  const shared = shareApiState(deps);
+  return createApiApp(shared, [ingestRouter(shared)], ingestPublicRouters(deps));
 }

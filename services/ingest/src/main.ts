@@ -7,6 +7,7 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  registerAdminToken,
   runMain,
   serveHttp,
   startService,
@@ -19,6 +20,9 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('ingest', config);
 
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
+  if (config.HERALD_ADMIN_TOKEN) {
+    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
+  }
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();

@@ -3,6 +3,7 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  registerAdminToken,
   runMain,
   serveHttp,
   startService,
@@ -16,6 +17,9 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('read', config);
 
   const db = await openDatabase(config, 'read', logger, lifecycle);
+  if (config.HERALD_ADMIN_TOKEN) {
+    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
+  }
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
   const readDb = openReadDb(config, db, 'herald-read-items');

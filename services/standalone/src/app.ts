@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { EnvironmentResolver, createApiApp } from '@herald/runtime';
+import { createApiApp, shareApiState } from '@herald/runtime';
 import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter, type ReadDeps } from '@herald/read';
 
@@ -7,8 +7,7 @@ import { readRouter, type ReadDeps } from '@herald/read';
 export function createApp(
   deps: IngestDeps & Pick<ReadDeps, 'readDb' | 'readLimits' | 'indexes'>,
 ): Express {
-  // One resolver for the plumbing and the routes, so environment events can invalidate it.
-  const shared = { ...deps, environments: deps.environments ?? new EnvironmentResolver(deps.db) };
+  const shared = shareApiState(deps);
   return createApiApp(
     shared,
     [readRouter(shared), ingestRouter(shared)],

@@ -1,25 +1,45 @@
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isRole, errorMessage } from '@herald/contract';
+import { AccessTokenName, isRole, errorMessage } from '@herald/contract';
 import { ConfigError, commonEnv, parseEnv } from '@herald/runtime';
-import { createToken, listTokens, migrate, openDb, revokeToken, type Db } from '@herald/store';
+import { migrate, openDb, type Db } from '@herald/store';
 import { z } from 'zod';
-import { acquirePidLock, PidLockError } from './pid-lock.js';
+import {
+  CliFailure,
+  apiBackend,
+  cliAdminToken,
+  databaseBackend,
+  type TokenBackend,
+  type TokenLine,
+} from './cli-tokens.js';
+import { acquirePidLock, lockHolder, PidLockError } from './pid-lock.js';
+
+const DEFAULT_URL = 'http://127.0.0.1:3000';
 
 const USAGE = `Usage: herald <command>
 
   migrate                                   apply pending database migrations
   tokens create --name <name> --role <role> create an API token (roles: admin, read_only, producer);
                                             the token is printed once and stored only as a hash
-  tokens list                               list tokens (id, name, role, hint, state)
-  tokens revoke <id>                        revoke a token
+  tokens list                               list the active tokens, the bootstrap admin one
+                                            included: id, role, name, hint, last used, kind
+  tokens revoke <id>                        revoke a token (never the last admin token)
+  tokens regenerate <id>                    give a token a new value, printed once; the old one
+                                            stops working
 
-Uses DATABASE_URL, or the embedded database under HERALD_DATA_DIR (default .herald) when unset;
-the embedded database can be used by one process at a time, so stop Herald before using it here.`;
+  --url <url>   manage the tokens of the Herald running there, through its API
+                (default $HERALD_URL; see below)
+
+While Herald runs on its embedded database (HERALD_DATA_DIR, default .herald), the tokens commands
+talk to it through its API at --url, $HERALD_URL or ${DEFAULT_URL}, with the admin token in
+$HERALD_TOKEN or HERALD_DATA_DIR/admin-token. Otherwise they use the database directly:
+DATABASE_URL, or the embedded one while no Herald has it open. migrate always uses the database.`;
 
 const CliConfig = z.object({
   DATABASE_URL: commonEnv.DATABASE_URL,
   HERALD_DATA_DIR: commonEnv.HERALD_DATA_DIR,
 });
+type CliConfig = z.infer<typeof CliConfig>;
 
 /** Where the commands write: the process's own streams, or a test's buffers. */
 export interface CliOutput {
@@ -27,8 +47,7 @@ export interface CliOutput {
   stderr: { write(text: string): unknown };
 }
 
-async function withDb<T>(env: NodeJS.ProcessEnv, fn: (db: Db) => Promise<T>): Promise<T> {
-  const config = parseEnv(CliConfig, env);
+async function withDb<T>(config: CliConfig, fn: (db: Db) => Promise<T>): Promise<T> {
   const release = config.DATABASE_URL
     ? undefined
     : await acquirePidLock(`${config.HERALD_DATA_DIR}/herald.pid`);
@@ -47,52 +66,108 @@ async function withDb<T>(env: NodeJS.ProcessEnv, fn: (db: Db) => Promise<T>): Pr
   }
 }
 
+/**
+ * The running Herald's API when a URL is given or a Herald holds the embedded database (which
+ * admits one process); else the database.
+ */
+async function chooseBackend(
+  config: CliConfig,
+  env: NodeJS.ProcessEnv,
+  givenUrl: string | undefined,
+): Promise<TokenBackend> {
+  const url = givenUrl ?? env['HERALD_URL'];
+  const holder = config.DATABASE_URL
+    ? undefined
+    : await lockHolder(`${config.HERALD_DATA_DIR}/herald.pid`);
+  if (url === undefined && holder === undefined) {
+    return databaseBackend((fn) => withDb(config, fn));
+  }
+  const running =
+    holder === undefined ? '' : `Herald (process ${holder}) holds the embedded database; `;
+  const tokenFile = join(config.HERALD_DATA_DIR, 'admin-token');
+  const token = await cliAdminToken(env['HERALD_TOKEN'], tokenFile);
+  if (!token) {
+    throw new CliFailure(
+      `${running}the tokens commands talk to Herald through its API with an admin token: set HERALD_TOKEN (none is in ${tokenFile})`,
+    );
+  }
+  return apiBackend(
+    url ?? DEFAULT_URL,
+    token,
+    url === undefined
+      ? `${running}pass --url or set HERALD_URL to where it listens`
+      : 'is Herald running there?',
+  );
+}
+
 class UsageError extends Error {}
+
+const listLine = (t: TokenLine): string =>
+  [
+    t.id,
+    t.role,
+    t.name,
+    t.hint,
+    t.lastUsedAt ? `last used ${t.lastUsedAt}` : 'never used',
+    t.bootstrap ? 'bootstrap' : 'created',
+  ].join('\t');
 
 async function run(argv: string[], env: NodeJS.ProcessEnv, out: CliOutput): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, role: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      role: { type: 'string' },
+      url: { type: 'string' },
+      help: { type: 'boolean' },
+    },
   });
   const [command, sub, arg] = positionals;
   if (values.help || !command) {
     out.stdout.write(`${USAGE}\n`);
     return;
   }
+  const config = parseEnv(CliConfig, env);
   if (command === 'migrate') {
-    await withDb(env, () => Promise.resolve());
+    await withDb(config, () => Promise.resolve());
     out.stdout.write('migrations applied\n');
     return;
   }
   if (command !== 'tokens') throw new UsageError(`unknown command ${command}`);
+  const tokens = () => chooseBackend(config, env, values.url);
   switch (sub) {
     case 'create': {
-      const { name, role } = values;
-      if (!name) throw new UsageError('tokens create needs --name');
+      const { role } = values;
+      if (!values.name) throw new UsageError('tokens create needs --name');
+      const name = AccessTokenName.safeParse(values.name);
+      if (!name.success) throw new UsageError(`--name ${name.error.issues[0]?.message ?? ''}`);
       if (!role || !isRole(role))
         throw new UsageError('tokens create needs --role admin|read_only|producer');
-      const { token, record } = await withDb(env, (db) => createToken(db, { name, role }));
+      const { value, token } = await (await tokens()).create({ name: name.data, role });
       out.stderr.write(
-        `created token ${record.id} (${record.role}) "${record.name}"; it is shown once:\n`,
+        `created token ${token.id} (${token.role}) "${token.name}"; it is shown once:\n`,
       );
-      out.stdout.write(`${token}\n`);
+      out.stdout.write(`${value}\n`);
       return;
     }
     case 'list': {
-      const tokens = await withDb(env, listTokens);
-      for (const t of tokens) {
-        out.stdout.write(
-          `${t.id}\t${t.role}\t${t.name}\t${t.hint}\t${t.revokedAt ? `revoked ${t.revokedAt.toISOString()}` : 'active'}\n`,
-        );
-      }
+      for (const token of await (await tokens()).list()) out.stdout.write(`${listLine(token)}\n`);
       return;
     }
     case 'revoke': {
       if (!arg) throw new UsageError('tokens revoke needs a token id');
-      const revoked = await withDb(env, (db) => revokeToken(db, arg));
-      if (!revoked) throw new UsageError(`no active token with id ${arg}`);
-      out.stdout.write(`revoked token ${arg}\n`);
+      const token = await (await tokens()).revoke(arg);
+      out.stdout.write(`revoked token ${token.id} (${token.role}) "${token.name}"\n`);
+      return;
+    }
+    case 'regenerate': {
+      if (!arg) throw new UsageError('tokens regenerate needs a token id');
+      const { value, token } = await (await tokens()).regenerate(arg);
+      out.stderr.write(
+        `new value of token ${token.id} (${token.role}) "${token.name}"; the old one no longer works; it is shown once:\n`,
+      );
+      out.stdout.write(`${value}\n`);
       return;
     }
     case undefined:
@@ -118,7 +193,11 @@ export async function runCli(
       out.stderr.write(`herald: ${error.message}\n\n${USAGE}\n`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof PidLockError) {
+    if (
+      error instanceof ConfigError ||
+      error instanceof PidLockError ||
+      error instanceof CliFailure
+    ) {
       out.stderr.write(`herald: ${error.message}\n`);
       return 1;
     }

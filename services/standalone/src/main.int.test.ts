@@ -183,11 +183,14 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       await cli('tokens', 'create', '--name', 'feeder', '--role', 'producer')
     ).stdout.trim();
     const list = (await cli('tokens', 'list')).stdout;
-    expect(list).toMatch(/^1\tread_only\treader\thrld_.{4}…\tactive$/m);
+    expect(list).toMatch(/^1\tread_only\treader\thrld_.{4}…\tnever used\tcreated$/m);
     expect(list).not.toContain(token);
     await cli('tokens', 'revoke', '2');
-    expect((await cli('tokens', 'list')).stdout).toMatch(/^2\tproducer\tfeeder\t.*revoked/m);
+    expect((await cli('tokens', 'list')).stdout).not.toMatch(/^2\t/m);
     await expect(cli('tokens', 'create', '--name', 'x', '--role', 'root')).rejects.toMatchObject({
+      code: 2,
+    });
+    await expect(cli('tokens', 'create', '--name', ' ', '--role', 'admin')).rejects.toMatchObject({
       code: 2,
     });
 
@@ -207,5 +210,107 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
     }
+  });
+  it('the tokens CLI manages the tokens of a running Herald through its API, and the database once it stops', async () => {
+    const dataDir = await tempDir();
+    await copyPgliteTemplate(join(dataDir, 'pgdata'));
+    const { child, url } = await start({
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: `${prefix}_api`,
+    });
+    const cli = (...args: string[]) =>
+      cliInProcess({ HERALD_DATA_DIR: dataDir, HERALD_URL: url }, ...args);
+    const postEvent = (token: string) =>
+      fetch(`${url}/events`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          data: [
+            {
+              type: 'event',
+              attributes: {
+                entity_type: 'item_type',
+                event_type: 'create',
+                entity: {
+                  type: 'item_type',
+                  id: 'post',
+                  attributes: { name: 'Post', api_key: 'post' },
+                },
+                related_entities: [],
+              },
+            },
+          ],
+        }),
+      });
+    let listed: string;
+    try {
+      // Without a URL, the embedded database's holder is found and Herald is asked where it
+      // listens by default (port 0 here: not there), instead of refusing as the database would.
+      const defaulted = await cliInProcess({ HERALD_DATA_DIR: dataDir }, 'tokens', 'list').catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(defaulted).toMatchObject({ code: 1 });
+      expect((defaulted as { stderr: string }).stderr).toContain('http://127.0.0.1:3000');
+      expect((defaulted as { stderr: string }).stderr).not.toMatch(/in use by process/);
+
+      // The bootstrap token, from the admin-token file the CLI also sends.
+      expect((await cli('tokens', 'list')).stdout).toMatch(
+        /^1\tadmin\tHERALD_DATA_DIR\/admin-token\thrld_admin_.{4}…\tlast used \S+\tbootstrap$/m,
+      );
+      const created = await cli('tokens', 'create', '--name', 'feeder', '--role', 'producer');
+      expect(created.stderr).toContain('created token 2 (producer) "feeder"');
+      const producer = created.stdout.trim();
+      expect((await postEvent(producer)).status).toBe(202);
+
+      const regenerated = (await cli('tokens', 'regenerate', '2')).stdout.trim();
+      expect(regenerated).toMatch(/^hrld_/);
+      expect((await postEvent(producer)).status).toBe(401);
+      expect((await postEvent(regenerated)).status).toBe(202);
+      await cli('tokens', 'revoke', '2');
+      expect((await postEvent(regenerated)).status).toBe(401);
+
+      // The last admin token stays; a token of another role is told what it lacks.
+      await expect(cli('tokens', 'revoke', '1')).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining('LAST_ADMIN_TOKEN'),
+      });
+      const reader = (
+        await cliInProcess(
+          { HERALD_DATA_DIR: dataDir },
+          'tokens',
+          'create',
+          '--url',
+          url,
+          '--name',
+          'reader',
+          '--role',
+          'read_only',
+        )
+      ).stdout.trim();
+      await expect(
+        cliInProcess(
+          { HERALD_DATA_DIR: dataDir, HERALD_URL: url, HERALD_TOKEN: reader },
+          'tokens',
+          'list',
+        ),
+      ).rejects.toMatchObject({
+        code: 1,
+        stderr: expect.stringContaining('INSUFFICIENT_PERMISSIONS'),
+      });
+      listed = (await cli('tokens', 'list')).stdout;
+      expect(
+        listed
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.split('\t')[2]),
+      ).toEqual(['HERALD_DATA_DIR/admin-token', 'reader']);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+    // Stopped: the same tokens, from the database.
+    const offline = await cliInProcess({ HERALD_DATA_DIR: dataDir }, 'tokens', 'list');
+    expect(offline.stdout).toBe(listed);
   });
 });

@@ -8,6 +8,7 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  registerAdminToken,
   runMain,
   serveHttp,
   startService,
@@ -45,6 +46,12 @@ async function main(): Promise<void> {
 
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
   const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
+  const adminTokenWorks = await registerAdminToken(
+    db,
+    adminToken,
+    config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : 'HERALD_DATA_DIR/admin-token',
+    logger,
+  );
   const metrics = createMetrics();
   const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
     attempts: config.MATCH_JOB_ATTEMPTS,
@@ -71,7 +78,7 @@ async function main(): Promise<void> {
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
-    http: httpSettings({ ...config, HERALD_ADMIN_TOKEN: adminToken }),
+    http: httpSettings(config),
     readDb: readDb.db,
     readLimits: readLimits(config, readDb.db),
   });
@@ -87,14 +94,18 @@ async function main(): Promise<void> {
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
   logger.info({ url, database: db.kind }, 'herald listening');
-  const tokenHint = config.HERALD_ADMIN_TOKEN
-    ? 'the admin token is the HERALD_ADMIN_TOKEN you set'
-    : `the admin token is in ${tokenFile}:  export HERALD_TOKEN=$(cat ${tokenFile})`;
+  const source = config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : tokenFile;
+  const tokenHint = !adminTokenWorks
+    ? `the admin token in ${source} was revoked: use another admin token`
+    : config.HERALD_ADMIN_TOKEN
+      ? 'the admin token is the HERALD_ADMIN_TOKEN you set'
+      : `the admin token is in ${tokenFile}:  export HERALD_TOKEN=$(cat ${tokenFile})`;
   process.stdout.write(
     `\nHerald is running at ${url}\n` +
       `  ${tokenHint}\n` +
       `  try:  curl -H "Authorization: Bearer $HERALD_TOKEN" ${url}/webhooks\n` +
-      `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n\n`,
+      `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n` +
+      `  or the console's Tokens screen:  ${url}/console/#/tokens\n\n`,
   );
 }
 

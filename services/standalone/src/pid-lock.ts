@@ -1,8 +1,8 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
-/** The pid of a live process holding the lock file, if any. */
-async function lockHolder(file: string): Promise<number | undefined> {
+/** The pid of a live process (not this one) holding the lock file, if any. */
+export async function lockHolder(file: string): Promise<number | undefined> {
   let pid: number;
   try {
     pid = Number.parseInt(await readFile(file, 'utf8'), 10);

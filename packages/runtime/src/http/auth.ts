@@ -1,7 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { ApiError, type Role } from '@herald/contract';
-import { findTokenByHash, hashToken, type Queryable } from '@herald/store';
+import { findTokenByHash, hashToken, markTokenUsed, type Queryable } from '@herald/store';
 import { context } from './context.js';
 import type { RateLimiter } from './rate-limit.js';
 
@@ -10,42 +9,44 @@ export interface Principal {
   role: Role;
 }
 
+/** How often a token's `last_used_at` is written at most (markTokenUsed). */
+const MARK_USED_EVERY_MS = 60_000;
+
 /**
- * Resolves bearer tokens to a principal: the admin bootstrap token from the environment, or a
- * stored token (by its SHA-256). Verified tokens are cached for `cacheTtlMs`, which bounds how
- * long a revoked token keeps working.
+ * Resolves bearer tokens to a principal by their SHA-256 among the stored tokens (the bootstrap
+ * admin token among them: each HTTP process registers it at start). Verified tokens are cached
+ * for `cacheTtlMs`, which bounds how long a token revoked by another process keeps working; the
+ * token routes of this process call `forget()`, so their changes apply at once here.
  */
 export class TokenVerifier {
-  readonly #bootstrapHash: Buffer | undefined;
   readonly #cache = new Map<string, { principal: Principal | null; expires: number }>();
 
   constructor(
     private readonly db: Queryable,
-    options: { bootstrapAdminToken?: string | undefined; cacheTtlMs: number },
-  ) {
-    this.#bootstrapHash = options.bootstrapAdminToken
-      ? Buffer.from(hashToken(options.bootstrapAdminToken), 'hex')
-      : undefined;
-    this.cacheTtlMs = options.cacheTtlMs;
-  }
-
-  private readonly cacheTtlMs: number;
+    private readonly options: { cacheTtlMs: number },
+  ) {}
 
   async verify(token: string): Promise<Principal | null> {
     const hash = hashToken(token);
-    if (this.#bootstrapHash && timingSafeEqual(Buffer.from(hash, 'hex'), this.#bootstrapHash)) {
-      return { tokenId: 'bootstrap', role: 'admin' };
-    }
     const now = Date.now();
     const cached = this.#cache.get(hash);
     if (cached && cached.expires > now) return cached.principal;
     const record = await findTokenByHash(this.db, hash);
     const principal = record ? { tokenId: record.id, role: record.role } : null;
-    if (this.cacheTtlMs > 0) {
+    if (record && (record.lastUsedAt?.getTime() ?? 0) < now - MARK_USED_EVERY_MS) {
+      // Only informative (GET /access_tokens shows it): a failed mark must not refuse a request.
+      await markTokenUsed(this.db, record.id).catch(() => undefined);
+    }
+    if (this.options.cacheTtlMs > 0) {
       if (this.#cache.size >= 10_000) this.#cache.clear();
-      this.#cache.set(hash, { principal, expires: now + this.cacheTtlMs });
+      this.#cache.set(hash, { principal, expires: now + this.options.cacheTtlMs });
     }
     return principal;
+  }
+
+  /** Drops every cached verdict: a token was revoked, regenerated or given another role. */
+  forget(): void {
+    this.#cache.clear();
   }
 }
 

@@ -20,7 +20,6 @@ export interface HttpSettings {
   docsUrl: string;
   bodyLimitBytes: number;
   rateLimits: RateLimits;
-  bootstrapAdminToken?: string | undefined;
   authCacheTtlMs: number;
 }
 
@@ -35,6 +34,23 @@ export interface ApiAppDeps {
   redisPrefix: string;
   /** Shared so that a service can invalidate it after changing environments. */
   environments?: EnvironmentResolver;
+  /** Shared so that the token routes can make their changes apply at once (forget). */
+  tokens?: TokenVerifier;
+}
+
+/**
+ * `deps` with the environment resolver and the token verifier made once, when absent, so that the
+ * plumbing of createApiApp and a service's routes share them: a route that changes environments
+ * or tokens makes the change apply at once.
+ */
+export function shareApiState<D extends ApiAppDeps>(
+  deps: D,
+): D & Required<Pick<ApiAppDeps, 'environments' | 'tokens'>> {
+  return {
+    ...deps,
+    environments: deps.environments ?? new EnvironmentResolver(deps.db),
+    tokens: deps.tokens ?? new TokenVerifier(deps.db, { cacheTtlMs: deps.http.authCacheTtlMs }),
+  };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -130,10 +146,8 @@ export function createApiApp(
   app.set('query parser', false);
   app.set('trust proxy', 'loopback, linklocal, uniquelocal');
 
-  const verifier = new TokenVerifier(deps.db, {
-    bootstrapAdminToken: deps.http.bootstrapAdminToken,
-    cacheTtlMs: deps.http.authCacheTtlMs,
-  });
+  const verifier =
+    deps.tokens ?? new TokenVerifier(deps.db, { cacheTtlMs: deps.http.authCacheTtlMs });
   const limiter = new RateLimiter(deps.redis, deps.http.rateLimits, `${deps.redisPrefix}:rl:`);
   const environments = deps.environments ?? new EnvironmentResolver(deps.db);
 

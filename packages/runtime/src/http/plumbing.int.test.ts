@@ -4,7 +4,7 @@ import { Router } from 'express';
 import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { ApiError, errorId } from '@herald/contract';
-import { createPostgresDb } from '@herald/store';
+import { createPostgresDb, findToken, registerBootstrapToken } from '@herald/store';
 import { createTestToken, serve, testDeps, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { requireRole } from './auth.js';
@@ -198,26 +198,24 @@ describe('authentication and roles', () => {
     await expectError(await call('/items', { token }), 401, 'INVALID_AUTHORIZATION_HEADER');
   });
 
-  it('the bootstrap admin token from the environment works beside stored tokens', async ({
+  it('the configured admin token works once registered, beside stored tokens, and is marked used', async ({
     db,
-    redis,
+    call,
   }) => {
     const bootstrap = 'bootstrap-admin-token-0123456789';
-    const other = await serve(
-      createApiApp(testDeps(db, redis, { bootstrapAdminToken: bootstrap }), [probeRouter()]),
+    await expectError(
+      await call('/admin-only', { token: bootstrap }),
+      401,
+      'INVALID_AUTHORIZATION_HEADER',
     );
-    try {
-      const res = await fetch(`${other.url}/admin-only`, {
-        headers: { Authorization: `Bearer ${bootstrap}` },
-      });
-      expect(res.status).toBe(200);
-      const wrong = await fetch(`${other.url}/admin-only`, {
-        headers: { Authorization: `Bearer ${bootstrap}x` },
-      });
-      expect(wrong.status).toBe(401);
-    } finally {
-      await other.close();
-    }
+    const { record } = await registerBootstrapToken(db, {
+      token: bootstrap,
+      name: 'HERALD_ADMIN_TOKEN',
+    });
+    expect(record.lastUsedAt).toBeNull();
+    expect((await call('/admin-only', { token: bootstrap })).status).toBe(200);
+    expect((await call('/admin-only', { token: `${bootstrap}x` })).status).toBe(401);
+    expect((await findToken(db, record.id))?.lastUsedAt).toBeInstanceOf(Date);
   });
 });
 

@@ -88,7 +88,7 @@ export function describeFailure(status: number, entries: readonly ApiErrorEntry[
     case 'INVALID_AUTHORIZATION_HEADER':
       return 'Herald refused this API token (401). It may be mistyped, revoked or expired: sign in again with a valid token.';
     case 'INSUFFICIENT_PERMISSIONS':
-      return "This token's role does not allow this (403). Webhooks, the call log and events need an admin token; records need a read_only or admin token.";
+      return "This token's role does not allow this (403). Webhooks, the call log, events and tokens need an admin token; records need a read_only or admin token.";
     case 'INVALID_ENVIRONMENT':
       return `Unknown environment (404${message ? `: ${message}` : ''}). Pick another one in the header.`;
     case 'RATE_LIMIT_EXCEEDED':

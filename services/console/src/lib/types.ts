@@ -123,3 +123,28 @@ export interface ReplayOffer {
   webhook_id: string;
   filter: { occurred_at: { gt: string; lt?: string } };
 }
+
+/** An API token (docs/api.md, The access token resource); its value only when just made. */
+export interface AccessToken {
+  type: 'access_token';
+  id: string;
+  attributes: {
+    name: string;
+    /** The value: in the answers of creation and regeneration only. */
+    token: string | null;
+    /** `bootstrap` for the admin token of the configuration. */
+    hardcoded_type: string | null;
+    token_hint: string;
+    last_used_at: string | null;
+    created_at: string;
+    updated_at: string;
+  };
+  relationships: { role: { data: { type: 'role'; id: string } } };
+}
+
+/** A built-in role (docs/api.md, GET /roles). */
+export interface RoleResource {
+  type: 'role';
+  id: string;
+  attributes: { name: string; description: string };
+}

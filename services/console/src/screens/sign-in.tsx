@@ -111,8 +111,9 @@ export function SignIn({
           {busy ? 'Checking…' : 'Sign in'}
         </button>
         <p class="hint">
-          The standalone server prints where its admin token is; more tokens:{' '}
-          <code>pnpm herald tokens create --name me --role read_only</code>.
+          The standalone server prints where its admin token is. More tokens: the Tokens screen,
+          once signed in with an admin token, or{' '}
+          <code>pnpm herald tokens create --name me --role read_only</code> (Herald may be running).
         </p>
       </form>
     </main>

@@ -11,7 +11,7 @@ import {
 } from '@herald/store';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 import { instantRange } from '../validation/query-params.js';
-import { issueToEntry, parse } from '../validation/zod-errors.js';
+import { attributesError, parse } from '../validation/zod-errors.js';
 import { readActionDocument } from './webhooks.preview.js';
 
 const WebhookId = z.string().regex(/^[1-9]\d{0,17}$/, 'must be a webhook id');
@@ -65,21 +65,7 @@ export function createBulkJobRoute(deps: { db: Db }): RequestHandler {
     const attributes = readActionDocument(req.body, 'bulk_job');
     const parsed = parse(BulkJobAttributes, attributes);
     if (parsed.issues) {
-      throw ApiError.many(
-        parsed.issues.flatMap((issue): ErrorEntry[] =>
-          // An attribute the job does not have, as POST /webhooks names one.
-          issue.code === 'unrecognized_keys' && issue.path.length === 0
-            ? issue.keys.map((key) => ({
-                code: 'INVALID_ATTRIBUTES',
-                details: {
-                  field: key,
-                  message: `Unknown attribute "${key}" for a ${String(attributes['kind'])} job`,
-                  extraneous_attributes: [key],
-                },
-              }))
-            : [issueToEntry('', issue, attributes)],
-        ),
-      );
+      throw attributesError(parsed.issues, attributes, `for a ${String(attributes['kind'])} job`);
     }
     const job = parsed.value;
     const problems: ErrorEntry[] = [];

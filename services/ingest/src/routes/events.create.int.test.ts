@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventJobId, serializeItem, type ModelInfo } from '@herald/contract';
 import {
+  TokenVerifier,
   createEventMatchQueue,
   eventMatchJobId,
   type EventMatchQueue,
@@ -267,17 +268,17 @@ describe('POST /events acceptance', () => {
 
   it('answers 503 SERVICE_UNAVAILABLE (transient) when Postgres is unreachable', async () => {
     const db = createPostgresDb({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
-    const downDeps = testDeps(db, redis, {
-      bootstrapAdminToken: 'hrld_bootstrap_admin_token_for_test',
-    });
+    const downDeps = testDeps(db, redis);
     const downQueue = createEventMatchQueue(redis, downDeps.redisPrefix, downDeps.logger);
+    // Tokens are verified on the test's database, so that the request reaches POST /events.
+    const tokens = new TokenVerifier(t.db, { cacheTtlMs: 0 });
     const down = await serve(
-      createApp({ ...downDeps, eventMatchQueue: downQueue, enqueueTimeoutMs: 100 }),
+      createApp({ ...downDeps, tokens, eventMatchQueue: downQueue, enqueueTimeoutMs: 100 }),
     );
     try {
       const answer = await post([itemEvent('create', randomId('r'), { title: 'x' })], {
         url: down.url,
-        token: 'hrld_bootstrap_admin_token_for_test',
+        token,
       });
       expect(answer.status).toBe(503);
       expect(answer.body.data[0]!.attributes).toMatchObject({

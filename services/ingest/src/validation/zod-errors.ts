@@ -59,6 +59,32 @@ export function issueToEntry(prefix: string, issue: z.core.$ZodIssue, input: unk
   return details ? { ...entry, details: { ...entry.details, ...details } } : entry;
 }
 
+/**
+ * The issues of a resource's attributes as one error: an attribute the resource does not have (an
+ * unrecognized key at the top) is INVALID_ATTRIBUTES naming it, as POST /webhooks names one; any
+ * other issue an INVALID_FIELD entry. `what` ends the unknown attribute's message ("for a token").
+ */
+export function attributesError(
+  issues: readonly z.core.$ZodIssue[],
+  attributes: Record<string, unknown>,
+  what: string,
+): ApiError {
+  return ApiError.many(
+    issues.flatMap((issue): ErrorEntry[] =>
+      issue.code === 'unrecognized_keys' && issue.path.length === 0
+        ? issue.keys.map((key) => ({
+            code: 'INVALID_ATTRIBUTES',
+            details: {
+              field: key,
+              message: `Unknown attribute "${key}" ${what}`,
+              extraneous_attributes: [key],
+            },
+          }))
+        : [issueToEntry('', issue, attributes)],
+    ),
+  );
+}
+
 /** Options of a refinement: its validation code, and abort so that a value's first problem wins. */
 export const rule = (code: ValidationCode, message: string) =>
   ({ message, params: { code }, abort: true }) as const;

@@ -1004,6 +1004,48 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await shot('record-detail');
   });
 
+  it('creates a producer token shown once, which posts events, then revokes it; never the last admin', async () => {
+    const postEvents = (token: string) =>
+      fetch(`${herald.url}/events`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ data: [model('token_probe', {}, [])] }),
+      });
+    await nav().getByRole('link', { name: 'Tokens' }).click();
+    await page.getByRole('heading', { name: 'API tokens' }).waitFor();
+    const own = page.locator('tr[data-token-id]', { hasText: 'test-admin' });
+    await own.getByText('admin', { exact: true }).waitFor();
+
+    await page.getByLabel('Name').fill('Console feeder');
+    await page.getByLabel('Role').selectOption('producer');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const shown = page.getByTestId('new-token');
+    await shown.waitFor();
+    const value = (await shown.textContent()) ?? '';
+    expect(value).toMatch(/^hrld_[A-Za-z0-9_-]{32}$/);
+    const row = page.locator('tr[data-token-id]', { hasText: 'Console feeder' });
+    await row.getByText('producer', { exact: true }).waitFor();
+    await row.getByText(`${value.slice(0, 9)}…`).waitFor();
+    expect((await postEvents(value)).status).toBe(202);
+    await shot('tokens');
+    // Shown once: gone from the page when dismissed, and never listed.
+    await page.getByRole('button', { name: 'Done' }).click();
+    await shown.waitFor({ state: 'detached' });
+    expect(await page.locator('main').textContent()).not.toContain(value);
+
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect((await postEvents(value)).status).toBe(401);
+
+    // The test's own admin token is the only admin: Herald refuses, and says why.
+    await own.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
+    await page.getByRole('alert').getByText('LAST_ADMIN_TOKEN').waitFor();
+    await own.waitFor();
+    expect((await api('GET', '/access_tokens')).data).toHaveLength(1);
+  });
+
   it('is usable on a phone', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(`${herald.url}/console/#/webhooks`);

@@ -1,0 +1,15 @@
+import type { RequestHandler } from 'express';
+import { findToken } from '@herald/store';
+import { tokenNotFound, type AccessTokenRouteDeps } from '../access-tokens/errors.js';
+import { serializeAccessToken } from '../access-tokens/serialize.js';
+
+/** GET /access_tokens/:id → 200 without the value (only its hint), or 404. */
+export function retrieveAccessTokenRoute(
+  deps: AccessTokenRouteDeps,
+): RequestHandler<{ id: string }> {
+  return async (req, res) => {
+    const token = await findToken(deps.db, req.params.id);
+    if (!token) throw tokenNotFound(req.params.id);
+    res.json({ data: serializeAccessToken(token) });
+  };
+}
