@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/ensure-pnpm.sh
 source scripts/ensure-services.sh
 source scripts/ensure-chromium.sh
+source scripts/ensure-kubectl.sh
 
 pnpm_ install --frozen-lockfile --prefer-offline >/dev/null
 pnpm_ run build >/dev/null
