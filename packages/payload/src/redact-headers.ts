@@ -21,9 +21,14 @@ const SIGNATURE_HEADERS = new Set(['webhook-id', 'webhook-timestamp', 'webhook-s
 const AUTH_SCHEME =
   /^(basic|bearer|digest|dpop|gnap|hoba|mutual|negotiate|ntlm|oauth|privatetoken|scram-sha-1|scram-sha-256|vapid|concealed|token|hawk|aws4-hmac-sha256)[ \t]+[^ \t]/i;
 
+/** True when a name (of a header, or of a URL's query parameter) looks like it holds a credential. */
+export function isCredentialName(name: string): boolean {
+  return CREDENTIAL_NAME.test(name);
+}
+
 /** True when a header of this name has its value redacted for every webhook. */
 export function isCredentialHeader(name: string): boolean {
-  return !SIGNATURE_HEADERS.has(name.toLowerCase()) && CREDENTIAL_NAME.test(name);
+  return !SIGNATURE_HEADERS.has(name.toLowerCase()) && isCredentialName(name);
 }
 
 /**

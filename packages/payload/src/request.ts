@@ -8,6 +8,7 @@ import {
   type ModelSource,
 } from './payload.js';
 import { redactHeaders } from './redact-headers.js';
+import { redactUrl } from './redact-url.js';
 import { renderCustomPayload, renderUrl } from './render.js';
 
 /** What shapes the request of one call: the webhook's settings that the rendering reads. */
@@ -45,15 +46,17 @@ export interface DeliveryRequestInput {
 }
 
 export interface DeliveryRequest {
+  /** The URL as sent. */
   url: string;
   body: string;
   /** Headers as sent. */
   headers: Record<string, string>;
   /**
-   * Headers as the call log stores them (docs/api.md, The webhook call resource): credentials and
-   * the webhook's `redact_headers` replaced by `***` (redact-headers.ts).
+   * The URL and headers as the call log stores them (docs/api.md, The webhook call resource):
+   * credentials and the webhook's `redact_headers` replaced by `***` (redact-url.ts,
+   * redact-headers.ts). Only this form is ever stored or shown.
    */
-  redacted: Record<string, string>;
+  logged: { url: string; headers: Record<string, string> };
 }
 
 /**
@@ -96,8 +99,13 @@ export async function renderDeliveryRequest(
     webhook.customPayload === null
       ? JSON.stringify(payload)
       : renderCustomPayload(webhook.customPayload, view);
-  const { headers, redacted } = buildHeaders(input, body);
-  return { url, body, headers, redacted };
+  const headers = buildHeaders(input, body);
+  return {
+    url,
+    body,
+    headers,
+    logged: { url: redactUrl(url), headers: redactHeaders(headers, webhook.redactHeaders) },
+  };
 }
 
 /** One event of a call, serialized: its entities, its changes, what only templates see. */
@@ -207,14 +215,8 @@ const keyRank = (attributes: Record<string, unknown>, key: string): number => {
   return index < 0 ? Number.MAX_SAFE_INTEGER : index;
 };
 
-/**
- * Headers as sent, and as logged (docs/api.md, What a webhook call sends;
- * The webhook call resource).
- */
-function buildHeaders(
-  input: DeliveryRequestInput,
-  body: string,
-): { headers: Record<string, string>; redacted: Record<string, string> } {
+/** Headers as sent (docs/api.md, What a webhook call sends). */
+function buildHeaders(input: DeliveryRequestInput, body: string): Record<string, string> {
   const { webhook, callId, userAgent, now } = input;
   const headers: Record<string, string> = {};
   const custom = Object.keys(webhook.headers).map((h) => h.toLowerCase());
@@ -229,11 +231,10 @@ function buildHeaders(
     headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
   }
   const timestamp = Math.floor(now.getTime() / 1000);
-  const sent = {
+  return {
     ...headers,
     'webhook-id': callId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': input.sign(callId, timestamp, body),
   };
-  return { headers: sent, redacted: redactHeaders(sent, webhook.redactHeaders) };
 }

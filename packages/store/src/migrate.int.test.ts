@@ -292,6 +292,67 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     expect((await list()).totalCount).toBe(1);
   });
 
+  it('026 redacts the credentials in the URLs of calls and attempts already logged', async () => {
+    const db = await openBefore(26);
+    const { rows: hooks } = await db.query<{ id: string }>(
+      `INSERT INTO webhooks (name, url, headers, events, signing_secret)
+       VALUES ('hook', 'https://example.com/hook', '{}', '[]', 'whsec_x') RETURNING id`,
+    );
+    await insertEvents(
+      db,
+      ['u-1', 'u-2', 'u-3', 'u-4', 'u-5'].map((id) => testItemEvent(id)),
+    );
+    // The examples of packages/payload/src/redact-url.test.ts, whose rule this copies.
+    const urls = [
+      'https://example.com/hook?token=abc&page=2',
+      'https://example.com/h?API_KEY=k&access%5Ftoken=t&code=c&xcode=1&sig=s&q=a+b%20c&empty=&token=&flag',
+      'https://user:p@ss@example.com:8443/hook?page=2',
+      'https://e.com/token=1/x?a=1&secret=2#token=3?key=4',
+    ];
+    const { rows } = await db.query<{ id: string }>(
+      `WITH made AS (
+         INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type, status,
+           request_url, last_sent_at)
+         SELECT e, $1, 'item', 'update', 'success', u, now()
+         FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x (e, u, n)
+         ORDER BY n
+         RETURNING id, request_url, last_sent_at),
+       attempted AS (
+         INSERT INTO webhook_call_attempts (call_id, number, trigger, outcome, started_at,
+           request_url, request_headers)
+         SELECT id, 1, 'first', 'success', last_sent_at, request_url, '{}' FROM made)
+       SELECT id FROM made ORDER BY id`,
+      [hooks[0]!.id, ['u-1', 'u-2', 'u-3', 'u-4'], urls],
+    );
+    const pending = await db.query<{ id: string }>(
+      `INSERT INTO webhook_calls (event_id, webhook_id, entity_type, event_type)
+       SELECT 'u-5', $1, 'item', 'update' RETURNING id`,
+      [hooks[0]!.id],
+    );
+
+    expect(await migrate(db)).toContain('026_redact_credential_query');
+    const logged = [
+      'https://example.com/hook?token=***&page=2',
+      'https://example.com/h?API_KEY=***&access%5Ftoken=***&code=***&xcode=1&sig=***&q=a+b%20c&empty=&token=&flag',
+      'https://user:***@example.com:8443/hook?page=2',
+      'https://e.com/token=1/x?a=1&secret=***#token=3?key=4',
+    ];
+    const ids = rows.map((row) => row.id);
+    const calls = await db.query<{ request_url: string }>(
+      'SELECT request_url FROM webhook_calls WHERE id = ANY($1::bigint[]) ORDER BY id',
+      [ids],
+    );
+    expect(calls.rows.map((row) => row.request_url)).toEqual(logged);
+    const attempts = await db.query<{ request_url: string }>(
+      'SELECT request_url FROM webhook_call_attempts ORDER BY call_id',
+    );
+    expect(attempts.rows.map((row) => row.request_url)).toEqual(logged);
+    const unsent = await db.query('SELECT request_url FROM webhook_calls WHERE id = $1', [
+      pending.rows[0]!.id,
+    ]);
+    expect(unsent.rows).toEqual([{ request_url: null }]);
+  });
+
   it('stores tokens as hashes and revokes them', async () => {
     const db = await open();
     const { token, record } = await createToken(db, { name: 'ci', role: 'producer' });

@@ -12,7 +12,11 @@ import { createApp } from '../app.js';
 // GET /webhook_calls (docs/api.md): what the store's tests do not see, the route's own part.
 const it = appTest(createApp);
 
-const createWebhook = async (api: TestApi, name: string): Promise<string> => {
+const createWebhook = async (
+  api: TestApi,
+  name: string,
+  attributes: Record<string, unknown> = {},
+): Promise<string> => {
   const { status, body } = await api.call('POST', '/webhooks', {
     data: {
       type: 'webhook',
@@ -24,6 +28,7 @@ const createWebhook = async (api: TestApi, name: string): Promise<string> => {
         custom_payload: null,
         http_basic_user: null,
         http_basic_password: null,
+        ...attributes,
       },
     },
   });
@@ -60,12 +65,19 @@ interface ListAnswer {
     attributes: { event_id: string };
     relationships: { webhook: { data: { type: string; id: string } } };
   }[];
-  included: { type: string; id: string }[];
+  included: { type: string; id: string; attributes: Record<string, unknown> }[];
   meta: { total_count: number };
 }
 
+/** A webhook as GET /webhooks/:id shows it, without the signing secret `included` leaves out. */
+const withoutSigningSecret = (webhook: unknown) => {
+  const { attributes, ...resource } = webhook as { attributes: Record<string, unknown> };
+  const { signing_secret: _secret, ...shown } = attributes;
+  return { ...resource, attributes: shown };
+};
+
 describe('GET /webhook_calls', () => {
-  it("includes the page's webhooks as GET /webhooks/:id shows them, a deleted one not at all", async ({
+  it("includes the page's webhooks as GET /webhooks/:id shows them but for secrets, a deleted one not at all", async ({
     api,
     db,
   }) => {
@@ -83,7 +95,9 @@ describe('GET /webhook_calls', () => {
       { type: 'webhook', id: gone },
     ]);
     const shown = await Promise.all(
-      [kept, gone].map(async (id) => (await api.call('GET', `/webhooks/${id}`)).body['data']),
+      [kept, gone].map(async (id) =>
+        withoutSigningSecret((await api.call('GET', `/webhooks/${id}`)).body['data']),
+      ),
     );
     expect(listed.body.included).toEqual(shown);
     // Only the webhooks of the page.
@@ -98,6 +112,52 @@ describe('GET /webhook_calls', () => {
       `${query}&filter[fields][webhook_id][eq]=${gone}`,
     );
     expect(none.body).toMatchObject({ included: [], meta: { total_count: 2 } });
+  });
+
+  it('includes each webhook without what the call log hides: password, credential headers and query values, signing secret', async ({
+    api,
+    db,
+  }) => {
+    const hook = await createWebhook(api, 'secretive', {
+      url: 'https://example.com/hook?token=url-secret-1&page=2',
+      headers: {
+        Authorization: 'Bearer hdr-secret-2',
+        'X-Tenant': 'tenant-3',
+        'X-Team': 'content',
+      },
+      redact_headers: ['x-tenant'],
+      http_basic_user: 'herald',
+      http_basic_password: 'basic-secret-4',
+    });
+    const whole = (await api.call('GET', `/webhooks/${hook}`)).body['data'] as {
+      attributes: Record<string, unknown>;
+    };
+    const signingSecret = whole.attributes['signing_secret'] as string;
+    expect(signingSecret).toMatch(/^whsec_/);
+    await insertEvents(db, 'sec-', 'sec-entity', 1, '2026-03-01');
+    await callsOf(db, ['sec-1'], [hook]);
+
+    const listed = await api.call<ListAnswer>(
+      'GET',
+      '/webhook_calls?filter[fields][entity_id][eq]=sec-entity',
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.body.included).toEqual([
+      withoutSigningSecret({
+        ...whole,
+        attributes: {
+          ...whole.attributes,
+          url: 'https://example.com/hook?token=***&page=2',
+          headers: { Authorization: 'Bearer ***', 'X-Tenant': '***', 'X-Team': 'content' },
+          http_basic_password: '***',
+        },
+      }),
+    ]);
+    const answer = JSON.stringify(listed.body);
+    for (const secret of ['url-secret-1', 'hdr-secret-2', 'tenant-3', 'basic-secret-4']) {
+      expect(answer).not.toContain(secret);
+    }
+    expect(answer).not.toContain(signingSecret.slice('whsec_'.length));
   });
 
   it('filters by event id and by entity id', async ({ api, db }) => {

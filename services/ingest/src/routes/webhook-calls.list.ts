@@ -4,7 +4,7 @@ import { context } from '@herald/runtime';
 import { WEBHOOK_CALL_STATUSES, findWebhooks, listWebhookCalls, type Db } from '@herald/store';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
 import { serializeWebhookCall } from '../webhook-calls/serialize.js';
-import { serializeWebhook } from '../webhooks/serialize.js';
+import { serializeIncludedWebhook } from '../webhooks/serialize.js';
 
 const ORDERS = [
   'created_at_asc',
@@ -56,7 +56,8 @@ type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
 
 /**
  * GET /webhook_calls → 200, paginated, with meta.total_count (exact or an upper bound: see
- * listWebhookCalls) and the page's webhooks in `included`, as DatoCMS answers.
+ * listWebhookCalls) and the page's webhooks in `included`, as DatoCMS answers, without their
+ * secrets (serializeIncludedWebhook).
  */
 export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
   return async (_req, res) => {
@@ -89,7 +90,7 @@ export function listWebhookCallsRoute(deps: { db: Db }): RequestHandler {
     const webhooks = await findWebhooks(deps.db, [...new Set(calls.map((c) => c.webhookId))]);
     res.json({
       data: calls.map(serializeWebhookCall),
-      included: webhooks.map(serializeWebhook),
+      included: webhooks.map(serializeIncludedWebhook),
       meta: { total_count: totalCount },
     });
   };

@@ -128,9 +128,16 @@ describe('@datocms/cma-client-node', () => {
     ]);
     const raw = await client.webhookCalls.rawList({ filter, page: { limit: 2 } });
     expect(raw.meta.total_count).toBe(5);
-    expect(raw.included.map((hook) => [hook.type, hook.id, hook.attributes.name])).toEqual([
-      ['webhook', webhook.id, 'Logged'],
-    ]);
+    // The included webhook has every attribute the client types, its password as `***`.
+    expect(
+      raw.included.map((hook) => [
+        hook.type,
+        hook.id,
+        hook.attributes.name,
+        hook.attributes.http_basic_user,
+        hook.attributes.http_basic_password,
+      ]),
+    ).toEqual([['webhook', webhook.id, 'Logged', 'user', '***']]);
     // Every call once, in order, through pages fetched concurrently by offset.
     const iterated: string[] = [];
     for await (const call of client.webhookCalls.listPagedIterator(

@@ -145,8 +145,8 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
       data: {
         type: 'webhook_preview',
         attributes: {
-          url: rendered.url,
-          headers: rendered.redacted,
+          url: rendered.logged.url,
+          headers: rendered.logged.headers,
           body: rendered.body,
           event_id: events.sample ? null : content.event.id,
           sample_event: events.sample,

@@ -1,3 +1,4 @@
+import { redactHeaders, redactUrl } from '@herald/payload';
 import type { WebhookRecord } from '@herald/store';
 
 /**
@@ -32,6 +33,26 @@ export function serializeWebhook(webhook: WebhookRecord) {
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
       created_at: webhook.createdAt.toISOString(),
       updated_at: webhook.updatedAt.toISOString(),
+    },
+  };
+}
+
+/**
+ * A webhook in the `included` of GET /webhook_calls (docs/api.md, GET /webhook_calls): shown
+ * beside the call log, so with what the log hides hidden too. The URL and headers as a call logs
+ * them, `http_basic_password` as `***` when there is one, no `signing_secret`; GET /webhooks/:id
+ * shows them whole. Every attribute the official client types stays, so it reads these as webhooks.
+ */
+export function serializeIncludedWebhook(webhook: WebhookRecord) {
+  const { attributes, ...resource } = serializeWebhook(webhook);
+  const { signing_secret: _secret, ...shown } = attributes;
+  return {
+    ...resource,
+    attributes: {
+      ...shown,
+      url: redactUrl(webhook.url),
+      headers: redactHeaders(webhook.headers, webhook.redactHeaders),
+      http_basic_password: webhook.httpBasicPassword === null ? null : '***',
     },
   };
 }

@@ -524,13 +524,67 @@ describe('/webhook_calls', () => {
         `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
       );
       const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
-      // The calls, not the webhook the list includes (shown as GET /webhooks/:id shows it, to the
-      // same admins, headers as configured).
-      for (const calls of [listed.body['data'], retrieved.body['data']]) {
+      for (const calls of [listed.body, retrieved.body]) {
         expect(JSON.stringify(calls)).toMatch(/"X-Api-Key":"\*\*\*"/);
         expect(JSON.stringify(calls)).not.toMatch(/key-in-clear-123|sk_live_456|tenant-789/);
       }
       expect(retrieved.body['data']).toMatchObject({ attributes: { request_headers: logged } });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('stores credential query values as ***, sent in clear, and includes the webhook without its secrets', async ({
+    api,
+    db,
+    pipeline,
+  }) => {
+    const own = await startReceiver();
+    try {
+      const env = randomId('env');
+      const hook = await addWebhook(
+        db,
+        pipeline,
+        webhookInput(`${own.url}/hook?token=abc-url-secret&page=2`, {
+          events: itemEventsIn(env, ['publish']),
+          headers: { 'X-Api-Key': 'key-in-clear-123' },
+          httpBasicUser: 'herald',
+          httpBasicPassword: 'basic-in-clear-456',
+        }),
+      );
+      const event = itemEvent({ environment: env, eventType: 'publish' });
+      await emitEvents(db, pipeline, [event]);
+      const call = await waitForCall(db, event.id, hook.id, ['success']);
+
+      expect(own.requests).toHaveLength(1);
+      expect(own.requests[0]!.url).toBe('/hook?token=abc-url-secret&page=2');
+      const basic = Buffer.from('herald:basic-in-clear-456').toString('base64');
+      expect(own.requests[0]!.headers['authorization']).toBe(`Basic ${basic}`);
+      const logged = `${own.url}/hook?token=***&page=2`;
+      expect(call.requestUrl).toBe(logged);
+
+      const listed = await api.call(
+        'GET',
+        `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
+      );
+      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
+      const attempts = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
+      expect(listed.body).toMatchObject({
+        data: [{ attributes: { request_url: logged } }],
+        included: [{ id: hook.id, attributes: { url: logged } }],
+      });
+      expect(retrieved.body).toMatchObject({ data: { attributes: { request_url: logged } } });
+      expect(attempts.body).toMatchObject({ data: [{ attributes: { request_url: logged } }] });
+      const secrets = [
+        'abc-url-secret',
+        'key-in-clear-123',
+        'basic-in-clear-456',
+        basic,
+        hook.signingSecret.slice('whsec_'.length),
+      ];
+      for (const answer of [listed.body, retrieved.body, attempts.body]) {
+        for (const secret of secrets) expect(JSON.stringify(answer)).not.toContain(secret);
+      }
     } finally {
       await own.close();
     }
