@@ -654,50 +654,58 @@ export async function attemptForJob(
     call.testEvent ?? ctx.loaders.events.load(call.eventId),
   ]);
   if (!webhook || !event) return 'skipped';
-  // Its rate limit and circuit first, then a slot of its in-flight limit.
-  for (let turn = false; ;) {
-    if (stopping()) return 'stopped';
-    const admission = await admit(ctx, webhook, turn);
-    if (admission.send) break;
-    ctx.metrics.putOff.inc({ path: 'bulk', reason: admission.reason });
-    turn = admission.rateSlot;
-    await sleep(Math.min(admission.waitMs, 1000));
-  }
-  const slot = slotToken(call.id);
-  while (!(await ctx.limiter.acquire(webhook.id, slot))) {
-    if (stopping()) return 'stopped';
-    // The job's item waits in memory, not as a job: look again soon.
-    await sleep(10 + Math.random() * 40);
-  }
-  let status = 'failed' as Outcome['status'] | 'stopped';
   // What the call carries (several events when it coalesced or batched).
   const batch = call.lane === '';
   const content = (await contentOf(ctx, webhook, call.eventIds, event, batch)) ?? {
     event,
     entries: null,
   };
-  await deliverHolding(ctx, webhook.id, slot, async (answered) => {
-    // Last, once the process's pool has room: a job cancelled while this item waited sends
-    // nothing more.
-    if (!(await mayStart())) {
-      status = 'stopped';
-      return;
+  // A slot of its in-flight limit and of the process's pool, then its rate limit and circuit,
+  // checked once it holds them, right before it is sent (admitted earlier, a request that then
+  // waited for the pool would start late, and another admitted meanwhile right beside it). A
+  // wait longer than a moment is spent outside, holding nothing.
+  let status = 'failed' as Outcome['status'] | 'stopped' | PutOff;
+  for (let turn = false; ;) {
+    const slot = slotToken(call.id);
+    while (!(await ctx.limiter.acquire(webhook.id, slot))) {
+      if (stopping()) return 'stopped';
+      // The job's item waits in memory, not as a job: look again soon.
+      await sleep(10 + Math.random() * 40);
     }
-    // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
-    // a call sent again is a resend (a failure leaves its plan as it was).
-    const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
-    const lane = call.lane !== null;
-    const outcome = await attempt(
-      ctx,
-      data,
-      { ...call, lane },
-      webhook,
-      content,
-      item.trigger,
-      answered,
-    );
-    status = outcome.status;
-  });
+    await deliverHolding(ctx, webhook.id, slot, async (answered) => {
+      const admission = await admit(ctx, webhook, turn);
+      if (!admission.send) {
+        status = admission;
+        return;
+      }
+      // Last: a job cancelled while this item waited sends nothing more.
+      if (!(await mayStart())) {
+        status = 'stopped';
+        return;
+      }
+      // A replay's new call is a first attempt (retried on the webhook's schedule if it fails);
+      // a call sent again is a resend (a failure leaves its plan as it was).
+      const data = { callId: call.id, webhookId: webhook.id, resend: !item.newCall };
+      const lane = call.lane !== null;
+      const outcome = await attempt(
+        ctx,
+        data,
+        { ...call, lane },
+        webhook,
+        content,
+        item.trigger,
+        answered,
+      );
+      status = outcome.status;
+    });
+    if (typeof status === 'string') break;
+    ctx.metrics.putOff.inc({ path: 'bulk', reason: status.reason });
+    turn = status.rateSlot;
+    const waitMs = Math.min(status.waitMs, 1000);
+    status = 'failed';
+    if (stopping()) return 'stopped';
+    await sleep(waitMs);
+  }
   if (status === 'stopped') return 'stopped';
   return status === 'success' ? 'succeeded' : 'failed';
 }
