@@ -39,21 +39,41 @@ describe("a webhook's rate limit (delivery_policy.rate_limit_per_second)", () =>
         deliveryPolicy: { rate_limit_per_second: RATE },
       }),
     );
-    await vi.waitFor(() => expect(second.runtime.index.has(webhook.id)).toBe(true));
-    // Two batches, so that each process matches one and makes first attempts.
-    const events = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events.slice(0, 30));
-    await emitEvents(db, second, events.slice(30));
-    await vi.waitFor(
-      async () => {
-        for (const event of events) {
-          expect((await callOf(db, event.id, webhook.id)).status).toBe('success');
-        }
-      },
-      { timeout: 20_000, interval: 100 },
+    // What this machine delivers right now without a limit, the same way: the rate below is
+    // judged against it too (a busy machine delivers less than the limit allows).
+    const freeEnv = randomId('env');
+    const free = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { name: 'unlimited', events: itemEventsIn(freeEnv) }),
     );
+    await vi.waitFor(() => expect(second.runtime.index.has(free.id)).toBe(true));
+    await vi.waitFor(() => expect(second.runtime.index.has(webhook.id)).toBe(true));
+    /** Delivers 60 events of `environment` through both processes; the request times. */
+    const deliver = async (target: string, environment: string): Promise<number[]> => {
+      const from = receiver.requests.length;
+      // Two batches, so that each process matches one and makes first attempts.
+      const events = Array.from({ length: 60 }, () => itemEvent({ environment }));
+      await emitEvents(db, pipeline, events.slice(0, 30));
+      await emitEvents(db, second, events.slice(30));
+      await vi.waitFor(
+        async () => {
+          for (const event of events) {
+            expect((await callOf(db, event.id, target)).status).toBe('success');
+          }
+        },
+        { timeout: 60_000, interval: 100 },
+      );
+      return receiver.requests
+        .slice(from)
+        .map((request) => request.at)
+        .sort((a, b) => a - b);
+    };
+    const rateOf = (times: number[]): number =>
+      ((times.length - 1) * 1000) / (times.at(-1)! - times[0]!);
+    const freeRate = rateOf(await deliver(free.id, freeEnv));
 
-    const times = receiver.requests.map((request) => request.at).sort((a, b) => a - b);
+    const times = await deliver(webhook.id, env);
     expect(times).toHaveLength(60);
     // No one-second window holds more than the rate allows (10 % for the timers' precision).
     let busiest = 0;
@@ -62,12 +82,12 @@ describe("a webhook's rate limit (delivery_policy.rate_limit_per_second)", () =>
       busiest = Math.max(busiest, i - j + 1);
     }
     expect(busiest).toBeLessThanOrEqual(RATE * 1.1);
-    const rate = ((times.length - 1) * 1000) / (times.at(-1)! - times[0]!);
+    const rate = rateOf(times);
     expect(rate).toBeLessThanOrEqual(RATE * 1.1);
-    // ... and the limit is what paced them, not something much slower. Spacing counts from a
-    // request's actual start when it starts late, so on a busy machine (admission to start takes
-    // longer) the rate stays under the limit by as much: 10.9/s of 20 was seen with one core busy.
-    expect(rate).toBeGreaterThan(RATE * 0.4);
+    // ... and the limit is what paced them, not something much slower: the limit, or what the
+    // machine delivered without it (10.9/s of 20 was seen with one core busy, 7.6 with the
+    // load average at 19).
+    expect(rate).toBeGreaterThan(0.5 * Math.min(RATE, freeRate));
     // Both processes delivered.
     expect(await deliveriesOf(pipeline.registry)).toBeGreaterThan(0);
     expect(await deliveriesOf(second.registry)).toBeGreaterThan(0);
