@@ -35,6 +35,7 @@ export const TEST_DATABASE_URL =
 export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
 export {
   copyPgliteTemplate,
   createPgliteTestDb,

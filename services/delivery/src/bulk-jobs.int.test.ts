@@ -1,4 +1,5 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
+import { waitFor } from '@herald/testkit';
 import type { ServerResponse } from 'node:http';
 import {
   cancelBulkJob,
@@ -27,7 +28,7 @@ const it = pipelineTest({
 });
 
 async function finished(db: Db, id: string): Promise<BulkJobRecord> {
-  return vi.waitFor(
+  return waitFor(
     async () => {
       const job = await findBulkJob(db, id);
       expect(job?.state).toBe('completed');
@@ -161,13 +162,13 @@ describe('cancel', () => {
       filter: { webhook_id: webhook.id },
       ratePerSecond: 2,
     });
-    await vi.waitFor(() => expect(held).toHaveLength(1), { timeout: 20_000, interval: 10 });
+    await waitFor(() => expect(held).toHaveLength(1), { timeout: 20_000, interval: 10 });
     expect((await cancelBulkJob(db, job.id))?.state).toBe('cancelled');
     for (const res of held) res.writeHead(200).end();
     receiver.respond = (_req, res) => res.writeHead(200).end();
     // The batch ends (its one item sent is counted in the metric) once its second item's turn
     // has come: by then that item went, or saw the cancel and did not.
-    await vi.waitFor(async () => expect(await finishedItems()).toBe(itemsBefore + 1), {
+    await waitFor(async () => expect(await finishedItems()).toBe(itemsBefore + 1), {
       timeout: 20_000,
       interval: 50,
     });
@@ -202,7 +203,7 @@ describe('replay', () => {
       await emitEvents(db, pipeline, shuffled.slice(i, i + 10));
     }
     // Matched (no webhook yet): no call exists.
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const { rows } = await db.query<{ n: string }>(
         'SELECT count(*) AS n FROM events WHERE environment = $1 AND matched_at IS NULL',
         [env],

@@ -1,4 +1,5 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
+import { waitFor } from '@herald/testkit';
 import { readWebhookStats } from '@herald/store';
 import {
   addWebhook,
@@ -42,7 +43,7 @@ describe('the circuit breaker and retries', () => {
       pipeline,
       Array.from({ length: 5 }, () => itemEvent({ environment: env })),
     );
-    const openUntil = await vi.waitFor(
+    const openUntil = await waitFor(
       async () => {
         const open = (await readWebhookStats(db, '1h', [webhook.id]))[0]!.circuit;
         expect(open.state).toBe('open');
@@ -52,7 +53,7 @@ describe('the circuit breaker and retries', () => {
     );
     const openedAt = openUntil - cooldownMs;
     // The first probe, one cool-down later.
-    await vi.waitFor(
+    await waitFor(
       () => expect(receiver.requests.some((request) => request.at >= openUntil - 50)).toBe(true),
       { timeout: 10_000, interval: 25 },
     );

@@ -1,4 +1,5 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
+import { waitFor } from '@herald/testkit';
 import { listOpenCircuits, readWebhookStats } from '@herald/store';
 import {
   addWebhook,
@@ -36,7 +37,7 @@ describe('the circuit breaker', () => {
     await emitEvents(db, pipeline, events);
 
     // Three failures in a row open it.
-    await vi.waitFor(async () => expect(await listOpenCircuits(db)).toHaveLength(1), {
+    await waitFor(async () => expect(await listOpenCircuits(db)).toHaveLength(1), {
       timeout: 10_000,
       interval: 25,
     });
@@ -60,7 +61,7 @@ describe('the circuit breaker', () => {
 
     // The endpoint comes back: the next probe succeeds, the circuit closes, every call goes.
     down = false;
-    await vi.waitFor(
+    await waitFor(
       async () => {
         for (const event of events)
           expect((await callOf(db, event.id, webhook.id)).status).toBe('success');

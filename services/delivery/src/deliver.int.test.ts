@@ -1,7 +1,7 @@
-import { beforeEach, describe, expect, onTestFinished, vi } from 'vitest';
+import { beforeEach, describe, expect, onTestFinished } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { findWebhook, listWebhookCallAttempts, rotateWebhookSecret } from '@herald/store';
-import { randomId, startReceiver, testRedis, type Receiver } from '@herald/testkit';
+import { randomId, startReceiver, testRedis, type Receiver, waitFor } from '@herald/testkit';
 import { webhooksChangedChannel } from '@herald/contract';
 import {
   addWebhook,
@@ -236,7 +236,7 @@ describe('outcomes (docs/api.md, What a webhook call sends)', () => {
     expect(call.responsePayload).toBe('gone');
     expect(call.nextRetryAt).toBeNull();
     // The disable follows the call's own outcome.
-    const disabled = await vi.waitFor(async () => {
+    const disabled = await waitFor(async () => {
       const found = await findWebhook(db, webhook.id);
       if (found?.enabled !== false) throw new Error('not disabled yet');
       return found;
@@ -248,17 +248,17 @@ describe('outcomes (docs/api.md, What a webhook call sends)', () => {
     expect(ended.nextRetryAt).toBeNull();
     expect(ended.failureReason).toBe('the webhook was disabled (410 Gone)');
     // Announced on the API's channel: the index drops it now, not at its next reload.
-    await vi.waitFor(() =>
+    await waitFor(() =>
       expect(heard.map((text) => JSON.parse(text) as unknown)).toContainEqual({
         id: webhook.id,
         change: 'updated',
       }),
     );
-    await vi.waitFor(() => expect(pipeline.runtime.index.has(webhook.id)).toBe(false));
+    await waitFor(() => expect(pipeline.runtime.index.has(webhook.id)).toBe(false));
     // And no new call is made for it.
     const after = scopedEvent();
     await emitEvents(db, pipeline, [after]);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const { rows } = await db.query(
         'SELECT 1 FROM events WHERE id = $1 AND matched_at IS NOT NULL',
         [after.id],
@@ -315,7 +315,7 @@ describe('outcomes (docs/api.md, What a webhook call sends)', () => {
     const event = scopedEvent();
     await emitEvents(db, pipeline, [event]);
     const seen: number[] = [];
-    await vi.waitFor(
+    await waitFor(
       async () => {
         const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
         if (!seen.includes(call.attemptedAutoRetriesCount))
@@ -384,7 +384,7 @@ describe('fairness (docs/api.md, What a webhook call sends)', () => {
     // Both webhooks match every item event; the slow one's calls come first in each event.
     const events = Array.from({ length: 60 }, () => scopedEvent());
     await emitEvents(db, own, events);
-    await vi.waitFor(
+    await waitFor(
       () => {
         if (fast.requests.length < events.length) throw new Error('fast not done');
       },
@@ -398,7 +398,7 @@ describe('fairness (docs/api.md, What a webhook call sends)', () => {
     // Released, the slow endpoint's calls all complete too.
     const release = setInterval(() => held.splice(0).forEach((answer) => answer()), 20);
     onTestFinished(() => clearInterval(release));
-    await vi.waitFor(
+    await waitFor(
       async () => {
         for (const e of events) await waitForCall(db, e.id, slowHook.id, ['success'], 100);
       },

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import {
   findWebhookCall,
   listEventCalls,
@@ -8,7 +8,7 @@ import {
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
-import { randomId, type Received } from '@herald/testkit';
+import { randomId, type Received, waitFor } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
@@ -129,7 +129,7 @@ describe('flow control', () => {
       versionOf(environment, 'a', 1),
     ]);
     await emitEvents(db, pipeline, [versionOf(environment, 'b', 1)]);
-    await vi.waitFor(
+    await waitFor(
       async () => {
         const calls = await callsOf(db, webhook);
         expect(calls).toHaveLength(4);
@@ -165,12 +165,12 @@ describe('flow control', () => {
     const v1 = versionOf(environment, 'a', 1);
     const other = versionOf(environment, 'c', 1);
     await emitEvents(db, pipeline, [v2]);
-    await vi.waitFor(() => expect(gate.held).toHaveLength(1));
+    await waitFor(() => expect(gate.held).toHaveLength(1));
     // v2 is in flight: v3 waits behind it; v1 is older than what is being sent.
     await emitEvents(db, pipeline, [v3]);
     await emitEvents(db, pipeline, [v1]);
     await emitEvents(db, pipeline, [other]);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls).toHaveLength(4);
       const superseded = calls.find((call) => call.eventId === v1.id)!;
@@ -179,12 +179,12 @@ describe('flow control', () => {
       expect(superseded.lastSentAt).toBeNull();
     });
     // c is another entity: it went while a's v2 was still in flight (held).
-    await vi.waitFor(() => expect(gate.held).toHaveLength(2));
+    await waitFor(() => expect(gate.held).toHaveLength(2));
     const waiting = (await callsOf(db, webhook)).find((call) => call.eventId === v3.id)!;
     expect(waiting.status).toBe('pending');
     expect(waiting.lastSentAt).toBeNull();
     gate.release();
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect((await callsOf(db, webhook)).map((call) => call.status).sort()).toEqual([
         'failed',
         'success',
@@ -209,11 +209,11 @@ describe('flow control', () => {
     const gate = holdAnswers(receiver, path);
     const create = versionOf(environment, 'a', 1, 'create');
     await emitEvents(db, pipeline, [create]);
-    await vi.waitFor(() => expect(gate.held).toHaveLength(1));
+    await waitFor(() => expect(gate.held).toHaveLength(1));
     // While v1 is in flight, v2…v6 come one request at a time: they all join one waiting call.
     const updates = [2, 3, 4, 5, 6].map((n) => versionOf(environment, 'a', n));
     for (const update of updates) await emitEvents(db, pipeline, [update]);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls).toHaveLength(2);
       // In the order they reached the call (match jobs run side by side).
@@ -225,7 +225,7 @@ describe('flow control', () => {
       joined[1]!.id,
     ]);
     gate.release();
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect((await callsOf(db, webhook)).map((call) => call.status)).toEqual([
         'success',
         'success',
@@ -243,18 +243,18 @@ describe('flow control', () => {
       versionOf(environment, 'b', 3, 'update'),
     ];
     await emitEvents(db, pipeline, [b[0]!]);
-    await vi.waitFor(() => expect(gate2.held).toHaveLength(1));
+    await waitFor(() => expect(gate2.held).toHaveLength(1));
     await emitEvents(db, pipeline, [b[1]!, b[2]!]);
     const d = [versionOf(environment, 'd', 1, 'create'), versionOf(environment, 'd', 2, 'update')];
     await emitEvents(db, pipeline, [d[0]!]);
-    await vi.waitFor(() => expect(gate2.held).toHaveLength(2));
+    await waitFor(() => expect(gate2.held).toHaveLength(2));
     await emitEvents(db, pipeline, [d[1]!, versionOf(environment, 'd', 3, 'delete')]);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls.filter((call) => call.eventIds.length === 2)).toHaveLength(2);
     });
     gate2.release();
-    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(6));
+    await waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(6));
     const last = sentTo(receiver.requests, path).slice(2);
     const of = (id: string) => last.filter((s) => s.body.entity.id === id);
     expect(of('b').map((s) => [s.body.event_type, s.body.entity.attributes.title])).toEqual([
@@ -295,7 +295,7 @@ describe('flow control', () => {
       pipeline,
       records.slice(15).map((r) => versionOf(environment, r, 2)),
     );
-    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(1), {
+    await waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(1), {
       timeout: 5000,
     });
     const [batch] = sentTo(receiver.requests, path);
@@ -303,7 +303,7 @@ describe('flow control', () => {
     expect(batch!.body.events).toHaveLength(30);
     expect(new Set(batch!.body.events!.map((e) => e.entity.id)).size).toBe(30);
     expect(batch!.body.events!.every((e) => e.entity.attributes.title === 'v2')).toBe(true);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls.map((call) => [call.status, call.eventIds.length])).toEqual([['success', 60]]);
     });
@@ -328,13 +328,13 @@ describe('flow control', () => {
     // its events: two jobs in the pool at once may commit in either order, and the batch opened
     // first is the one whose placement committed first.
     await emitEvents(db, pipeline, events.slice(0, 5));
-    await vi.waitFor(
+    await waitFor(
       async () =>
         expect((await callsOf(db, webhook)).map((call) => call.eventIds.length)).toEqual([5]),
       { timeout: 5000 },
     );
     await emitEvents(db, pipeline, events.slice(5).reverse());
-    await vi.waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
+    await waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
       timeout: 5000,
     });
     const batches = sentTo(receiver.requests, path).map((s) =>
@@ -342,7 +342,7 @@ describe('flow control', () => {
     );
     expect(batches.map((b) => b.length)).toEqual([10, 10, 5]);
     expect(batches.flat()).toEqual(events.map((event) => event.entityId));
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect((await callsOf(db, webhook)).map((call) => call.status)).toEqual([
         'success',
         'success',

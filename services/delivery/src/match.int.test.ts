@@ -1,8 +1,8 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import { parseCidrList, type WebhookEventEntry } from '@herald/contract';
 import type { Queue } from 'bullmq';
 import { findEvent, insertEvents, type Db, type NewEvent } from '@herald/store';
-import { createTestDb, randomId, startReceiver } from '@herald/testkit';
+import { createTestDb, randomId, startReceiver, waitFor } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
@@ -27,7 +27,7 @@ async function matchedNames(
   events: NewEvent[],
   names: Map<string, string>,
 ): Promise<string[][]> {
-  await vi.waitFor(async () => {
+  await waitFor(async () => {
     for (const event of events) {
       if (!(await findEvent(db, event.id))?.matchedAt) throw new Error('not matched yet');
     }

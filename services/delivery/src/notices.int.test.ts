@@ -1,7 +1,7 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { WebhookEventEntry } from '@herald/contract';
 import { createBulkJob } from '@herald/store';
-import { startReceiver, type Received } from '@herald/testkit';
+import { startReceiver, type Received, waitFor } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
@@ -61,7 +61,7 @@ describe('notices', () => {
         itemEvent({ environment: env }),
       ]);
 
-      await vi.waitFor(
+      await waitFor(
         () => {
           const kinds = notices(told.requests).map((n) => n.event_type);
           expect(kinds).toContain('failing');
@@ -91,7 +91,7 @@ describe('notices', () => {
       expect(Number(rows[0]!.n)).toBe(0);
 
       down = false;
-      await vi.waitFor(
+      await waitFor(
         () => expect(notices(told.requests).map((n) => n.event_type)).toContain('recovered'),
         { timeout: 10_000, interval: 50 },
       );
@@ -124,7 +124,7 @@ describe('notices', () => {
         webhookInput(receiver.url, { name: 'retired', events: itemEventsIn(env) }),
       );
       await emitEvents(db, pipeline, [itemEvent({ environment: env })]);
-      await vi.waitFor(
+      await waitFor(
         () => {
           const disabled = notices(told.requests).find(
             (n) => n.event_type === 'disabled' && n.entity.attributes['webhook_id'] === gone.id,
@@ -140,7 +140,7 @@ describe('notices', () => {
         filter: { webhook_id: gone.id, status: 'success' },
         ratePerSecond: null,
       });
-      await vi.waitFor(
+      await waitFor(
         () => {
           const ended = notices(told.requests).find((n) => n.event_type === 'bulk_job_finished');
           expect(ended?.entity.attributes).toMatchObject({

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
+import { waitFor } from '@herald/testkit';
 import { createBulkJob, findBulkJob } from '@herald/store';
 import {
   addWebhook,
@@ -53,7 +54,7 @@ describe('a rate limit after a late start', () => {
       filter: { webhook_id: webhook.id },
       ratePerSecond: null,
     });
-    await vi.waitFor(async () => expect((await findBulkJob(db, job.id))?.state).toBe('completed'), {
+    await waitFor(async () => expect((await findBulkJob(db, job.id))?.state).toBe('completed'), {
       timeout: 20_000,
       interval: 50,
     });

@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
-import { describe, expect, onTestFinished, vi } from 'vitest';
-import { randomId } from '@herald/testkit';
+import { describe, expect, onTestFinished } from 'vitest';
+import { randomId, waitFor } from '@herald/testkit';
 import {
   addWebhook,
   callOf,
@@ -47,8 +47,8 @@ describe("a webhook's rate limit (delivery_policy.rate_limit_per_second)", () =>
       pipeline,
       webhookInput(receiver.url, { name: 'unlimited', events: itemEventsIn(freeEnv) }),
     );
-    await vi.waitFor(() => expect(second.runtime.index.has(free.id)).toBe(true));
-    await vi.waitFor(() => expect(second.runtime.index.has(webhook.id)).toBe(true));
+    await waitFor(() => expect(second.runtime.index.has(free.id)).toBe(true));
+    await waitFor(() => expect(second.runtime.index.has(webhook.id)).toBe(true));
     /** Delivers 60 events of `environment` through both processes; the request times. */
     const deliver = async (target: string, environment: string): Promise<number[]> => {
       const from = receiver.requests.length;
@@ -56,7 +56,7 @@ describe("a webhook's rate limit (delivery_policy.rate_limit_per_second)", () =>
       const events = Array.from({ length: 60 }, () => itemEvent({ environment }));
       await emitEvents(db, pipeline, events.slice(0, 30));
       await emitEvents(db, second, events.slice(30));
-      await vi.waitFor(
+      await waitFor(
         async () => {
           for (const event of events) {
             expect((await callOf(db, event.id, target)).status).toBe('success');

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { MATCH_EVENT_JOB, QUEUE_EVENT_MATCH, eventJobId } from '@herald/contract';
 import { createRedis, type Redis } from '@herald/runtime';
@@ -18,6 +18,7 @@ import {
   randomId,
   silentLogger,
   type TestDb,
+  waitFor,
 } from '@herald/testkit';
 import { itemEvent, startReceiver, webhookInput, type Receiver } from './harness.test-support.js';
 
@@ -123,7 +124,7 @@ async function deliverEvents(receiver: Receiver, name: string, count: number) {
 
 /** Waits until `total` calls of the webhook have succeeded. */
 async function waitForSuccesses(webhookId: string, total: number): Promise<void> {
-  await vi.waitFor(
+  await waitFor(
     async () => {
       const counts = await statusCounts(webhookId);
       if (counts['success'] !== total) throw new Error(JSON.stringify(counts));
@@ -138,7 +139,7 @@ describe('nothing lost', () => {
     const receiver = await startReceiver((_req, res) => setTimeout(() => res.end('ok'), 30));
     try {
       const { webhook, child: first, events } = await deliverEvents(receiver, 'kill', 300);
-      await vi.waitFor(
+      await waitFor(
         () => {
           if (receiver.requests.length < 30) throw new Error('not started');
         },
@@ -177,7 +178,7 @@ describe('nothing lost', () => {
       const first = startDelivery();
       const events = Array.from({ length: 200 }, () => itemEvent());
       await emit(events);
-      await vi.waitFor(
+      await waitFor(
         async () => {
           const counts = await statusCounts(webhook.id);
           if (counts['failed'] !== events.length) throw new Error(JSON.stringify(counts));
@@ -195,7 +196,7 @@ describe('nothing lost', () => {
         filter: { webhook_id: webhook.id, status: 'failed' },
         ratePerSecond: 100,
       });
-      await vi.waitFor(
+      await waitFor(
         () => {
           if (fromJob().length < 40) throw new Error('not started');
         },
@@ -207,10 +208,10 @@ describe('nothing lost', () => {
 
       // Another process takes the job over once the dead one's lease ran out.
       startDelivery();
-      await vi.waitFor(
-        async () => expect((await findBulkJob(db, job.id))?.state).toBe('completed'),
-        { timeout: 45_000, interval: 200 },
-      );
+      await waitFor(async () => expect((await findBulkJob(db, job.id))?.state).toBe('completed'), {
+        timeout: 45_000,
+        interval: 200,
+      });
       expect(await findBulkJob(db, job.id)).toMatchObject({
         matched: 200,
         succeeded: 200,
@@ -259,7 +260,7 @@ describe('nothing lost', () => {
     try {
       await db.query('DELETE FROM webhooks');
       const { webhook, child, events } = await deliverEvents(receiver, 'flush', 100);
-      await vi.waitFor(
+      await waitFor(
         () => {
           if (failedOnce.size < 20) throw new Error('not started');
         },

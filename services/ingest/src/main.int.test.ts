@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertEvents, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
@@ -10,6 +10,7 @@ import {
   testItemEvent,
   testRedis,
   type TestDb,
+  waitFor,
 } from '@herald/testkit';
 import type { Redis } from '@herald/runtime';
 
@@ -155,7 +156,7 @@ function blockedBackend(holderPid: number, request: Promise<Response>): Promise<
     (response) => (answered = response.status),
     () => undefined,
   );
-  return vi.waitFor(
+  return waitFor(
     async () => {
       if (answered !== undefined) throw new Error(`answered ${answered} without waiting`);
       const { rows } = await db.query<{ pid: number }>(

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { randomId, testRedis } from '@herald/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomId, testRedis, waitFor } from '@herald/testkit';
 import { FirstAttempts, type PendingAttempt } from './first-attempts.js';
 import { InFlightLimiter } from './in-flight.js';
 import { Semaphore } from './semaphore.js';
@@ -49,11 +49,11 @@ describe('FirstAttempts (real Redis limiter)', () => {
   it('starts as many calls as the pool has room for, and the next ones as attempts finish', async () => {
     const { first, started, finish, queued } = setup(2, 10);
     first.add(['a', 'b', 'c'].map((id) => ({ id, webhookId: '1' })));
-    await vi.waitFor(() => expect(started).toEqual(['a', 'b']));
+    await waitFor(() => expect(started).toEqual(['a', 'b']));
     expect(first.size).toBe(3);
     expect(queued.at(-1)).toBe(1);
     finish('a');
-    await vi.waitFor(() => expect(started).toEqual(['a', 'b', 'c']));
+    await waitFor(() => expect(started).toEqual(['a', 'b', 'c']));
     expect(queued.at(-1)).toBe(0);
     finish('b');
     finish('c');
@@ -68,7 +68,7 @@ describe('FirstAttempts (real Redis limiter)', () => {
       { id: 'x2', webhookId: '7' },
       { id: 'y1', webhookId: '8' },
     ]);
-    await vi.waitFor(() => expect(started.sort()).toEqual(['x1', 'y1']));
+    await waitFor(() => expect(started.sort()).toEqual(['x1', 'y1']));
     expect(deferred).toEqual(['x2']);
     finish('x1');
     finish('y1');
@@ -78,15 +78,15 @@ describe('FirstAttempts (real Redis limiter)', () => {
   it('with waitMs, a call over the limit takes the slot an attempt frees here, in order; past waitMs it is deferred', async () => {
     const { first, started, deferred, finish } = setup(10, 1, 400);
     first.add(['w1', 'w2', 'w3'].map((id) => ({ id, webhookId: '9' })));
-    await vi.waitFor(() => expect(started).toEqual(['w1']));
+    await waitFor(() => expect(started).toEqual(['w1']));
     // Waiting calls do not hold up matching (below) but are in size.
     expect(first.size).toBe(3);
     await first.below(2);
     finish('w1');
-    await vi.waitFor(() => expect(started).toEqual(['w1', 'w2']));
+    await waitFor(() => expect(started).toEqual(['w1', 'w2']));
     expect(deferred).toEqual([]);
     // w2 keeps the slot past w3's waitMs: w3 goes to a deliver job.
-    await vi.waitFor(() => expect(deferred).toEqual(['w3']), { timeout: 2000 });
+    await waitFor(() => expect(deferred).toEqual(['w3']), { timeout: 2000 });
     finish('w2');
     await first.drain();
     expect(first.size).toBe(0);
@@ -95,10 +95,10 @@ describe('FirstAttempts (real Redis limiter)', () => {
   it("frees a call's slot when the endpoint answered, before the attempt ends (its outcome's write)", async () => {
     const { first, started, finish, answer } = setup(10, 1, 5000);
     first.add(['s1', 's2'].map((id) => ({ id, webhookId: '11' })));
-    await vi.waitFor(() => expect(started).toEqual(['s1']));
+    await waitFor(() => expect(started).toEqual(['s1']));
     // s1 is still recording its outcome: s2 takes the slot all the same.
     answer('s1');
-    await vi.waitFor(() => expect(started).toEqual(['s1', 's2']));
+    await waitFor(() => expect(started).toEqual(['s1', 's2']));
     finish('s1');
     finish('s2');
     await first.drain();
@@ -109,11 +109,11 @@ describe('FirstAttempts (real Redis limiter)', () => {
     first.add(['p', 'q'].map((id) => ({ id, webhookId: '3' })));
     let roomy = false;
     const room = first.below(2).then(() => (roomy = true));
-    await vi.waitFor(() => expect(first.size).toBe(2));
+    await waitFor(() => expect(first.size).toBe(2));
     expect(roomy).toBe(false);
-    await vi.waitFor(() => finish('p'));
+    await waitFor(() => finish('p'));
     await room;
-    await vi.waitFor(() => finish('q'));
+    await waitFor(() => finish('q'));
     await first.drain();
   });
 });

@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { insertEvents } from '@herald/store';
-import { createTestDb, silentLogger, testItemEvent, type TestDb } from '@herald/testkit';
+import { createTestDb, silentLogger, testItemEvent, type TestDb, waitFor } from '@herald/testkit';
 import { Lease } from './lease.js';
 
 // A heartbeat every 100 ms.
@@ -57,7 +57,7 @@ async function heartbeats(lease: Lease, count: number): Promise<void> {
   };
   for (let i = 0; i < count; i++) {
     const before = await beatAt();
-    await vi.waitFor(async () => expect(await beatAt()).not.toBe(before), { timeout: 5000 });
+    await waitFor(async () => expect(await beatAt()).not.toBe(before), { timeout: 5000 });
   }
 }
 
@@ -67,7 +67,7 @@ describe('the lease: calls held in Postgres but not in memory', () => {
     const [kept] = await lease.create(async () => [await insertHeldCall(lease.id)]);
     // An outcome Postgres forgot: the call is held again, by a process that is done with it.
     const forgotten = await insertHeldCall(lease.id);
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await holdOf(forgotten.id)).toEqual({ heldBy: null, due: true }),
     );
     expect(released()).toBe(1);
@@ -76,9 +76,7 @@ describe('the lease: calls held in Postgres but not in memory', () => {
     expect(await holdOf(kept!.id)).toEqual({ heldBy: lease.id, due: false });
     // Once let go without its outcome reaching Postgres, it is released too.
     lease.letGo([kept!.id]);
-    await vi.waitFor(async () =>
-      expect(await holdOf(kept!.id)).toEqual({ heldBy: null, due: true }),
-    );
+    await waitFor(async () => expect(await holdOf(kept!.id)).toEqual({ heldBy: null, due: true }));
     expect(released()).toBe(2);
   });
 
@@ -92,7 +90,7 @@ describe('the lease: calls held in Postgres but not in memory', () => {
       await answered; // the reply on its way
       return [committed];
     });
-    await vi.waitFor(() => expect(committed).toBeDefined());
+    await waitFor(() => expect(committed).toBeDefined());
     await heartbeats(lease, 2);
     expect(await holdOf(committed.id)).toEqual({ heldBy: lease.id, due: false });
     answer();
@@ -110,7 +108,7 @@ describe('the lease: calls held in Postgres but not in memory', () => {
       throw new Error('Connection terminated unexpectedly');
     });
     await expect(creating).rejects.toThrow('Connection terminated');
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await holdOf(committed.id)).toEqual({ heldBy: null, due: true }),
     );
   });

@@ -1,4 +1,4 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import { parseCidrList, webhooksChangedChannel } from '@herald/contract';
 import { activeSigningSecrets, findWebhook } from '@herald/store';
 import {
@@ -8,6 +8,7 @@ import {
   testDeps,
   testRedis,
   type TestApi,
+  waitFor,
 } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
@@ -374,7 +375,7 @@ describe('change notifications', () => {
     // Only this webhook's: an earlier test's publish may still arrive after the reset above.
     const ofThisWebhook = (): unknown[] =>
       messages.map((m) => JSON.parse(m) as { id: string }).filter((m) => m.id === id);
-    await vi.waitFor(() => expect(ofThisWebhook()).toHaveLength(4));
+    await waitFor(() => expect(ofThisWebhook()).toHaveLength(4));
     expect(ofThisWebhook()).toEqual([
       { id, change: 'created' },
       { id, change: 'updated' },

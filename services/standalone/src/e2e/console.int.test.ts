@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { HERALD_VERSION } from '@herald/payload';
@@ -24,6 +24,7 @@ import {
   type Receiver,
   type TestDb,
   type TestServer,
+  waitFor,
 } from '@herald/testkit';
 import { testSettings } from '../../../delivery/src/harness.test-support.js';
 
@@ -371,7 +372,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     ]);
     expect(stored.data.attributes.redact_headers).toEqual(['X-Tenant']);
     // The delivery workers learn of it (pub/sub), then events match it.
-    await vi.waitFor(() => {
+    await waitFor(() => {
       if (!delivery.index.has(id!)) throw new Error('not indexed yet');
     });
   });
@@ -387,7 +388,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         ),
       ],
     });
-    await vi.waitFor(() => expect(received.length).toBe(1), { timeout: 15_000, interval: 50 });
+    await waitFor(() => expect(received.length).toBe(1), { timeout: 15_000, interval: 50 });
     expect(received[0]!.url).toBe('/hooks/item');
     expect(received[0]!.body).toBe(
       '{"event": "item.publish", "record": "launch", "title": "Launch day"}',
@@ -430,7 +431,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     const callId = received[0]!.headers['webhook-id'];
     await page.getByRole('button', { name: 'Resend' }).click();
     await page.getByText(/resent/).waitFor();
-    await vi.waitFor(() => expect(received.length).toBe(2), { timeout: 15_000, interval: 50 });
+    await waitFor(() => expect(received.length).toBe(2), { timeout: 15_000, interval: 50 });
     expect(received[1]!.headers['webhook-id']).toBe(callId);
     expect(received[1]!.body).toBe(received[0]!.body);
     // The attempt history shows both: the first attempt, then the resend.
@@ -645,7 +646,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         // Failed calls stay failed (no retry planned), so a bulk resend takes them.
         auto_retry: false,
       });
-      await vi.waitFor(() => {
+      await waitFor(() => {
         if (!delivery.index.has(hook)) throw new Error('not indexed yet');
       });
     });
@@ -722,7 +723,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await page.getByRole('heading', { name: 'Search indexer' }).waitFor();
       await page.getByRole('button', { name: 'Disable' }).click();
       await page.getByRole('button', { name: 'Enable' }).waitFor();
-      await vi.waitFor(() => {
+      await waitFor(() => {
         if (delivery.index.has(hook)) throw new Error('still indexed');
       });
       const before = target.requests.length;
@@ -835,7 +836,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await shot('webhook-field-aware');
 
       // Delivered: a title edit of a record with 500 views, with its JSON Patch.
-      await vi.waitFor(() => {
+      await waitFor(() => {
         if (!delivery.index.has(id)) throw new Error('not indexed yet');
       });
       await api('POST', '/events', {
@@ -853,7 +854,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await api('POST', '/events', {
         data: [itemEvent('update', 'storm', story('Storm warning'), undefined, 'headline')],
       });
-      await vi.waitFor(() => expect(target.requests).toHaveLength(1), { timeout: 15_000 });
+      await waitFor(() => expect(target.requests).toHaveLength(1), { timeout: 15_000 });
       const sent = JSON.parse(target.requests[0]!.body);
       expect(sent).toMatchObject({ webhook_id: id, event_type: 'update', entity: { id: 'storm' } });
       expect(sent.changes).toEqual([{ op: 'replace', path: '/title', value: 'Storm warning' }]);
@@ -901,7 +902,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
       // Two records edited five times, in two requests within the window: one call, each
       // record once with its latest state, in the order of their latest events.
-      await vi.waitFor(() => {
+      await waitFor(() => {
         if (!delivery.index.has(id)) throw new Error('not indexed yet');
       });
       const edit = (record: string, title: string) =>
@@ -910,7 +911,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         data: [edit('flow-a', 'A1'), edit('flow-b', 'B1'), edit('flow-a', 'A2')],
       });
       await api('POST', '/events', { data: [edit('flow-b', 'B2'), edit('flow-a', 'A3')] });
-      await vi.waitFor(() => expect(target.requests).toHaveLength(1), { timeout: 15_000 });
+      await waitFor(() => expect(target.requests).toHaveLength(1), { timeout: 15_000 });
       const sent = JSON.parse(target.requests[0]!.body);
       expect(
         sent.events.map((e: any) => [e.entity.id, e.event_type, e.entity.attributes.title]),

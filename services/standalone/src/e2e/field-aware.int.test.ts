@@ -1,8 +1,16 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { createApp } from '@herald/ingest';
 import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
-import { createTestToken, randomId, serve, silentLogger, testApi, testDeps } from '@herald/testkit';
+import {
+  createTestToken,
+  randomId,
+  serve,
+  silentLogger,
+  testApi,
+  testDeps,
+  waitFor,
+} from '@herald/testkit';
 import { pipelineTest } from '../../../delivery/src/harness.test-support.js';
 
 // Field-aware matching and `changes` in the payload (extension, docs/api.md, Events and filters;
@@ -150,7 +158,7 @@ async function createWebhook(
   // The entry is echoed with its content keys as sent.
   expect((answer.body.data.attributes['events'] as unknown[])[0]).toMatchObject(narrowing);
   const { id } = answer.body.data;
-  await vi.waitFor(() => expect(pipeline.runtime.index.has(id)).toBe(true));
+  await waitFor(() => expect(pipeline.runtime.index.has(id)).toBe(true));
   return id;
 }
 
@@ -161,10 +169,10 @@ async function matchedWebhooks(api: Api, eventId: string): Promise<string[]> {
       data: { attributes: { matched_at: string | null } };
       included?: { relationships: { webhook: { data: { id: string } } } }[];
     }>('GET', `/events/${eventId}`);
-  await vi.waitFor(
-    async () => expect((await read()).body.data.attributes.matched_at).not.toBeNull(),
-    { timeout: 10_000, interval: 50 },
-  );
+  await waitFor(async () => expect((await read()).body.data.attributes.matched_at).not.toBeNull(), {
+    timeout: 10_000,
+    interval: 50,
+  });
   // Read again: GET /events/:id reads the event and its calls in two statements that may see
   // either side of the match's commit.
   const answer = await read();
@@ -226,7 +234,7 @@ describe('field-aware entries, through the API', () => {
     ).toEqual([titleChanged, italian, published, plain].sort());
 
     // The payload of the webhook with payload_changes: the JSON Patch from the stored version.
-    await vi.waitFor(() => {
+    await waitFor(() => {
       const bodies = receiver.requests
         .map((r) => JSON.parse(r.body) as Sent)
         .filter((b) => b.webhook_id === titleChanged && b.entity.id === id);
@@ -292,7 +300,7 @@ describe('field-aware entries, through the API', () => {
     );
     expect((await api.call('POST', '/events', { data: [updated] })).status).toBe(202);
     expect(await matchedWebhooks(api, updated.id)).toEqual([slugChanged]);
-    await vi.waitFor(() => {
+    await waitFor(() => {
       const bodies = receiver.requests
         .filter((r) => r.body.startsWith('{"changed"'))
         .map((r) => r.body);

@@ -1,4 +1,4 @@
-import { describe, expect, vi } from 'vitest';
+import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
@@ -13,6 +13,7 @@ import {
   testApi,
   testDeps,
   type TestApi,
+  waitFor,
 } from '@herald/testkit';
 import {
   addWebhook,
@@ -175,7 +176,7 @@ describe('/webhook_calls', () => {
     const resent = receiver.requests.slice(before);
     expect(resent).toHaveLength(1);
     expect(resent[0]!.headers['webhook-id']).toBe(rescheduled.id);
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       expect(
         (await api.call('GET', `/webhook_calls/${rescheduled.id}`)).body['data'],
       ).toMatchObject({
@@ -309,7 +310,7 @@ describe('/webhook_calls', () => {
       for (let i = 0; i < 2; i++) await send('rescheduled');
 
       // The delivery processes write their stats every quarter second.
-      await vi.waitFor(async () => {
+      await waitFor(async () => {
         const stats = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
         expect(stats.body['data']).toMatchObject({ attributes: { attempts: { total: 5 } } });
       });
@@ -394,7 +395,7 @@ describe('/webhook_calls', () => {
       );
       const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
       const settled = (id: string, status: string) =>
-        vi.waitFor(
+        waitFor(
           async () => {
             const call = await findWebhookCall(db, id);
             if (call?.status !== status) throw new Error(`call ${id} is ${call?.status}`);

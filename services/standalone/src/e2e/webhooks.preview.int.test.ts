@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
@@ -16,6 +16,7 @@ import {
   testRedis,
   type TestDb,
   type TestServer,
+  waitFor,
 } from '@herald/testkit';
 import { Registry } from 'prom-client';
 import { testSettings } from '../../../delivery/src/harness.test-support.js';
@@ -625,7 +626,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
         },
       ],
     };
-    await vi.waitFor(
+    await waitFor(
       () => {
         for (const id of Object.values(created)) {
           if (!delivery.index.has(id)) throw new Error(`webhook ${id} not indexed yet`);
@@ -634,7 +635,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       { timeout: 10_000, interval: 50 },
     );
     expect((await api('POST', '/events', publish)).status).toBe(202);
-    await vi.waitFor(() => expect(received.length).toBeGreaterThanOrEqual(2), {
+    await waitFor(() => expect(received.length).toBeGreaterThanOrEqual(2), {
       timeout: 15_000,
       interval: 50,
     });
@@ -711,14 +712,14 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
     });
     expect(response.status).toBe(201);
     const id: string = response.body.data.id;
-    await vi.waitFor(() => expect(delivery.index.has(id)).toBe(true), { timeout: 10_000 });
+    await waitFor(() => expect(delivery.index.has(id)).toBe(true), { timeout: 10_000 });
 
     const a = randomId('rec');
     const b = randomId('rec');
     await storeItemEvents(a, [{ type: 'create', title: 'A1' }]);
     await storeItemEvents(b, [{ type: 'update', title: 'B1' }]);
     await storeItemEvents(a, [{ type: 'update', title: 'A2' }]);
-    const delivered = await vi.waitFor(
+    const delivered = await waitFor(
       () => {
         const found = received.find((r) => r.url === '/batched');
         if (!found) throw new Error('no batch received yet');
