@@ -146,6 +146,18 @@ export interface SweeperOptions {
   onDisabled?: (webhook: { id: string; reason: string }) => Promise<void>;
 }
 
+/** The job of a call's next attempt: a rescheduled call's is its next retry, under that retry's id. */
+const jobOfCall = (call: {
+  id: string;
+  webhookId: string;
+  status: 'pending' | 'rescheduled';
+  attemptedAutoRetriesCount: number;
+}): { id: string; webhookId: string; retry: number | undefined } => ({
+  id: call.id,
+  webhookId: call.webhookId,
+  retry: call.status === 'rescheduled' ? call.attemptedAutoRetriesCount + 1 : undefined,
+});
+
 /** Time between two looks for webhooks failing too long. */
 const DISABLE_CHECK_INTERVAL_MS = 60_000;
 
@@ -359,14 +371,8 @@ export class Sweeper {
       const waiting = await listWaitingWebhookCalls(db, { after, limit });
       const now = Date.now();
       let next = 0;
-      await enqueueDeliveries(
-        deliverQueue,
-        waiting.map((c) => ({
-          id: c.id,
-          webhookId: c.webhookId,
-          retry: c.status === 'rescheduled' ? c.attemptedAutoRetriesCount + 1 : undefined,
-        })),
-        () => Math.max(0, waiting[next++]!.dueAt.getTime() - now),
+      await enqueueDeliveries(deliverQueue, waiting.map(jobOfCall), () =>
+        Math.max(0, waiting[next++]!.dueAt.getTime() - now),
       );
       total += waiting.length;
       const last = waiting.at(-1);
@@ -385,15 +391,7 @@ export class Sweeper {
     let total = 0;
     for (;;) {
       const stranded = await listStrandedWebhookCalls(db, { before, limit });
-      // A rescheduled call's job is its next retry, under that retry's job id.
-      await enqueueDeliveries(
-        deliverQueue,
-        stranded.map((c) => ({
-          id: c.id,
-          webhookId: c.webhookId,
-          retry: c.status === 'rescheduled' ? c.attemptedAutoRetriesCount + 1 : undefined,
-        })),
-      );
+      await enqueueDeliveries(deliverQueue, stranded.map(jobOfCall));
       // Restarts their clocks: they leave the list, and come back only if still not done later.
       await markWebhookCallsEnqueued(
         db,

@@ -179,9 +179,10 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
 
   it('Redis down for longer than a job lock', async () => {
     const lockMs = Number(INTERVALS['DELIVERY_JOB_LOCK_MS'] ?? 30_000);
-    const row = await fault('Redis down 3 s (> job lock)', 'split', async (s) => {
+    const outageMs = Math.max(3000, 2 * lockMs);
+    const row = await fault(`Redis down ${outageMs / 1000} s (> job lock)`, 'split', async (s) => {
       await s.infra.redis.kill();
-      await sleep(Math.max(3000, 2 * lockMs)); // the outage
+      await sleep(outageMs); // the outage
       await s.infra.redis.start();
       s.faultEnded();
     });

@@ -47,12 +47,16 @@ export const SHRUNK_INTERVALS: Readonly<Record<string, string>> = {
   // timeout, and the call is sent again: counted apart, as `retried`).
   DELIVERY_TIMEOUT_MS: '5000',
   DELIVERY_CONNECT_TIMEOUT_MS: '500',
-  DELIVERY_JOB_LOCK_MS: '1500',
+  // A job lock or a lease that lapses while its process is alive but starved (a busy machine:
+  // 1.5 s lapsed at load 19) makes the job or the calls another's, and an attempt in flight is
+  // sent again: 4 s and 3 s keep that for a process that is really gone, and every recovery
+  // within RECOVERY_LIMIT_S.
+  DELIVERY_JOB_LOCK_MS: '4000',
   DELIVERY_SWEEP_INTERVAL_MS: '500',
   DELIVERY_SWEEP_AFTER_MS: '3000',
   EVENT_SWEEP_GRACE_MS: '2000',
   WEBHOOK_INDEX_RELOAD_MS: '2000',
-  DELIVERY_LEASE_MS: '1500',
+  DELIVERY_LEASE_MS: '3000',
   MATCH_JOB_ATTEMPTS: '3',
   MATCH_JOB_BACKOFF_MS: '100',
   SHUTDOWN_READINESS_DELAY_MS: '1000',
