@@ -35,7 +35,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'herald',
-          include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts'],
+          include: [
+            'packages/*/src/**/*.test.ts',
+            'services/*/src/**/*.test.ts',
+            'scripts/**/*.test.ts',
+          ],
           exclude: [...configDefaults.exclude, FAULTS],
           // Every integration test isolates itself (fresh schema, random Redis prefix), so files
           // run in parallel.

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# The README's start command: installs what Herald needs, builds it, and runs ingest + read +
-# delivery in one process on one port, on the embedded defaults (PGlite; a local redis-server).
+# The README's start command: installs what Herald needs and builds it (each only when something
+# changed), then runs ingest + read + delivery in one process on one port, on the embedded
+# defaults (PGlite; a local redis-server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/ensure-pnpm.sh
-echo "installing dependencies and building (first run takes a minute)…"
-pnpm_ install --frozen-lockfile --prefer-offline >/dev/null
-pnpm_ run build >/dev/null
+source scripts/ensure-built.sh
 exec node services/standalone/dist/main.js

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# The README's test command: installs what it needs, builds, makes sure Postgres and Redis run,
-# then runs every test against them. Prints a last line "N passed, N failed".
+# The README's test command: installs what it needs and builds (each only when something changed),
+# makes sure Postgres and Redis run, then runs every test against them. Prints a last line
+# "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-pnpm.sh
 source scripts/ensure-services.sh
 source scripts/ensure-chromium.sh
 source scripts/ensure-kubectl.sh
-
-pnpm_ install --frozen-lockfile --prefer-offline >/dev/null
-pnpm_ run build >/dev/null
+source scripts/ensure-built.sh
 
 mkdir -p .ci/out
 status=0

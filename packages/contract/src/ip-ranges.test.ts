@@ -46,6 +46,19 @@ describe('checkAddress', () => {
     if (check.blocked) expect(check.reason).toContain(kind);
   });
 
+  it('names the setting that lifts a refusal, with an entry that does', () => {
+    for (const [ip, entry] of [
+      ['10.1.2.3', '10.1.2.3/32'],
+      ['::1', '::1/128'],
+      ['::ffff:127.0.0.1', '127.0.0.1/32'],
+      ['2002:c0a8:101::', '192.168.1.1/32'],
+    ] as const) {
+      const check = checkAddress(ip);
+      expect(check.blocked && check.reason).toMatch(`add ${entry} to SSRF_ALLOW_CIDRS to allow it`);
+      expect(checkAddress(ip, parseCidrList(entry))).toEqual({ blocked: false });
+    }
+  });
+
   it.each([
     '8.8.8.8',
     '93.184.215.14',

@@ -164,9 +164,16 @@ export function checkAddress(ip: string, allow: CidrList = []): AddressCheck {
   const hit = classify(address);
   if (!hit) return { blocked: false };
   const via = hit.embedded ? ` (it embeds ${hit.embedded})` : '';
+  // The setting that lifts the refusal, with the narrowest entry that would (an IPv6 form is
+  // allowed by the IPv4 address it embeds).
+  const entry = hit.embedded
+    ? `${hit.embedded}/32`
+    : `${address.toString()}/${address.kind() === 'ipv4' ? 32 : 128}`;
   return {
     blocked: true,
     kind: hit.kind,
-    reason: `${address.toString()} is in a blocked address range: ${hit.kind}${via}`,
+    reason:
+      `${address.toString()} is in a blocked address range: ${hit.kind}${via}; ` +
+      `add ${entry} to SSRF_ALLOW_CIDRS to allow it`,
   };
 }

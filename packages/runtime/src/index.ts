@@ -56,4 +56,5 @@ export {
   deploymentKey,
 } from './deployment.js';
 export { ssrfEnv } from './ssrf-env.js';
+export { redisProblem, warnOncePerCause } from './dependencies.js';
 export { runMain, serveHttp, startService } from './service.js';

@@ -13,6 +13,7 @@ import {
   type DeliverJobData,
   type EventMatchJobData,
 } from '@herald/contract';
+import { redisProblem, warnOncePerCause } from './dependencies.js';
 import type { Logger } from './logger.js';
 
 // The two queues' contract: names (persisted, in @herald/contract), the key prefix, producers,
@@ -60,7 +61,10 @@ export function createEventMatchQueue(
     },
   });
   queue.on('error', (error: Error) =>
-    logger.warn({ err: error.message }, 'event-match queue error'),
+    warnOncePerCause(logger, redisProblem(redis, error), {
+      err: error.message,
+      queue: QUEUE_EVENT_MATCH,
+    }),
   );
   return queue;
 }
@@ -284,7 +288,10 @@ export function createDeliverQueue(
     prefix: queuePrefix(redisPrefix),
   });
   queue.on('error', (error: Error) =>
-    logger.warn({ err: error.message, queue: QUEUE_WEBHOOK_DELIVER }, 'queue error'),
+    warnOncePerCause(logger, redisProblem(redis, error), {
+      err: error.message,
+      queue: QUEUE_WEBHOOK_DELIVER,
+    }),
   );
   return queue;
 }

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redisProblem, rememberRedisError, warnOncePerCause } from './dependencies.js';
 import type { Logger } from './logger.js';
 
 export type { Redis };
@@ -18,14 +19,12 @@ export function createRedis(
       ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 }
       : { maxRetriesPerRequest: null, enableReadyCheck: false };
   const redis = new Redis(url, { lazyConnect: false, ...options, ...extra });
-  let lastLogged = 0;
+  // Reconnection is automatic. The log says what is wrong and what to check, at most every 10 s
+  // for all of the process's connections, queues and workers together; /readyz says it too.
   redis.on('error', (error: Error) => {
-    // Reconnection is automatic; log at most every 10 s so an outage does not flood the log.
-    const now = Date.now();
-    if (now - lastLogged > 10_000) {
-      lastLogged = now;
-      logger.warn({ err: error.message, role }, 'redis connection error');
-    }
+    rememberRedisError(redis, error);
+    warnOncePerCause(logger, redisProblem(redis, error), { err: error.message, role });
   });
+  redis.on('ready', () => rememberRedisError(redis, undefined));
   return redis;
 }

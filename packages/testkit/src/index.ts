@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { type Role } from '@herald/contract';
 import {
@@ -138,6 +138,19 @@ export function testHttpSettings(overrides: Partial<HttpSettings> = {}): HttpSet
     authCacheTtlMs: 0,
     ...overrides,
   };
+}
+
+/** A TCP port nothing listens on right now (the OS picks it; it may be reused after a while). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (!address || typeof address === 'string') throw new Error('no port');
+  return address.port;
 }
 
 export interface TestServer {

@@ -241,8 +241,12 @@ describe('SSRF guard (docs/api.md, The webhook resource)', () => {
       await emitEvents(strictDb.db, strict, [event]);
       const a = await waitForCall(strictDb.db, event.id, literal.id, ['failed']);
       const b = await waitForCall(strictDb.db, event.id, named.id, ['failed']);
-      expect(a.failureReason).toMatch(/blocked address range: loopback/);
-      expect(b.failureReason).toMatch(/localhost resolves to .*loopback/);
+      expect(a.failureReason).toMatch(
+        /blocked address range: loopback; add 127.0.0.1\/32 to SSRF_ALLOW_CIDRS/,
+      );
+      expect(b.failureReason).toMatch(
+        /localhost resolves to .*loopback; add .* to SSRF_ALLOW_CIDRS/,
+      );
       // A configuration error, not a transient one: failed at once, though auto_retry is on.
       for (const call of [a, b]) {
         expect(call.failureReason).toMatch(/not retried/);

@@ -16,6 +16,8 @@ import {
   createRedis,
   enqueueDueCalls,
   queuePrefix,
+  redisProblem,
+  warnOncePerCause,
   type DeliverQueue,
   type EventMatchQueue,
   type Logger,
@@ -334,7 +336,10 @@ export async function startDelivery(
   );
   for (const worker of [matchWorker, deliverWorker]) {
     worker.on('error', (error) =>
-      logger.warn({ err: errorMessage(error), queue: worker.name }, 'worker error'),
+      warnOncePerCause(logger, redisProblem(workerConnection, error), {
+        err: errorMessage(error),
+        queue: worker.name,
+      }),
     );
     worker.on('failed', (job, error) => {
       logger.warn({ err: errorMessage(error), queue: worker.name, jobId: job?.id }, 'job failed');

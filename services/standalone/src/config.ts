@@ -14,8 +14,26 @@ export const StandaloneConfig = z.object({
   /** Port of the embedded redis-server started when REDIS_URL is unset and 6379 is free. */
   EMBEDDED_REDIS_PORT: z.coerce.number().int().min(1).max(65_535).default(6379),
 });
-export type StandaloneConfig = z.infer<typeof StandaloneConfig>;
 
-export function loadConfig(env: Readonly<Record<string, string | undefined>>): StandaloneConfig {
-  return parseEnv(StandaloneConfig, env);
+type StandaloneConfig = z.infer<typeof StandaloneConfig>;
+
+/**
+ * The embedded default (no DATABASE_URL) is a development setup: unless SSRF_ALLOW_CIDRS is set
+ * (`none` keeps every blocked range), webhooks may call receivers on this machine's loopback. The
+ * split stack and the Docker image keep the guard (the image sets SSRF_ALLOW_CIDRS=none).
+ */
+const DEVELOPMENT_SSRF_ALLOW_CIDRS = '127.0.0.0/8,::1/128';
+
+export interface StandaloneSettings extends StandaloneConfig {
+  /** SSRF_ALLOW_CIDRS is the development default above (the banner says so). */
+  loopbackReceiversByDefault: boolean;
+}
+
+export function loadConfig(env: Readonly<Record<string, string | undefined>>): StandaloneSettings {
+  const loopbackReceiversByDefault = !env['DATABASE_URL'] && !env['SSRF_ALLOW_CIDRS'];
+  const config = parseEnv(
+    StandaloneConfig,
+    loopbackReceiversByDefault ? { ...env, SSRF_ALLOW_CIDRS: DEVELOPMENT_SSRF_ALLOW_CIDRS } : env,
+  );
+  return { ...config, loopbackReceiversByDefault };
 }

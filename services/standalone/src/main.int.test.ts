@@ -127,6 +127,36 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       expect(await items.json()).toEqual({ data: [], meta: { total_count: 0 } });
       expect((await fetch(`${url}/items/a%00b`, auth)).status).toBe(404);
 
+      // The banner names the console, and / leads there.
+      expect(output()).toContain(`the console:  ${url}/console`);
+      const root = await fetch(`${url}/`, { redirect: 'manual' });
+      expect(root.status).toBe(302);
+      expect(root.headers.get('location')).toBe('/console/');
+      // The embedded default is a development setup: a receiver on loopback may be called, and
+      // the banner says so.
+      expect(output()).toMatch(
+        /webhooks may call receivers on this machine .*\n.*SSRF_ALLOW_CIDRS=none/,
+      );
+      const webhook = await fetch(`${url}/webhooks`, {
+        method: 'POST',
+        headers: { ...auth.headers, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          data: {
+            type: 'webhook',
+            attributes: {
+              name: 'local receiver',
+              url: 'http://127.0.0.1:4000/hook',
+              headers: {},
+              events: [{ entity_type: 'item', event_types: ['create'] }],
+              custom_payload: null,
+              http_basic_user: null,
+              http_basic_password: null,
+            },
+          },
+        }),
+      });
+      expect(webhook.status).toBe(201);
+
       // A second Herald on the same embedded database is refused, not allowed to corrupt it.
       await expect(
         start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix }),

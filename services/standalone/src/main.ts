@@ -100,12 +100,18 @@ async function main(): Promise<void> {
     : config.HERALD_ADMIN_TOKEN
       ? 'the admin token is the HERALD_ADMIN_TOKEN you set'
       : `the admin token is in ${tokenFile}:  export HERALD_TOKEN=$(cat ${tokenFile})`;
+  const loopbackHint = config.loopbackReceiversByDefault
+    ? '  webhooks may call receivers on this machine (127.0.0.0/8, ::1): a development default of\n' +
+      '  the embedded database; SSRF_ALLOW_CIDRS=none keeps the whole SSRF guard\n'
+    : '';
   process.stdout.write(
     `\nHerald is running at ${url}\n` +
+      `  the console:  ${url}/console\n` +
       `  ${tokenHint}\n` +
       `  try:  curl -H "Authorization: Bearer $HERALD_TOKEN" ${url}/webhooks\n` +
       `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n` +
-      `  or the console's Tokens screen:  ${url}/console/#/tokens\n\n`,
+      `  or the console's Tokens screen:  ${url}/console/#/tokens\n` +
+      `${loopbackHint}\n`,
   );
 }
 

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import { ApiError, renderErrorEnvelope } from '@herald/contract';
 import { isDbUnavailableError } from '@herald/store';
+import { postgresProblem, warnOncePerCause } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import { context } from './context.js';
 
@@ -61,7 +62,8 @@ export function toApiError(error: unknown, logger: Logger, requestId: string): A
     const parsed = fromBodyParser(error) ?? fromHttpError(error);
     if (parsed) return parsed;
     if (isDbUnavailableError(error)) {
-      logger.warn({ err: error.message, requestId }, 'database unavailable');
+      // Every request says so during an outage: one line per 10 s.
+      warnOncePerCause(logger, postgresProblem(error), { err: error.message, requestId });
       return new ApiError(
         'SERVICE_UNAVAILABLE',
         { message: 'The database is unavailable; retry later' },

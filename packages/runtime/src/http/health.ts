@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { ApiError, renderErrorEnvelope } from '@herald/contract';
 import type { Db } from '@herald/store';
 import type { Redis } from 'ioredis';
+import { postgresProblem, redisAddress, redisProblem } from '../dependencies.js';
 import type { Metrics } from '../metrics.js';
 
 export interface HealthDeps {
@@ -12,18 +13,25 @@ export interface HealthDeps {
   docsUrl: string;
 }
 
-async function check(probe: () => Promise<unknown>, timeoutMs: number): Promise<string> {
+const PROBE_TIMEOUT_MS = 2000;
+
+/** 'ok', or what is wrong in Herald's words (the probe's error, or that it did not answer). */
+async function check(
+  probe: () => Promise<unknown>,
+  describe: (error: unknown) => string,
+  late: string,
+): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      probe(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
+    const answered = await Promise.race([
+      probe().then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), PROBE_TIMEOUT_MS);
       }),
     ]);
-    return 'ok';
+    return answered ? 'ok' : late;
   } catch (error) {
-    return error instanceof Error ? error.message : 'failed';
+    return describe(error);
   } finally {
     clearTimeout(timer);
   }
@@ -37,16 +45,24 @@ export function healthRouter(deps: HealthDeps): Router {
   });
   router.get('/readyz', async (_req, res) => {
     const [database, redis] = await Promise.all([
-      check(() => deps.db.query('SELECT 1'), 2000),
-      check(() => deps.redis.ping(), 2000),
+      check(() => deps.db.query('SELECT 1'), postgresProblem, 'Postgres did not answer within 2 s'),
+      // A client that is not connected fails at once; say why it is not (its last error).
+      deps.redis.status === 'ready'
+        ? check(
+            () => deps.redis.ping(),
+            (error) => redisProblem(deps.redis, error),
+            `${redisAddress(deps.redis)} did not answer within 2 s`,
+          )
+        : redisProblem(deps.redis),
     ]);
     const draining = deps.isDraining();
     if (!draining && database === 'ok' && redis === 'ok') {
       res.json({ status: 'ready', checks: { database, redis } });
       return;
     }
+    const waitingFor = [database !== 'ok' && 'Postgres', redis !== 'ok' && 'Redis'].filter(Boolean);
     const error = new ApiError('SERVICE_UNAVAILABLE', {
-      message: draining ? 'Shutting down' : 'A dependency is unreachable',
+      message: draining ? 'Shutting down' : `Herald is waiting for ${waitingFor.join(' and ')}`,
       draining,
       checks: { database, redis },
     });

@@ -26,6 +26,12 @@ it.beforeAll(async ({ db, redis }) => {
 });
 
 describe('GET /console (the web console, public)', () => {
+  it('leads / to the console', async () => {
+    const res = await fetch(`${server.url}/`, { redirect: 'manual' });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/console/');
+  });
+
   it('redirects /console to /console/ so relative asset URLs resolve', async () => {
     const res = await fetch(`${server.url}/console`, { redirect: 'manual' });
     expect(res.status).toBe(301);

@@ -4,11 +4,14 @@ import express, { Router, type Response } from 'express';
 import { ApiError } from '@herald/contract';
 
 /**
- * GET /console: the web console's static files (services/console's build). Public: the HTML and
- * scripts hold no data; every API call they make carries the user's token. Mounted before auth.
+ * GET /console: the web console's static files (services/console's build), and GET / leading
+ * there. Public: the HTML and scripts hold no data; every API call they make carries the user's
+ * token. Mounted before auth.
  */
 export function consoleRouter(dir: string | undefined): Router {
   const router = Router();
+  // A person who opens Herald's address in a browser lands on the console.
+  router.get('/', (_req, res) => res.redirect(302, '/console/'));
   const built = dir !== undefined && existsSync(join(dir, 'index.html'));
   if (!built) {
     router.get(['/console', '/console/*rest'], () => {

@@ -693,6 +693,15 @@ describe('POST /webhooks validation', () => {
     expect((await put({ batch: null, delivery_order: 'per_entity' })).status).toBe(200);
   });
 
+  it('a refused address names the setting that lifts the refusal', async ({ api }) => {
+    const response = await createWith(api, { ...valid(), url: 'http://[::ffff:10.0.0.1]/hook' });
+    expect(response.status).toBe(422);
+    expect(response.body.data[0]!.attributes.details['message']).toBe(
+      'url points to a refused address: ::ffff:a00:1 is in a blocked address range: private ' +
+        '(it embeds 10.0.0.1); add 10.0.0.1/32 to SSRF_ALLOW_CIDRS to allow it',
+    );
+  });
+
   it('reports several problems together', async ({ api }) => {
     const response = await createWith(api, {
       ...valid(),

@@ -1,10 +1,10 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { chown, mkdtemp, rm, appendFile, readFile } from 'node:fs/promises';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '@herald/testkit';
 
 /**
  * The fault suite's own PostgreSQL cluster and Redis server, on free ports of 127.0.0.1, so that
@@ -13,18 +13,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** A TCP port nothing listens on right now (the OS picks it; it may be reused after a while). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
+export { freePort };
 
 /** Polls `probe` until it resolves true, every `intervalMs`, for at most `timeoutMs`. */
 export async function waitUntil(
