@@ -66,7 +66,7 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     );
     expect(rows.map((r) => r.version)).toEqual(all.map((m) => m.version));
     expect(await migrate(db)).toEqual([]);
-  });
+  }, 120_000);
 
   it('has the main environment with locales ["en"] after the first migration', async () => {
     const db = await open();

@@ -1140,5 +1140,5 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     } finally {
       page.off('request', onRequest);
     }
-  });
+  }, 180_000);
 });
