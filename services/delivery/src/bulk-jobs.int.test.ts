@@ -25,6 +25,8 @@ const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 0 },
   // Failures here must not open circuits that would hold the jobs back.
   circuit: { failures: 0, cooldownMs: 60_000 },
+  // The cancel test holds a request at the receiver until the cancel has answered.
+  timeoutMs: 30_000,
 });
 
 async function finished(db: Db, id: string): Promise<BulkJobRecord> {

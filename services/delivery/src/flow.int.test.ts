@@ -23,6 +23,9 @@ import {
 
 const it = pipelineTest({
   retry: { scheduleMs: [200, 200, 200], jitter: 0, retryAfterMaxMs: 1000 },
+  // The tests hold answers at the receiver while events arrive (holdAnswers): on a busy machine
+  // that takes seconds, and a request held past the timeout would be sent again.
+  timeoutMs: 30_000,
 });
 
 /** Versions of one record: update events of `record`, version n at minute n. */
