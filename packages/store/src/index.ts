@@ -14,6 +14,13 @@ export {
 } from './db.js';
 export { openDb, type OpenDbOptions } from './open.js';
 export {
+  EmbeddedPostgresError,
+  embeddedPostgresUrlFile,
+  startEmbeddedPostgres,
+  type EmbeddedPostgres,
+  type EmbeddedPostgresOptions,
+} from './embedded-postgres.js';
+export {
   MIGRATIONS_DIR,
   loadMigrations,
   migrate,
