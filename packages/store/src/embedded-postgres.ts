@@ -341,6 +341,8 @@ export async function startEmbeddedPostgres(
     async stop() {
       stopping = true;
       await rm(urlFile, { force: true });
+      // Waited for: Node must not exit (its other handles closed) before the server has.
+      child.ref();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
       await exited;
     },

@@ -1,8 +1,16 @@
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AccessTokenName, isRole, errorMessage } from '@herald/contract';
 import { ConfigError, commonEnv, parseEnv } from '@herald/runtime';
-import { migrate, openDb, type Db } from '@herald/store';
+import {
+  EmbeddedPostgresError,
+  createPostgresDb,
+  embeddedPostgresUrlFile,
+  migrate,
+  startEmbeddedPostgres,
+  type Db,
+} from '@herald/store';
 import { z } from 'zod';
 import {
   CliFailure,
@@ -12,6 +20,13 @@ import {
   type TokenBackend,
   type TokenLine,
 } from './cli-tokens.js';
+import {
+  PgliteFolderError,
+  embeddedPostgresDir,
+  hasPgliteFolder,
+  startEmbeddedDatabase,
+} from './embedded-database.js';
+import { ImportRefusedError, importPgliteFolder } from './import-pglite.js';
 import { acquirePidLock, lockHolder, PidLockError } from './pid-lock.js';
 
 const DEFAULT_URL = 'http://127.0.0.1:3000';
@@ -26,14 +41,17 @@ const USAGE = `Usage: herald <command>
   tokens revoke <id>                        revoke a token (never the last admin token)
   tokens regenerate <id>                    give a token a new value, printed once; the old one
                                             stops working
+  import-pglite                             copy the PGlite database of an earlier Herald
+                                            (HERALD_DATA_DIR/pgdata) into the embedded PostgreSQL
 
   --url <url>   manage the tokens of the Herald running there, through its API
                 (default $HERALD_URL; see below)
 
 While Herald runs on its embedded database (HERALD_DATA_DIR, default .herald), the tokens commands
 talk to it through its API at --url, $HERALD_URL or ${DEFAULT_URL}, with the admin token in
-$HERALD_TOKEN or HERALD_DATA_DIR/admin-token. Otherwise they use the database directly:
-DATABASE_URL, or the embedded one while no Herald has it open. migrate always uses the database.`;
+$HERALD_TOKEN or HERALD_DATA_DIR/admin-token (so that its token cache hears of the change).
+Otherwise, and for migrate always, they use the database: DATABASE_URL, or the embedded
+PostgreSQL (the running Herald's server, or one started for the command when none runs).`;
 
 const CliConfig = z.object({
   DATABASE_URL: commonEnv.DATABASE_URL,
@@ -47,28 +65,81 @@ export interface CliOutput {
   stderr: { write(text: string): unknown };
 }
 
-async function withDb<T>(config: CliConfig, fn: (db: Db) => Promise<T>): Promise<T> {
-  const release = config.DATABASE_URL
-    ? undefined
-    : await acquirePidLock(`${config.HERALD_DATA_DIR}/herald.pid`);
-  const db = await openDb({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: `${config.HERALD_DATA_DIR}/pgdata`,
-    maxConnections: 1,
-    applicationName: 'herald-cli',
-  });
+class UsageError extends Error {}
+
+const openCliDb = (url: string): Db =>
+  createPostgresDb({ connectionString: url, maxConnections: 1, applicationName: 'herald-cli' });
+
+/**
+ * Runs fn on the database: DATABASE_URL, else the embedded PostgreSQL of the Herald running on
+ * the data folder, else one started for the command (and stopped after it). `start` starts the
+ * embedded server (the default refuses a data folder holding PGlite).
+ */
+async function withDb<T>(
+  config: CliConfig,
+  fn: (db: Db) => Promise<T>,
+  start: typeof startEmbeddedDatabase = startEmbeddedDatabase,
+): Promise<T> {
+  const dataDir = config.HERALD_DATA_DIR;
+  if (config.DATABASE_URL) return runOn(openCliDb(config.DATABASE_URL), fn);
+  const lockFile = join(dataDir, 'herald.pid');
+  const holder = await lockHolder(lockFile);
+  if (holder !== undefined) {
+    const urlFile = embeddedPostgresUrlFile(embeddedPostgresDir(dataDir));
+    const url = await readFile(urlFile, 'utf8').catch(() => undefined);
+    if (!url) {
+      throw new PidLockError(
+        `Process ${holder} holds the embedded database in ${dataDir} but has not started its ` +
+          'PostgreSQL yet: try again in a moment.',
+      );
+    }
+    return runOn(openCliDb(url.trim()), fn);
+  }
+  const release = await acquirePidLock(lockFile);
+  try {
+    const server = await start({ dataDir, port: 0, log: () => undefined });
+    try {
+      return await runOn(openCliDb(server.url), fn);
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    await release();
+  }
+}
+
+async function runOn<T>(db: Db, fn: (db: Db) => Promise<T>): Promise<T> {
   try {
     await migrate(db);
     return await fn(db);
   } finally {
     await db.close();
-    await release?.();
   }
 }
 
+/** `herald import-pglite`: the embedded server is started without the PGlite folder's refusal. */
+async function importPglite(config: CliConfig, out: CliOutput): Promise<void> {
+  if (config.DATABASE_URL) {
+    throw new UsageError('import-pglite copies into the embedded PostgreSQL: unset DATABASE_URL');
+  }
+  if (!(await hasPgliteFolder(config.HERALD_DATA_DIR))) {
+    throw new UsageError(`no PGlite database in ${join(config.HERALD_DATA_DIR, 'pgdata')}`);
+  }
+  const { tables, rows } = await withDb(
+    config,
+    (db) => importPgliteFolder(config.HERALD_DATA_DIR, db),
+    ({ dataDir, port, log }) =>
+      startEmbeddedPostgres({ dir: embeddedPostgresDir(dataDir), port, log }),
+  );
+  out.stdout.write(
+    `copied ${rows} rows of ${tables} tables into the embedded PostgreSQL; the PGlite folder is ` +
+      `now ${join(config.HERALD_DATA_DIR, 'pgdata.imported')}\n`,
+  );
+}
+
 /**
- * The running Herald's API when a URL is given or a Herald holds the embedded database (which
- * admits one process); else the database.
+ * The running Herald's API when a URL is given or a Herald holds the embedded database (its
+ * token cache then hears of the change at once); else the database.
  */
 async function chooseBackend(
   config: CliConfig,
@@ -99,8 +170,6 @@ async function chooseBackend(
       : 'is Herald running there?',
   );
 }
-
-class UsageError extends Error {}
 
 const listLine = (t: TokenLine): string =>
   [
@@ -134,6 +203,7 @@ async function run(argv: string[], env: NodeJS.ProcessEnv, out: CliOutput): Prom
     out.stdout.write('migrations applied\n');
     return;
   }
+  if (command === 'import-pglite') return importPglite(config, out);
   if (command !== 'tokens') throw new UsageError(`unknown command ${command}`);
   const tokens = () => chooseBackend(config, env, values.url);
   switch (sub) {
@@ -196,7 +266,10 @@ export async function runCli(
     if (
       error instanceof ConfigError ||
       error instanceof PidLockError ||
-      error instanceof CliFailure
+      error instanceof CliFailure ||
+      error instanceof PgliteFolderError ||
+      error instanceof EmbeddedPostgresError ||
+      error instanceof ImportRefusedError
     ) {
       out.stderr.write(`herald: ${error.message}\n`);
       return 1;

@@ -1,11 +1,21 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL, copyPgliteTemplate, randomId } from '@herald/testkit';
+import {
+  createPgliteDb,
+  createPostgresDb,
+  createToken,
+  migrate,
+  upsertEnvironment,
+  upsertRecords,
+  type Db,
+} from '@herald/store';
+import { TEST_REDIS_URL, defineModel, randomId, testRecordWrite } from '@herald/testkit';
 import { runCli } from './cli-commands.js';
 import { isListening } from './embedded-redis.js';
 
@@ -19,9 +29,13 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-// Every Herald started here has a prefix of its own in the shared Redis (deleted after the file
-// by testkit's vitest-setup).
-const prefix = randomId('herald_test');
+// Every data folder (a deployment of its own) has a prefix of its own in the shared Redis (deleted
+// after the file by testkit's vitest-setup).
+const prefixes = new Map<string, string>();
+const prefixOf = (dataDir: string): string => {
+  if (!prefixes.has(dataDir)) prefixes.set(dataDir, randomId('herald_test'));
+  return prefixes.get(dataDir)!;
+};
 
 afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
@@ -86,22 +100,44 @@ async function cliInProcess(
   return { stdout, stderr };
 }
 
+/** The embedded PostgreSQL's URL, as the CLI and psql find it. */
+const databaseUrl = async (dataDir: string) =>
+  (await readFile(join(dataDir, 'postgres', 'url'), 'utf8')).trim();
+
+/** Runs fn on a connection of its own to the embedded PostgreSQL of a running Herald. */
+async function withEmbedded<T>(dataDir: string, fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = createPostgresDb({ connectionString: await databaseUrl(dataDir), maxConnections: 2 });
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => {
     if (child.exitCode !== null) return resolve(child.exitCode);
     child.once('exit', (code) => resolve(code));
   });
 
-// Each test starts real processes on PGlite (WASM). The first starts in an empty folder (initdb and
-// every migration: seconds of CPU, far more on a loaded two-core machine); the others on a copy of
-// the migrated template, as a folder looks once Herald has run.
-describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () => {
+// Each test starts real processes on the embedded PostgreSQL, in a data folder of its own (initdb:
+// 1.5 s on an idle machine, more on a loaded one).
+describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 }, () => {
   it('serves health, readiness, metrics and authenticated requests, and stops cleanly on SIGTERM', async () => {
     const dataDir = await tempDir();
     const { child, url, output } = await start({
       HERALD_DATA_DIR: dataDir,
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefix,
+      REDIS_PREFIX: prefixOf(dataDir),
     });
     try {
       expect(output()).toContain(`the admin token is in ${join(dataDir, 'admin-token')}`);
@@ -120,7 +156,7 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       });
       expect(authed.status).toBe(404);
       expect(authed.headers.get('x-ratelimit-limit')).not.toBeNull();
-      // The read routes on PGlite, through each token's share (no time budget there).
+      // The read routes, through each token's share.
       const auth = { headers: { Authorization: `Bearer ${token}` } };
       const items = await fetch(`${url}/items?filter[ids]=a,b`, auth);
       expect(items.status).toBe(200);
@@ -157,10 +193,190 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
       });
       expect(webhook.status).toBe(201);
 
-      // A second Herald on the same embedded database is refused, not allowed to corrupt it.
+      // PostgreSQL itself, with the same migrations, reachable by other clients while it runs.
+      const postgresPid = await withEmbedded(dataDir, async (db) => {
+        const { rows } = await db.query<{ version: string; migrations: string }>(
+          `SELECT version(), (SELECT count(*) FROM schema_migrations)::text AS migrations`,
+        );
+        expect(rows[0]!.version).toMatch(/^PostgreSQL 18/);
+        expect(Number(rows[0]!.migrations)).toBeGreaterThan(20);
+        const { rows: clients } = await db.query<{ name: string }>(
+          `SELECT DISTINCT application_name AS name FROM pg_stat_activity WHERE datname = 'herald'`,
+        );
+        // The process's pools, as on any PostgreSQL (the read routes' one with its budget).
+        expect(clients.map((c) => c.name)).toEqual(
+          expect.arrayContaining(['herald-standalone', 'herald-standalone-items']),
+        );
+        const { rows: pid } = await db.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
+        );
+        return pid[0]!.pid;
+      });
+      expect(output()).toContain(`psql "$(cat ${join(dataDir, 'postgres', 'url')})"`);
+
+      // A second Herald on the same embedded database is refused.
       await expect(
-        start({ HERALD_DATA_DIR: dataDir, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix }),
+        start({
+          HERALD_DATA_DIR: dataDir,
+          REDIS_URL: TEST_REDIS_URL,
+          REDIS_PREFIX: prefixOf(dataDir),
+        }),
       ).rejects.toThrow(/in use by process/);
+      expect(alive(postgresPid)).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+    // Stopped with Herald, its URL gone.
+    await expect(stat(join(dataDir, 'postgres', 'url'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(join(dataDir, 'herald.pid'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('answers a runaway read with its time budget, 422 QUERY_TIMEOUT', async () => {
+    const dataDir = await tempDir();
+    const { child, url } = await start({
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefixOf(dataDir),
+      READ_STATEMENT_TIMEOUT_MS: '50',
+    });
+    try {
+      const token = await withEmbedded(dataDir, async (db) => {
+        await upsertEnvironment(db, 'main', ['en']);
+        await defineModel(db, 'main', {
+          id: 'm_doc',
+          apiKey: 'doc',
+          fields: [{ apiKey: 'body', fieldType: 'text' }],
+        });
+        const at = new Date(Date.UTC(2024, 0, 1));
+        for (let start = 0; start < 4000; start += 500) {
+          await upsertRecords(
+            db,
+            Array.from({ length: 500 }, (_, i) => {
+              const id = `d${start + i}`;
+              const body = Array.from({ length: 25 }, (_, j) =>
+                createHash('sha1').update(`${id}:${j}`).digest('hex'),
+              ).join(' ');
+              return testRecordWrite({
+                id,
+                itemTypeId: 'm_doc',
+                mode: 'publish',
+                eventId: `evt-${id}`,
+                eventType: 'publish',
+                attributes: { body },
+                createdAt: at,
+                updatedAt: at,
+                publishedAt: at,
+                currentVersion: '1',
+              });
+            }),
+          );
+        }
+        return (await createToken(db, { name: 'reader', role: 'read_only' })).token;
+      });
+      // 20 quantifiers within the cost rule, over 4,000 texts of 1 KB (~0.5 s); no text has "!".
+      const pattern = encodeURIComponent(`${'.{0,49}'.repeat(20)}!`);
+      const started = performance.now();
+      const res = await fetch(
+        `${url}/items?filter[type]=doc&filter[fields][body][matches][pattern]=${pattern}`,
+        { headers: { Authorization: `Bearer ${token}` } },
+      );
+      const body = (await res.json()) as { data: { attributes: { code: string } }[] };
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(body.data[0]!.attributes).toMatchObject({
+        code: 'QUERY_TIMEOUT',
+        details: { timeout_ms: 50 },
+      });
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      expect(await exited(child)).toBe(0);
+    }
+  });
+
+  it('after a kill -9, starts again on the same data: the left-over server stopped, nothing lost', async () => {
+    const dataDir = await tempDir();
+    const env = {
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefixOf(dataDir),
+    };
+    const first = await start(env);
+    const token = await withEmbedded(
+      dataDir,
+      async (db) => (await createToken(db, { name: 'kept', role: 'read_only' })).token,
+    );
+    const leftOver = Number(
+      (await readFile(join(dataDir, 'postgres', 'data', 'postmaster.pid'), 'utf8')).split('\n')[0],
+    );
+    first.child.kill('SIGKILL');
+    await exited(first.child);
+    // The server outlives the process that started it, until the next start.
+    expect(alive(leftOver)).toBe(true);
+
+    const second = await start(env);
+    try {
+      expect(alive(leftOver)).toBe(false);
+      const res = await fetch(`${second.url}/items?filter[ids]=a`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      expect(await exited(second.child)).toBe(0);
+    }
+  });
+
+  it('refuses a data folder that holds the PGlite database of an earlier Herald; import-pglite copies it', async () => {
+    const dataDir = await tempDir();
+    // A PGlite folder as an earlier Herald left it: migrated, with a token.
+    const pglite = await createPgliteDb({ dataDir: join(dataDir, 'pgdata') });
+    let token: string;
+    try {
+      await migrate(pglite);
+      token = (await createToken(pglite, { name: 'old', role: 'admin' })).token;
+    } finally {
+      await pglite.close();
+    }
+    const env = {
+      HERALD_DATA_DIR: dataDir,
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_PREFIX: prefixOf(dataDir),
+    };
+    const refused = await start(env).then(
+      () => 'started',
+      (error: Error) => error.message,
+    );
+    expect(refused).toMatch(/exited with 1/);
+    expect(refused).toContain(`${join(dataDir, 'pgdata')} holds the PGlite database`);
+    expect(refused).toContain('pnpm herald import-pglite');
+    await expect(stat(join(dataDir, 'postgres'))).rejects.toMatchObject({ code: 'ENOENT' });
+
+    const imported = await cliInProcess({ HERALD_DATA_DIR: dataDir }, 'import-pglite');
+    expect(imported.stdout).toMatch(/^copied \d+ rows of \d+ tables/);
+    await expect(stat(join(dataDir, 'pgdata'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await stat(join(dataDir, 'pgdata.imported', 'PG_VERSION'))).isFile()).toBe(true);
+    // Once more: nothing left to import.
+    await expect(cliInProcess({ HERALD_DATA_DIR: dataDir }, 'import-pglite')).rejects.toMatchObject(
+      { code: 2 },
+    );
+
+    const { child, url } = await start(env);
+    try {
+      const res = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(404);
+      // The sequences followed: a new token does not take the old one's id.
+      const created = await cliInProcess(
+        { HERALD_DATA_DIR: dataDir, HERALD_URL: url },
+        'tokens',
+        'create',
+        '--name',
+        'new',
+        '--role',
+        'producer',
+      );
+      expect(created.stderr).toMatch(/^created token (?!1 )\d+ /);
     } finally {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
@@ -181,7 +397,6 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
 
   it('starts its own redis-server when REDIS_URL is unset and nothing listens, and stops it', async () => {
     const dataDir = await tempDir();
-    await copyPgliteTemplate(join(dataDir, 'pgdata'));
     const port = String(20_000 + (process.pid % 10_000));
     const { child, url } = await start({ HERALD_DATA_DIR: dataDir, EMBEDDED_REDIS_PORT: port });
     try {
@@ -198,9 +413,8 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
 
   it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {
     const dataDir = await tempDir();
-    await copyPgliteTemplate(join(dataDir, 'pgdata'));
-    // The first command as the built entry point runs it; the others in this process (a process
-    // each would start Node and load PGlite each time).
+    // No Herald runs: each command starts the embedded PostgreSQL for itself. The first command
+    // as the built entry point runs it; the others in this process.
     const created = await run(
       process.execPath,
       [join(dist, 'cli.js'), 'tokens', 'create', '--name', 'reader', '--role', 'read_only'],
@@ -227,7 +441,7 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
     const { child, url } = await start({
       HERALD_DATA_DIR: dataDir,
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: `${prefix}_cli`,
+      REDIS_PREFIX: prefixOf(dataDir),
     });
     try {
       const ok = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
@@ -236,6 +450,8 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
         headers: { Authorization: `Bearer ${producer}` },
       });
       expect(revoked.status).toBe(401);
+      // While Herald runs, migrate uses its server.
+      expect((await cli('migrate')).stdout).toBe('migrations applied\n');
     } finally {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
@@ -243,11 +459,10 @@ describe('the single-process start (embedded PGlite)', { timeout: 180_000 }, () 
   });
   it('the tokens CLI manages the tokens of a running Herald through its API, and the database once it stops', async () => {
     const dataDir = await tempDir();
-    await copyPgliteTemplate(join(dataDir, 'pgdata'));
     const { child, url } = await start({
       HERALD_DATA_DIR: dataDir,
       REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: `${prefix}_api`,
+      REDIS_PREFIX: prefixOf(dataDir),
     });
     const cli = (...args: string[]) =>
       cliInProcess({ HERALD_DATA_DIR: dataDir, HERALD_URL: url }, ...args);

@@ -18,28 +18,55 @@ import { openReadDb, readLimits } from '@herald/read';
 import { loadOrCreateAdminToken } from './admin-token.js';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
+import { EmbeddedPostgresError, embeddedPostgresUrlFile } from '@herald/store';
+import {
+  PgliteFolderError,
+  embeddedPostgresDir,
+  startEmbeddedDatabase,
+} from './embedded-database.js';
 import { RedisServerMissingError, ensureRedis } from './embedded-redis.js';
 import { PidLockError, acquirePidLock } from './pid-lock.js';
 
 /** Single-process mode: ingest + read + delivery on one port, on the embedded defaults. */
 async function main(): Promise<void> {
-  const config = loadConfig(process.env);
-  const { logger, lifecycle } = startService('herald', config);
+  const settings = loadConfig(process.env);
+  const { logger, lifecycle } = startService('herald', settings);
 
-  let redisUrl = config.REDIS_URL;
+  let redisUrl = settings.REDIS_URL;
   if (!redisUrl) {
     const embedded = await ensureRedis({
-      port: config.EMBEDDED_REDIS_PORT,
-      dataDir: config.HERALD_DATA_DIR,
+      port: settings.EMBEDDED_REDIS_PORT,
+      dataDir: settings.HERALD_DATA_DIR,
       logger,
     });
     lifecycle.onShutdown('embedded-redis', embedded.stop);
     redisUrl = embedded.url;
   }
-  if (!config.DATABASE_URL) {
-    const release = await acquirePidLock(resolve(config.HERALD_DATA_DIR, 'herald.pid'));
+  let databaseUrl = settings.DATABASE_URL;
+  if (!databaseUrl) {
+    const release = await acquirePidLock(resolve(settings.HERALD_DATA_DIR, 'herald.pid'));
     lifecycle.onShutdown('pid-lock', release);
+    const log = logger.child({ module: 'embedded-postgres' });
+    const embedded = await startEmbeddedDatabase({
+      dataDir: settings.HERALD_DATA_DIR,
+      port: settings.EMBEDDED_POSTGRES_PORT,
+      log: (message) => log.info(message),
+    });
+    // Registered before the pools, so it stops after they have closed.
+    lifecycle.onShutdown('embedded-postgres', () => embedded.stop());
+    embedded.onUnexpectedExit((code, signal) => {
+      log.fatal({ code, signal }, 'the embedded PostgreSQL exited; stopping');
+      void lifecycle.shutdown('embedded PostgreSQL exited').finally(() => process.exit(1));
+    });
+    log.info(
+      { postgresPid: embedded.pid, port: new URL(embedded.url).port },
+      'embedded PostgreSQL started',
+    );
+    databaseUrl = embedded.url;
   }
+  // From here on the single process runs as on any PostgreSQL: the same pools, plan-once share
+  // and statement budgets.
+  const config = { ...settings, DATABASE_URL: databaseUrl };
   const db = await openDatabase(config, 'standalone', logger, lifecycle);
   const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
   await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
@@ -93,7 +120,10 @@ async function main(): Promise<void> {
     deliverySettings(config, redisUrl),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
-  logger.info({ url, database: db.kind }, 'herald listening');
+  logger.info(
+    { url, database: settings.DATABASE_URL ? 'postgres' : 'embedded' },
+    'herald listening',
+  );
   const source = config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : tokenFile;
   const tokenHint = !adminTokenWorks
     ? `the admin token in ${source} was revoked: use another admin token`
@@ -111,8 +141,16 @@ async function main(): Promise<void> {
       `  try:  curl -H "Authorization: Bearer $HERALD_TOKEN" ${url}/webhooks\n` +
       `  more tokens (producer, read_only):  pnpm herald tokens create --name <name> --role producer\n` +
       `  or the console's Tokens screen:  ${url}/console/#/tokens\n` +
+      (settings.DATABASE_URL
+        ? ''
+        : `  the database:  psql "$(cat ${embeddedPostgresUrlFile(embeddedPostgresDir(settings.HERALD_DATA_DIR))})"\n`) +
       `${loopbackHint}\n`,
   );
 }
 
-runMain('herald', main, [RedisServerMissingError, PidLockError]);
+runMain('herald', main, [
+  RedisServerMissingError,
+  PidLockError,
+  PgliteFolderError,
+  EmbeddedPostgresError,
+]);

@@ -19,15 +19,17 @@ export async function lockHolder(file: string): Promise<number | undefined> {
 }
 
 /**
- * PGlite is a single-process database: two processes on one data folder would corrupt it. The
- * process that opens it holds this lock; another one refuses to start.
+ * The embedded PostgreSQL is a child of one process (a Herald, or a `herald` command while no
+ * Herald runs), which starts and stops it: that process holds this lock, and another Herald on
+ * the same data folder refuses to start. (The `herald` commands use the server of a running
+ * Herald instead.)
  */
 export async function acquirePidLock(file: string): Promise<() => Promise<void>> {
   const holder = await lockHolder(file);
   if (holder !== undefined) {
     throw new PidLockError(
-      `The embedded database in ${dirname(file)} is in use by process ${holder}. ` +
-        'Stop that Herald first, or set DATABASE_URL to a PostgreSQL server.',
+      `The embedded database in ${dirname(file)} is in use by process ${holder} (a Herald, or a ` +
+        '`herald` command). Stop that one first, or set DATABASE_URL to a PostgreSQL server.',
     );
   }
   await mkdir(dirname(file), { recursive: true });
