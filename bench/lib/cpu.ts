@@ -100,3 +100,40 @@ export async function backendPids(
   );
   return rows.map((row) => row.pid);
 }
+
+/**
+ * Milliseconds of CPU by pid of a process and its live descendants (Linux): the embedded
+ * PostgreSQL's postmaster and its backends, told apart from any other Postgres on the machine.
+ */
+export function treeCpuMs(rootPid: number): Map<number, number> {
+  const parents = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return new Map();
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parents.set(Number(pid), Number(fields[1]));
+      ticks.set(Number(pid), Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid; p && p > 1; p = parents.get(p))
+      if (p === rootPid) return true;
+    return false;
+  };
+  const out = new Map<number, number>();
+  for (const [pid, t] of ticks) if (inTree(pid)) out.set(pid, (t * 1000) / TICKS_PER_SECOND);
+  return out;
+}
+
+/** CPU used between two treeCpuMs samples (processes gone by the second one drop out). */
+export const treeCpuDelta = (before: Map<number, number>, after: Map<number, number>): number =>
+  [...after].reduce((sum, [pid, ms]) => sum + ms - (before.get(pid) ?? 0), 0);

@@ -1,0 +1,93 @@
+/**
+ * bench:embedded's baseline: Herald's single process as it ran on PGlite before #29 (the
+ * composition of services/standalone/src/main.ts then), on PGlite in its own event loop
+ * (BENCH_PGLITE=inline) or on a worker thread (BENCH_PGLITE=worker). Seeds its data set
+ * (BENCH_RECORDS, BENCH_RECEIVER_URL) before it listens, prints the seeding time and then the
+ * same "Herald is running at" line.
+ *
+ * Environment: the single process's (HERALD_DATA_DIR, REDIS_URL, REDIS_PREFIX, PORT, …).
+ */
+import { join } from 'node:path';
+import { z } from 'zod';
+import {
+  EnvironmentResolver,
+  claimRedisPrefix,
+  commonEnv,
+  createApiApp,
+  createDeliverQueue,
+  createEventMatchQueue,
+  createMetrics,
+  httpEnv,
+  httpSettings,
+  openRedis,
+  parseEnv,
+  serveHttp,
+  startService,
+} from '@herald/runtime';
+import { ingestEnv, ingestPublicRouters, ingestRouter } from '@herald/ingest';
+import { openReadDb, readEnv, readLimits, readRouter } from '@herald/read';
+import { deliveryEnv, deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
+import { createPgliteDb, createWebhookCallMonths, migrate } from '@herald/store';
+import { createPgliteWorkerDb } from './pglite-worker-db.js';
+import { seed } from './seed.js';
+
+const config = parseEnv(
+  z.object({ ...commonEnv, ...httpEnv, ...ingestEnv, ...readEnv, ...deliveryEnv }),
+  process.env,
+);
+const { logger, lifecycle } = startService('herald-pglite', config);
+const dataDir = join(config.HERALD_DATA_DIR, 'pgdata');
+const db =
+  process.env['BENCH_PGLITE'] === 'worker'
+    ? await createPgliteWorkerDb(dataDir)
+    : await createPgliteDb({ dataDir });
+lifecycle.onShutdown('database', () => db.close());
+await migrate(db);
+await createWebhookCallMonths(db);
+const records = Number(process.env['BENCH_RECORDS'] ?? 0);
+if (records > 0) {
+  const seeding = performance.now();
+  await seed(db, records, process.env['BENCH_RECEIVER_URL']!);
+  process.stdout.write(`seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s\n`);
+}
+
+const redisUrl = config.REDIS_URL!;
+const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
+await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+const metrics = createMetrics();
+const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+  attempts: config.MATCH_JOB_ATTEMPTS,
+  backoffMs: config.MATCH_JOB_BACKOFF_MS,
+});
+lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
+const readDb = openReadDb(config, db, 'herald-standalone-items');
+const deps = {
+  eventMatchQueue,
+  deliverQueue,
+  enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
+  enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
+  db,
+  redis,
+  logger,
+  metrics,
+  lifecycle,
+  redisPrefix: config.REDIS_PREFIX,
+  ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
+  siteId: config.SITE_ID,
+  consoleDir: join(config.HERALD_DATA_DIR, 'no-console'),
+  http: httpSettings(config),
+  readDb: readDb.db,
+  readLimits: readLimits(config, readDb.db),
+  environments: new EnvironmentResolver(db),
+};
+const app = createApiApp(deps, [readRouter(deps), ingestRouter(deps)], ingestPublicRouters(deps));
+const { url } = await serveHttp(app, config, logger, lifecycle);
+const workerDb = openWorkerDb(config, db);
+const delivery = await startDelivery(
+  { db: workerDb.db, redis, logger, registry: metrics.registry },
+  deliverySettings(config, redisUrl),
+);
+lifecycle.onShutdown('delivery-workers', () => delivery.close());
+process.stdout.write(`\nHerald is running at ${url}\n`);
