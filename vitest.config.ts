@@ -25,8 +25,6 @@ export default defineConfig({
     testTimeout: 30_000,
     // Each test file deletes the Redis keys of the prefixes it made (testkit's vitest-setup).
     setupFiles: ['./packages/testkit/dist/vitest-setup.js'],
-    // The PGlite templates that test databases are copied from, made once per run.
-    globalSetup: ['./packages/testkit/dist/vitest-global-setup.js'],
     hookTimeout: 60_000,
     pool: 'forks',
     sequence: { sequencer: FaultsFirst },

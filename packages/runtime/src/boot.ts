@@ -1,10 +1,11 @@
 import {
+  createPostgresDb,
   createWebhookCallMonths,
   migrate,
-  openDb,
   registerBootstrapToken,
   type Db,
 } from '@herald/store';
+import { ConfigError } from './config.js';
 import type { Redis } from 'ioredis';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
@@ -48,21 +49,28 @@ export function httpSettings(config: HttpConfig): HttpSettings {
   };
 }
 
-/** Opens the database (Postgres or the embedded PGlite), migrates it, and registers its close. */
+/**
+ * Opens the database, migrates it, and registers its close. DATABASE_URL is required here: the
+ * single process sets it to its embedded PostgreSQL's when unset (services/standalone).
+ */
 export async function openDatabase(
   config: CommonConfig,
   name: string,
   logger: Logger,
   lifecycle: Lifecycle,
 ): Promise<Db> {
-  const db = await openDb({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: `${config.HERALD_DATA_DIR}/pgdata`,
+  if (!config.DATABASE_URL) {
+    throw new ConfigError([
+      'DATABASE_URL: required (only the single process, pnpm start, has an embedded database)',
+    ]);
+  }
+  const db = createPostgresDb({
+    connectionString: config.DATABASE_URL,
     maxConnections: config.DB_POOL_SIZE,
     applicationName: `herald-${name}`,
   });
   lifecycle.onShutdown('database', () => db.close());
-  logger.info({ kind: db.kind }, 'database opened');
+  logger.info('database opened');
   if (config.MIGRATE_ON_START) {
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');

@@ -51,9 +51,15 @@ const url = (protocols: string[]) =>
 export const commonEnv = {
   /** pino level. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** PostgreSQL URL; unset → the embedded PGlite under HERALD_DATA_DIR. */
+  /**
+   * PostgreSQL URL. Required by the split services; unset in the single process → its embedded
+   * PostgreSQL under HERALD_DATA_DIR.
+   */
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
-  /** Folder for embedded data (PGlite, the child redis-server, the generated admin token). */
+  /**
+   * Folder for the single process's embedded data: the embedded PostgreSQL (postgres/), the child
+   * redis-server, the generated admin token.
+   */
   HERALD_DATA_DIR: z.string().default('.herald'),
   /**
    * Connections per process in the Postgres pool; the delivery workers, with Postgres, open two

@@ -20,7 +20,7 @@ import {
 
 // A bulk job's statements, one after another as a delivery process runs them (the delivery
 // tests run them end to end on Postgres), on both databases: the embedded default too.
-describe.each(['postgres', 'pglite'] as const)('bulk jobs on %s', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('bulk jobs on %s', (kind) => {
   let t: TestDb;
   beforeAll(async () => {
     t = await createTestDb(kind);

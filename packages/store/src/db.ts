@@ -39,8 +39,10 @@ const textOf = (statement: string | NamedStatement): string =>
   typeof statement === 'string' ? statement : statement.text;
 
 /**
- * The one SQL code path (docs/architecture.md, One SQL code path): PostgreSQL through `pg`, or PGlite (Postgres
- * compiled to WASM, in-process) as the embedded default. Same SQL, same migrations.
+ * The one SQL code path (docs/architecture.md, One SQL code path): PostgreSQL through `pg` (a
+ * server of the deployment's, or the single process's embedded one). PGlite (Postgres compiled to
+ * WASM, in process), the embedded database before #29, remains only to read an earlier Herald's
+ * folder (`herald import-pglite`) and as bench:embedded's baseline. Same SQL, same migrations.
  */
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
@@ -181,7 +183,7 @@ export interface PgliteOptions {
 }
 
 export async function createPgliteDb(options: PgliteOptions = {}): Promise<Db> {
-  // Loaded on demand: the WASM build is only paid for by the embedded mode.
+  // Loaded on demand: the WASM build is only paid for by the import and the benchmark.
   const { PGlite } = await import('@electric-sql/pglite');
   const parsers = { [INT8_OID]: (value: string) => value, [NUMERIC_OID]: (value: string) => value };
   const pglite = await PGlite.create({

@@ -12,7 +12,6 @@ export {
   type Queryable,
   type Row,
 } from './db.js';
-export { openDb, type OpenDbOptions } from './open.js';
 export {
   EmbeddedPostgresError,
   embeddedPostgresUrlFile,

@@ -98,7 +98,7 @@ async function counts(db: Db): Promise<{ actual: unknown[]; kept: unknown[] }> {
   return { actual: actual.rows, kept: kept.rows };
 }
 
-describe.each(['postgres', 'pglite'] as const)('item batches (%s)', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('item batches (%s)', (kind) => {
   let t: TestDb;
   beforeAll(async () => {
     t = await createTestDb(kind);

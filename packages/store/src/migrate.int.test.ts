@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { createPgliteTestDb, createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
+import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
 import { createPostgresDb, type Db } from './db.js';
 import { insertEvents } from './events.js';
 import {
@@ -28,7 +28,7 @@ SELECT 'it''s; fine'`;
   });
 });
 
-describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('the store on %s', (kind) => {
   const opened: TestDb[] = [];
   const open = async () => {
     const t = await createTestDb(kind);
@@ -39,18 +39,9 @@ describe.each(['postgres', 'pglite'] as const)('the store on %s', (kind) => {
     for (const t of opened) await t.cleanup();
   });
 
-  /**
-   * A database migrated by `migrate` here up to (not including) `version`, or all the way; on
-   * PGlite from the empty template (a cluster as initdb leaves it, which this file need not test).
-   */
+  /** A database migrated by `migrate` here up to (not including) `version`, or all the way. */
   const openBefore = async (version = Number.POSITIVE_INFINITY): Promise<Db> => {
     const before = (await loadMigrations()).filter((m) => m.version < version);
-    if (kind === 'pglite') {
-      const t = await createPgliteTestDb('empty');
-      opened.push(t);
-      await migrate(t.db, before);
-      return t.db;
-    }
     const t = await createTestDb(kind);
     opened.push(t);
     await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);

@@ -22,7 +22,7 @@ import {
   writeItemBatch,
 } from '@herald/store';
 
-for (const kind of ['postgres', 'pglite'] as const) {
+for (const kind of ['postgres', 'embedded'] as const) {
   describe(`record store SQL on ${kind}`, () => {
     let t: TestDb;
     beforeAll(async () => {

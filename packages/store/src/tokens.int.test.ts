@@ -15,7 +15,7 @@ import {
 } from '@herald/store';
 
 // tokens.ts: what may change a token, and the admin token that comes from configuration.
-describe.for(['postgres', 'pglite'] as const)('API tokens on %s', (kind) => {
+describe.for(['postgres', 'embedded'] as const)('API tokens on %s', (kind) => {
   let t: TestDb;
   beforeEach(async () => {
     t = await createTestDb(kind);

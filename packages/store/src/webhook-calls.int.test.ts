@@ -248,7 +248,7 @@ async function expectCountsAgree(db: Queryable): Promise<void> {
   expect(logged.rows.length).toBeGreaterThan(0);
 }
 
-describe.each(['postgres', 'pglite'] as const)('webhook_call_counts (%s)', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('webhook_call_counts (%s)', (kind) => {
   let t: TestDb;
   beforeAll(async () => {
     t = await createTestDb(kind);
@@ -439,7 +439,7 @@ describe("the log's hot statements on their month's partitions", () => {
   });
 });
 
-describe.each(['postgres', 'pglite'] as const)('listWebhookCalls (%s)', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('listWebhookCalls (%s)', (kind) => {
   let t: TestDb;
   let a: WebhookRecord;
   let b: WebhookRecord;

@@ -40,7 +40,7 @@ const input = (name: string): WebhookInput => ({
   payloadChanges: false,
 });
 
-describe.each(['postgres', 'pglite'] as const)('webhooks repository on %s', (kind) => {
+describe.each(['postgres', 'embedded'] as const)('webhooks repository on %s', (kind) => {
   let testDb: TestDb;
   beforeAll(async () => {
     testDb = await createTestDb(kind);

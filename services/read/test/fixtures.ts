@@ -6,7 +6,7 @@ import { IndexManager } from '../src/index-manager.js';
  * appTest for the read service with a read_only client. Its app gets an IndexManager (that builds
  * expression indexes, or not), whose background builds are waited for before the database goes.
  */
-export function readTest(options: { db?: 'postgres' | 'pglite'; expressionIndexes: boolean }) {
+export function readTest(options: { db?: 'postgres' | 'embedded'; expressionIndexes: boolean }) {
   return appTest(createApp, {
     ...(options.db && { db: options.db }),
     role: 'read_only',

@@ -7,10 +7,10 @@ import { createApp } from '../app.js';
 /**
  * POST /events keeps, on each item event that came without a previous_entity, the version of its
  * record it replaced as stored before it was applied, and the status it gives the record
- * (migration 022; field-aware matching compares with them). On Postgres and on PGlite, on the
+ * (migration 022; field-aware matching compares with them). On Postgres and on the embedded one, on the
  * one-statement path (writeItemBatch) and on the transaction (a record twice in a batch, blocks).
  */
-for (const kind of ['postgres', 'pglite'] as const) {
+for (const kind of ['postgres', 'embedded'] as const) {
   const it = appTest(createApp, { db: kind });
 
   const field = (api_key: string, field_type: string) => ({

@@ -2,8 +2,8 @@ import { describe, expect } from 'vitest';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
-/** The embedded mode runs the same routes on PGlite: same SQL, same answers. */
-const it = appTest(createApp, { db: 'pglite' });
+/** The single process's embedded PostgreSQL (18) runs the same routes: same SQL, same answers. */
+const it = appTest(createApp, { db: 'embedded' });
 
 const attributes = {
   name: 'embedded',
@@ -21,7 +21,7 @@ const attributes = {
   http_basic_password: null,
 };
 
-describe('webhooks on PGlite', () => {
+describe('webhooks on the embedded PostgreSQL', () => {
   it('creates, refuses a duplicate name, lists, rotates, updates and destroys', async ({ api }) => {
     const created = await api.call('POST', '/webhooks', { data: { type: 'webhook', attributes } });
     expect(created.status).toBe(201);

@@ -3,8 +3,11 @@ import { defineModel, putRecord } from '@herald/testkit';
 import { upsertEnvironment } from '@herald/store';
 import { readTest } from '../../test/fixtures.js';
 
-/** The same SQL on the embedded PGlite: migration 004, counts, filters, search, lazy indexes. */
-const it = readTest({ db: 'pglite', expressionIndexes: true }).extend(
+/**
+ * The same SQL on the single process's embedded PostgreSQL (18): migration 004, counts, filters,
+ * search, lazy indexes.
+ */
+const it = readTest({ db: 'embedded', expressionIndexes: true }).extend(
   'list',
   ({ api }) =>
     async (query: string): Promise<{ ids: string[]; total: number }> => {
@@ -50,7 +53,7 @@ it.beforeAll(async ({ db }) => {
   }
 });
 
-describe('GET /items on PGlite', () => {
+describe('GET /items on the embedded PostgreSQL', () => {
   it('counts, filters, sorts and searches like on Postgres', async ({ list }) => {
     expect(await list('filter[type]=post')).toEqual({ ids: ['r0', 'r1', 'r2'], total: 3 });
     expect((await list('filter[type]=post&version=current')).total).toBe(4);
