@@ -262,6 +262,7 @@ export { startReceiver, type Received, type Receiver } from './receiver.js';
 export {
   defineModel,
   putRecord,
+  seedDocs,
   testRecordWrite,
   type SeedBlock,
   type SeedField,

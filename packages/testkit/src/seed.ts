@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ItemVersion, ModelInfo } from '@herald/contract';
 import {
   buildSearchTexts,
@@ -6,6 +7,7 @@ import {
   syncBlocks,
   textSearchConfig,
   upsertBlocks,
+  upsertEnvironment,
   upsertModel,
   upsertRecords,
   type Db,
@@ -186,4 +188,42 @@ export async function putRecord(
       ),
     );
   });
+}
+
+/**
+ * A haystack for slow reads: model `doc` (id m_doc, a text field `body`) in `main`, with `count`
+ * published records (d0, d1, …) of 25 hex words (~1 KB) each, written 500 at a time. No body holds
+ * a "!", so a pattern ending in one must read them all.
+ */
+export async function seedDocs(db: Db, count: number): Promise<void> {
+  await upsertEnvironment(db, 'main', ['en']);
+  await defineModel(db, 'main', {
+    id: 'm_doc',
+    apiKey: 'doc',
+    fields: [{ apiKey: 'body', fieldType: 'text' }],
+  });
+  const at = new Date(Date.UTC(2024, 0, 1));
+  for (let start = 0; start < count; start += 500) {
+    await upsertRecords(
+      db,
+      Array.from({ length: Math.min(500, count - start) }, (_, i) => {
+        const id = `d${start + i}`;
+        const body = Array.from({ length: 25 }, (_, j) =>
+          createHash('sha1').update(`${id}:${j}`).digest('hex'),
+        ).join(' ');
+        return testRecordWrite({
+          id,
+          itemTypeId: 'm_doc',
+          mode: 'publish',
+          eventId: `evt-${id}`,
+          eventType: 'publish',
+          attributes: { body },
+          createdAt: at,
+          updatedAt: at,
+          publishedAt: at,
+          currentVersion: '1',
+        });
+      }),
+    );
+  }
 }

@@ -1,21 +1,12 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  createPgliteDb,
-  createPostgresDb,
-  createToken,
-  migrate,
-  upsertEnvironment,
-  upsertRecords,
-  type Db,
-} from '@herald/store';
-import { TEST_REDIS_URL, defineModel, randomId, testRecordWrite } from '@herald/testkit';
+import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
+import { TEST_REDIS_URL, randomId, seedDocs } from '@herald/testkit';
 import { runCli } from './cli-commands.js';
 import { isListening } from './embedded-redis.js';
 
@@ -242,36 +233,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     });
     try {
       const token = await withEmbedded(dataDir, async (db) => {
-        await upsertEnvironment(db, 'main', ['en']);
-        await defineModel(db, 'main', {
-          id: 'm_doc',
-          apiKey: 'doc',
-          fields: [{ apiKey: 'body', fieldType: 'text' }],
-        });
-        const at = new Date(Date.UTC(2024, 0, 1));
-        for (let start = 0; start < 4000; start += 500) {
-          await upsertRecords(
-            db,
-            Array.from({ length: 500 }, (_, i) => {
-              const id = `d${start + i}`;
-              const body = Array.from({ length: 25 }, (_, j) =>
-                createHash('sha1').update(`${id}:${j}`).digest('hex'),
-              ).join(' ');
-              return testRecordWrite({
-                id,
-                itemTypeId: 'm_doc',
-                mode: 'publish',
-                eventId: `evt-${id}`,
-                eventType: 'publish',
-                attributes: { body },
-                createdAt: at,
-                updatedAt: at,
-                publishedAt: at,
-                currentVersion: '1',
-              });
-            }),
-          );
-        }
+        await seedDocs(db, 4000);
         return (await createToken(db, { name: 'reader', role: 'read_only' })).token;
       });
       // 20 quantifiers within the cost rule, over 4,000 texts of 1 KB (~0.5 s); no text has "!".

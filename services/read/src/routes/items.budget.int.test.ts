@@ -1,16 +1,14 @@
-import { createHash } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import { errorId } from '@herald/contract';
 import type { Redis } from '@herald/runtime';
-import { createPostgresDb, upsertEnvironment, upsertRecords, type Db } from '@herald/store';
+import { createPostgresDb, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   createTestToken,
-  defineModel,
   randomId,
+  seedDocs,
   serve,
   testDeps,
-  testRecordWrite,
   type TestDb,
   type TestServer,
 } from '@herald/testkit';
@@ -45,36 +43,7 @@ const SLOW = `/items?filter[type]=doc&filter[fields][body][matches][pattern]=${e
 )}`;
 
 it.beforeAll(async ({ db }) => {
-  await upsertEnvironment(db, 'main', ['en']);
-  await defineModel(db, 'main', {
-    id: 'm_doc',
-    apiKey: 'doc',
-    fields: [{ apiKey: 'body', fieldType: 'text' }],
-  });
-  const at = new Date(Date.UTC(2024, 0, 1));
-  for (let start = 0; start < RECORDS; start += 500) {
-    await upsertRecords(
-      db,
-      Array.from({ length: 500 }, (_, i) => {
-        const id = `d${start + i}`;
-        const body = Array.from({ length: 25 }, (_, j) =>
-          createHash('sha1').update(`${id}:${j}`).digest('hex'),
-        ).join(' ');
-        return testRecordWrite({
-          id,
-          itemTypeId: 'm_doc',
-          mode: 'publish',
-          eventId: `evt-${id}`,
-          eventType: 'publish',
-          attributes: { body },
-          createdAt: at,
-          updatedAt: at,
-          publishedAt: at,
-          currentVersion: '1',
-        });
-      }),
-    );
-  }
+  await seedDocs(db, RECORDS);
   reader = await createTestToken(db, 'read_only', 'slow-client');
   other = await createTestToken(db, 'read_only', 'other-client');
 });
