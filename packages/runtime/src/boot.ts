@@ -7,6 +7,7 @@ import {
 } from '@herald/store';
 import { ConfigError } from './config.js';
 import type { Redis } from 'ioredis';
+import { waitForDatabase } from './dependencies.js';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
 import { createRedis } from './redis.js';
@@ -50,8 +51,9 @@ export function httpSettings(config: HttpConfig): HttpSettings {
 }
 
 /**
- * Opens the database, migrates it, and registers its close. DATABASE_URL is required here: the
- * single process sets it to its embedded PostgreSQL's when unset (services/standalone).
+ * Opens the database and registers its close. DATABASE_URL is required here: the single process
+ * sets it to its embedded PostgreSQL's when unset (services/standalone). The pool connects on first
+ * use: prepareDatabase, once the process listens, waits for it and migrates.
  */
 export async function openDatabase(
   config: CommonConfig,
@@ -70,14 +72,31 @@ export async function openDatabase(
     applicationName: `herald-${name}`,
   });
   lifecycle.onShutdown('database', () => db.close());
-  logger.info('database opened');
+  logger.info({ kind: db.kind }, 'database opened');
+  return db;
+}
+
+/**
+ * Waits until the database answers (saying what is wrong in the log at most every 10 s, in
+ * /readyz, and to `onWaiting`), then applies the migrations (MIGRATE_ON_START) and makes the
+ * delivery log's partitions.
+ */
+export async function prepareDatabase(
+  db: Db,
+  config: CommonConfig,
+  logger: Logger,
+  lifecycle: Lifecycle,
+  onWaiting?: (problem: string) => void,
+): Promise<void> {
+  lifecycle.startStep('waiting for the database');
+  await waitForDatabase(db, logger, () => lifecycle.draining, onWaiting);
   if (config.MIGRATE_ON_START) {
+    lifecycle.startStep('applying migrations');
     const applied = await migrate(db);
     if (applied.length) logger.info({ applied }, 'migrations applied');
     // The delivery log's partitions of this month and the next two (the sweeper keeps them).
     await createWebhookCallMonths(db);
   }
-  return db;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { errorMessage } from '@herald/contract';
-import { isDbUnavailableError, sqlState } from '@herald/store';
+import { isDbUnavailableError, sqlState, type Db } from '@herald/store';
 import type { Redis } from 'ioredis';
 import type { Logger } from './logger.js';
 
@@ -128,4 +128,54 @@ export function postgresProblem(error: unknown): string {
     return `${where} is unavailable (${message}); check that it runs and that DATABASE_URL points at it`;
   }
   return `the database answered with an error: ${message}`;
+}
+
+/**
+ * Resolves once the database answers. Until then each failure is logged (warnOncePerCause) and
+ * passed to `onWaiting`; the pause between tries grows from 250 ms to 5 s. Once `stopping()`
+ * (a shutdown began) it never resolves: the shutdown ends the process.
+ */
+export async function waitForDatabase(
+  db: Db,
+  logger: Logger,
+  stopping: () => boolean,
+  onWaiting: (problem: string) => void = () => undefined,
+): Promise<void> {
+  let pauseMs = 250;
+  let waited = false;
+  for (;;) {
+    try {
+      await db.query('SELECT 1');
+      if (waited) logger.info('the database answers: starting');
+      return;
+    } catch (error) {
+      if (stopping()) return new Promise<never>(() => undefined);
+      const problem = postgresProblem(error);
+      warnOncePerCause(logger, problem, { err: errorMessage(error) });
+      onWaiting(problem);
+      waited = true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    pauseMs = Math.min(pauseMs * 2, 5000);
+  }
+}
+
+/**
+ * Resolves once the Redis client is ready. Until then its connection errors (each logged by
+ * createRedis's listener) are passed to `onWaiting` as Herald's reason.
+ */
+export function redisReady(
+  redis: Redis,
+  onWaiting: (problem: string) => void = () => undefined,
+): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const onError = (error: Error): void => onWaiting(redisProblem(redis, error));
+    redis.on('error', onError);
+    redis.once('ready', () => {
+      redis.off('error', onError);
+      resolve();
+    });
+    if (lastRedisErrors.has(redis)) onWaiting(redisProblem(redis));
+  });
 }

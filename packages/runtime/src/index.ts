@@ -24,6 +24,7 @@ export {
   httpSettings,
   openDatabase,
   openRedis,
+  prepareDatabase,
   registerAdminToken,
   type CommonConfig,
   type HttpConfig,
@@ -56,5 +57,5 @@ export {
   deploymentKey,
 } from './deployment.js';
 export { ssrfEnv } from './ssrf-env.js';
-export { redisProblem, warnOncePerCause } from './dependencies.js';
+export { redisProblem, redisReady, warnOncePerCause } from './dependencies.js';
 export { runMain, serveHttp, startService } from './service.js';

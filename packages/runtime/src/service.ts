@@ -31,13 +31,17 @@ export function runMain(
   });
 }
 
-/** What every service's main starts with: its logger and the one shutdown mechanism. */
+/**
+ * What every service's main starts with: its logger and its lifecycle, starting (the API answers
+ * 503 until main calls lifecycle.started()) with the one shutdown mechanism installed.
+ */
 export function startService(
   name: string,
   config: { LOG_LEVEL: LevelWithSilent; SHUTDOWN_READINESS_DELAY_MS: number },
 ): { logger: Logger; lifecycle: Lifecycle } {
   const logger = createLogger({ name, level: config.LOG_LEVEL });
   const lifecycle = new Lifecycle(logger);
+  lifecycle.startStep('starting');
   lifecycle.installSignalHandlers((code) => process.exit(code), {
     readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,
   });

@@ -13,13 +13,15 @@ export interface SignalSettings {
 }
 
 /**
- * The process's one shutdown mechanism (docs/architecture.md; docs/api.md, Operations). On a
- * signal: readiness turns 503 (on SIGTERM, for a delay during which everything else is still
- * served), then the hooks run in reverse order of registration (last opened, first closed): intake
- * stops, in-flight work finishes within the grace period, connections close.
+ * The process's lifecycle: what its start still waits for, and its one shutdown mechanism
+ * (docs/architecture.md; docs/api.md, Operations). On a signal: readiness turns 503 (on SIGTERM,
+ * for a delay during which everything else is still served), then the hooks run in reverse order
+ * of registration (last opened, first closed): intake stops, in-flight work finishes within the
+ * grace period, connections close.
  */
 export class Lifecycle {
   #draining = false;
+  #starting: string | undefined;
   #hooks: Hook[] = [];
   #done: Promise<void> | undefined;
   /** Ends the readiness delay early; set only while it runs. */
@@ -29,6 +31,22 @@ export class Lifecycle {
 
   get draining(): boolean {
     return this.#draining;
+  }
+
+  /**
+   * What the start is doing or waiting for (main.ts says it: startStep), undefined once started:
+   * meanwhile readiness and the API answer 503 saying it, while health and metrics are served.
+   */
+  get starting(): string | undefined {
+    return this.#starting;
+  }
+
+  startStep(what: string): void {
+    this.#starting = what;
+  }
+
+  started(): void {
+    this.#starting = undefined;
   }
 
   /** Registers something to close at shutdown. */

@@ -3,6 +3,7 @@ import {
   createMetrics,
   openDatabase,
   openRedis,
+  prepareDatabase,
   runMain,
   serveHttp,
   startService,
@@ -17,10 +18,12 @@ async function main(): Promise<void> {
 
   const db = await openDatabase(config, 'delivery', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();
   const app = createApp({ db, redis, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });
+  // Listening first: while Postgres or Redis does not answer, /readyz says which and why.
   const { url } = await serveHttp(app, config, logger, lifecycle);
+  await prepareDatabase(db, config, logger, lifecycle);
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
   // the ones in flight while /readyz already answers 503.
   // The workers' own pool (commits without waiting for the WAL flush unless configured).
@@ -31,6 +34,7 @@ async function main(): Promise<void> {
     deliverySettings(config, config.REDIS_URL),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
+  lifecycle.started();
   logger.info({ url }, 'delivery listening; workers and sweeper started');
 }
 

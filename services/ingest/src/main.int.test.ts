@@ -6,9 +6,12 @@ import {
   TEST_DATABASE_URL,
   TEST_REDIS_URL,
   createTestDb,
+  freePort,
   randomId,
+  startTcpProxy,
   testItemEvent,
   testRedis,
+  type TcpProxy,
   type TestDb,
   waitFor,
 } from '@herald/testkit';
@@ -47,14 +50,22 @@ interface Ingest {
   exited: Promise<number | null>;
 }
 
-/** Starts the built ingest and waits for the log line that gives its URL. */
-function startIngest(env: Record<string, string>): Promise<Ingest> {
-  const database = new URL(TEST_DATABASE_URL);
+/** The test schema's URL on the given Postgres URL. */
+function databaseUrl(url = TEST_DATABASE_URL): string {
+  const database = new URL(url);
   database.searchParams.set('options', `-c search_path=${testDb.schema!}`);
+  return database.toString();
+}
+
+/** Starts the built ingest and waits for the log line that gives its URL. */
+function startIngest(
+  env: Record<string, string>,
+  onOutput: (output: string) => void = () => undefined,
+): Promise<Ingest> {
   const child = spawn(process.execPath, [MAIN], {
     env: {
       PATH: process.env['PATH'] ?? '',
-      DATABASE_URL: database.toString(),
+      DATABASE_URL: databaseUrl(),
       REDIS_URL: TEST_REDIS_URL,
       REDIS_PREFIX: prefix,
       HERALD_ADMIN_TOKEN: TOKEN,
@@ -78,6 +89,7 @@ function startIngest(env: Record<string, string>): Promise<Ingest> {
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
+      onOutput(out);
       const match = /"url":"(http:\/\/[^"]+)".*"msg":"ingest listening"/.exec(out);
       if (match) resolve({ child, url: match[1]!, exited });
     });
@@ -234,6 +246,84 @@ describe('shutdown of the built ingest service', () => {
     expect(await interrupted.exited).toBe(0);
     expect(await terminated.exited).toBe(0);
     expect(performance.now() - signalled).toBeGreaterThanOrEqual(1500);
+  });
+});
+
+/** A proxy to the shared server at `url`, cut: its port refuses connections until restore(). */
+async function cutProxy(url: string): Promise<TcpProxy> {
+  const { hostname, port } = new URL(url);
+  const proxy = await startTcpProxy({ host: hostname, port: Number(port) });
+  await proxy.cut();
+  return proxy;
+}
+
+describe('Postgres and Redis missing at start', () => {
+  it('/readyz says what is wrong with each, the log once per cause, and ingest starts once they answer', async () => {
+    // Proxies to the shared servers, cut: nothing listens on their ports until restore().
+    const postgres = await cutProxy(TEST_DATABASE_URL);
+    const redis = await cutProxy(TEST_REDIS_URL);
+    const port = await freePort();
+    let output = '';
+    const starting = startIngest(
+      {
+        DATABASE_URL: databaseUrl(postgres.url(TEST_DATABASE_URL)),
+        REDIS_URL: redis.url(TEST_REDIS_URL),
+        PORT: String(port),
+        SHUTDOWN_READINESS_DELAY_MS: '0',
+      },
+      (out) => (output = out),
+    );
+    try {
+      const problems = {
+        database:
+          `Postgres at 127.0.0.1:${postgres.port} is not answering (connection refused); ` +
+          'check that it runs and that DATABASE_URL points at it',
+        redis:
+          `Redis at 127.0.0.1:${redis.port} is not answering (connection refused); ` +
+          'check that it runs and that REDIS_URL points at it',
+      };
+      const warnings = () =>
+        output
+          .split('\n')
+          .filter((line) => line.includes('"level":40'))
+          .map((line) => JSON.parse(line) as { msg: string; time: string });
+      // One clear line for each.
+      await waitFor(() => {
+        const said = warnings().map((line) => line.msg);
+        expect(said).toContain(problems.database);
+        expect(said).toContain(problems.redis);
+      });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        data: [
+          {
+            attributes: {
+              details: { message: 'Herald is waiting for Postgres and Redis', checks: problems },
+            },
+          },
+        ],
+      });
+
+      await postgres.restore();
+      await redis.restore();
+      const ingest = await starting;
+      await expect.poll(async () => (await get(`${ingest.url}/readyz`)).status, POLL).toBe(200);
+      // Each cause's lines at least 10 s apart (by their own timestamps).
+      for (const problem of Object.values(problems)) {
+        const times = warnings()
+          .filter((line) => line.msg === problem)
+          .map((line) => Date.parse(line.time));
+        for (let i = 1; i < times.length; i++) {
+          expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(10_000 - 5);
+        }
+      }
+      ingest.child.kill('SIGTERM');
+      expect(await ingest.exited).toBe(0);
+    } finally {
+      await postgres.close();
+      await redis.close();
+    }
   });
 });
 

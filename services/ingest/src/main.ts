@@ -7,6 +7,7 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  prepareDatabase,
   registerAdminToken,
   runMain,
   serveHttp,
@@ -20,11 +21,7 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('ingest', config);
 
   const db = await openDatabase(config, 'ingest', logger, lifecycle);
-  if (config.HERALD_ADMIN_TOKEN) {
-    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
-  }
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
   const metrics = createMetrics();
   const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
     attempts: config.MATCH_JOB_ATTEMPTS,
@@ -50,7 +47,15 @@ async function main(): Promise<void> {
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
   });
+  // Listening first: while Postgres or Redis does not answer, /readyz says which and why, and the
+  // API answers 503 until the database is ready (Redis may come later: events are stored).
   const { url } = await serveHttp(app, config, logger, lifecycle);
+  await prepareDatabase(db, config, logger, lifecycle);
+  if (config.HERALD_ADMIN_TOKEN) {
+    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
+  }
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+  lifecycle.started();
   logger.info({ url }, 'ingest listening');
 }
 

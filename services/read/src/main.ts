@@ -3,6 +3,7 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  prepareDatabase,
   registerAdminToken,
   runMain,
   serveHttp,
@@ -17,9 +18,6 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('read', config);
 
   const db = await openDatabase(config, 'read', logger, lifecycle);
-  if (config.HERALD_ADMIN_TOKEN) {
-    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
-  }
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
   const readDb = openReadDb(config, db, 'herald-read-items');
@@ -36,7 +34,14 @@ async function main(): Promise<void> {
     readDb: readDb.db,
     readLimits: readLimits(config, readDb.db),
   });
+  // Listening first: while Postgres or Redis does not answer, /readyz says which and why, and the
+  // API answers 503 until the database is ready.
   const { url } = await serveHttp(app, config, logger, lifecycle);
+  await prepareDatabase(db, config, logger, lifecycle);
+  if (config.HERALD_ADMIN_TOKEN) {
+    await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
+  }
+  lifecycle.started();
   logger.info({ url }, 'read listening');
 }
 

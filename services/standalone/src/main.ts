@@ -8,6 +8,8 @@ import {
   httpSettings,
   openDatabase,
   openRedis,
+  prepareDatabase,
+  redisReady,
   registerAdminToken,
   runMain,
   serveHttp,
@@ -69,16 +71,9 @@ async function main(): Promise<void> {
   const config = { ...settings, DATABASE_URL: databaseUrl };
   const db = await openDatabase(config, 'standalone', logger, lifecycle);
   const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
 
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
   const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
-  const adminTokenWorks = await registerAdminToken(
-    db,
-    adminToken,
-    config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : 'HERALD_DATA_DIR/admin-token',
-    logger,
-  );
   const metrics = createMetrics();
   const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
     attempts: config.MATCH_JOB_ATTEMPTS,
@@ -110,6 +105,32 @@ async function main(): Promise<void> {
     readLimits: readLimits(config, readDb.db),
   });
   const { url } = await serveHttp(app, config, logger, lifecycle);
+  // A Postgres or Redis that does not answer: the banner says what Herald waits for (once), the
+  // log at most every 10 s, /readyz with each request. The API opens once the database is ready;
+  // the delivery workers start once Redis is.
+  const announceOnce = (): ((problem: string) => void) => {
+    let announced = false;
+    return (problem) => {
+      if (announced) return;
+      announced = true;
+      process.stdout.write(
+        `\nHerald is waiting: ${problem}.\n` +
+          `  ${url}/readyz answers 503 with the reason until then. Herald goes on by itself once\n` +
+          `  it answers, and prints its banner.\n\n`,
+      );
+    };
+  };
+  const redisAnswers = redisReady(redis, announceOnce());
+  await prepareDatabase(db, config, logger, lifecycle, announceOnce());
+  const adminTokenWorks = await registerAdminToken(
+    db,
+    adminToken,
+    config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : 'HERALD_DATA_DIR/admin-token',
+    logger,
+  );
+  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+  lifecycle.started();
+  await redisAnswers;
   // Registered last so it closes first: workers stop taking jobs and finish those in flight. The
   // workers (and the one sweeper startDelivery runs) use their own pool on Postgres: their commits
   // need not wait for the WAL flush (DELIVERY_SYNCHRONOUS_COMMIT), unlike POST /events.

@@ -28,7 +28,7 @@ export interface ApiAppDeps {
   redis: Redis;
   logger: Logger;
   metrics: Metrics;
-  lifecycle: { readonly draining: boolean };
+  lifecycle: { readonly draining: boolean; readonly starting?: string | undefined };
   http: HttpSettings;
   /** Prefix of Redis keys (REDIS_PREFIX); tests isolate themselves with a random one. */
   redisPrefix: string;
@@ -129,6 +129,24 @@ function closeWhileDraining(lifecycle: { readonly draining: boolean }): RequestH
 }
 
 /**
+ * Until the process has started (its database answers and is migrated), the API answers 503
+ * saying what the start waits for; health, metrics and the console are served meanwhile.
+ */
+function refuseWhileStarting(lifecycle: ApiAppDeps['lifecycle']): RequestHandler {
+  return (_req, _res, next) => {
+    const starting = lifecycle.starting;
+    if (starting === undefined) return next();
+    next(
+      new ApiError(
+        'SERVICE_UNAVAILABLE',
+        { message: `Herald is starting (${starting}); retry in a moment`, starting },
+        { headers: { 'Retry-After': '1' } },
+      ),
+    );
+  };
+}
+
+/**
  * The HTTP plumbing shared by the API services (docs/api.md, Conventions), around the given
  * routers: request ids and standard headers, health and metrics, query parsing with limits, Accept,
  * auth and rate limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown
@@ -159,10 +177,12 @@ export function createApiApp(
       redis: deps.redis,
       metrics: deps.metrics,
       isDraining: () => deps.lifecycle.draining,
+      starting: () => deps.lifecycle.starting,
       docsUrl: deps.http.docsUrl,
     }),
   );
   for (const router of publicRouters) app.use(router);
+  app.use(refuseWhileStarting(deps.lifecycle));
   app.use(parseQuery);
   app.use(checkAccept);
   app.use(authenticate(verifier, limiter));
@@ -201,6 +221,7 @@ export function createOpsApp(
       redis: deps.redis,
       metrics: deps.metrics,
       isDraining: () => deps.lifecycle.draining,
+      starting: () => deps.lifecycle.starting,
       docsUrl: deps.docsUrl,
     }),
   );

@@ -10,6 +10,8 @@ export interface HealthDeps {
   redis: Redis;
   metrics: Metrics;
   isDraining: () => boolean;
+  /** What the start is still doing or waiting for (Lifecycle.starting); undefined once started. */
+  starting?: () => string | undefined;
   docsUrl: string;
 }
 
@@ -37,7 +39,7 @@ async function check(
   }
 }
 
-/** GET /healthz (alive), /readyz (Redis and Postgres reachable, not draining), /metrics. */
+/** GET /healthz (alive), /readyz (started, Redis and Postgres reachable, not draining), /metrics. */
 export function healthRouter(deps: HealthDeps): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
@@ -56,14 +58,20 @@ export function healthRouter(deps: HealthDeps): Router {
         : redisProblem(deps.redis),
     ]);
     const draining = deps.isDraining();
-    if (!draining && database === 'ok' && redis === 'ok') {
+    const starting = deps.starting?.();
+    if (!draining && !starting && database === 'ok' && redis === 'ok') {
       res.json({ status: 'ready', checks: { database, redis } });
       return;
     }
     const waitingFor = [database !== 'ok' && 'Postgres', redis !== 'ok' && 'Redis'].filter(Boolean);
     const error = new ApiError('SERVICE_UNAVAILABLE', {
-      message: draining ? 'Shutting down' : `Herald is waiting for ${waitingFor.join(' and ')}`,
+      message: draining
+        ? 'Shutting down'
+        : waitingFor.length
+          ? `Herald is waiting for ${waitingFor.join(' and ')}`
+          : `Herald is starting (${starting})`,
       draining,
+      ...(starting ? { starting } : {}),
       checks: { database, redis },
     });
     res.status(503).json(renderErrorEnvelope(error, deps.docsUrl));
