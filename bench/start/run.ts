@@ -1,0 +1,114 @@
+/**
+ * `npm start`'s time to Herald's banner (issue 29: ≤ 5 s warm), in a fresh clone of this
+ * repository's HEAD: the first start (install from the pnpm store, build, a new embedded
+ * database), a restart with nothing changed, a restart after one source file changed, and beside
+ * them, in the same clone, the baseline: what the start did before it skipped anything (pnpm
+ * install, pnpm run build, then Herald), and Herald's process alone.
+ *
+ *   pnpm bench:start        (RUNS=3 warm restarts by default; BENCH_REDIS_URL, else 6379)
+ */
+import { execFile, spawn } from 'node:child_process';
+import { appendFile, mkdtemp, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createLogger, createRedis } from '@herald/runtime';
+import { table } from '../lib/table.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const RUNS = Number(process.env['RUNS'] ?? 3);
+const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+const run = promisify(execFile);
+
+const work = await mkdtemp(join(tmpdir(), 'herald-bench-start-'));
+const clone = join(work, 'herald');
+const prefix = `herald_bench_start_${process.pid}`;
+
+/** Runs `command` in the clone until Herald prints its banner; seconds to it, then stops Herald. */
+async function timeToBanner(command: string): Promise<number> {
+  const started = performance.now();
+  const child = spawn('bash', ['-c', command], {
+    cwd: clone,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      HERALD_DATA_DIR: join(work, 'data'),
+      REDIS_URL,
+      REDIS_PREFIX: prefix,
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_READINESS_DELAY_MS: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const seconds = await new Promise<number>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      if (/Herald is running at http/.test(out)) resolve((performance.now() - started) / 1000);
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited with ${String(code)}:\n${out}`)));
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+  return seconds;
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+const fmt = (values: number[]) =>
+  values.length === 1
+    ? `${values[0]!.toFixed(1)} s`
+    : `${median(values).toFixed(1)} s (${values.map((v) => v.toFixed(1)).join(', ')})`;
+
+try {
+  await run('git', ['clone', '--quiet', '--no-hardlinks', ROOT, clone]);
+  const rows: string[][] = [];
+  const cold = await timeToBanner('bash scripts/start.sh');
+  rows.push(['first start of a fresh clone', 'install, build, new embedded database', fmt([cold])]);
+
+  const warm: number[] = [];
+  for (let i = 0; i < RUNS; i++) warm.push(await timeToBanner('bash scripts/start.sh'));
+  rows.push(['restart, nothing changed', 'Herald only (stamps match)', fmt(warm)]);
+
+  await appendFile(join(clone, 'packages/contract/src/index.ts'), '// edited\n');
+  const edited = await timeToBanner('bash scripts/start.sh');
+  rows.push(['restart, one source file edited', 'build, Herald', fmt([edited])]);
+
+  const baseline: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    baseline.push(
+      await timeToBanner(
+        'source scripts/ensure-pnpm.sh && pnpm_ install --frozen-lockfile --prefer-offline ' +
+          '>/dev/null && pnpm_ run build >/dev/null && exec node services/standalone/dist/main.js',
+      ),
+    );
+  }
+  rows.push(['baseline: restart as before', 'install, build, Herald', fmt(baseline)]);
+
+  const alone: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    alone.push(await timeToBanner('exec node services/standalone/dist/main.js'));
+  }
+  rows.push(["Herald's process alone", 'node services/standalone/dist/main.js', fmt(alone)]);
+
+  process.stdout.write(
+    `\nnpm start to its banner (embedded database), median of ${RUNS} where several; ` +
+      `${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}\n\n` +
+      table(['start', 'what runs', 'to the banner'], rows),
+  );
+} finally {
+  const redis = createRedis(REDIS_URL, 'worker', createLogger({ name: 'bench', level: 'silent' }));
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  await redis.quit();
+  await rm(work, { recursive: true, force: true });
+}
