@@ -55,12 +55,12 @@ export function httpSettings(config: HttpConfig): HttpSettings {
  * sets it to its embedded PostgreSQL's when unset (services/standalone). The pool connects on first
  * use: prepareDatabase, once the process listens, waits for it and migrates.
  */
-export async function openDatabase(
+export function openDatabase(
   config: CommonConfig,
   name: string,
   logger: Logger,
   lifecycle: Lifecycle,
-): Promise<Db> {
+): Db {
   if (!config.DATABASE_URL) {
     throw new ConfigError([
       'DATABASE_URL: required (only the single process, pnpm start, has an embedded database)',

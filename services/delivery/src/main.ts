@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const { logger, lifecycle } = startService('delivery', config);
 
-  const db = await openDatabase(config, 'delivery', logger, lifecycle);
+  const db = openDatabase(config, 'delivery', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
   const app = createApp({ db, redis, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const { logger, lifecycle } = startService('ingest', config);
 
-  const db = await openDatabase(config, 'ingest', logger, lifecycle);
+  const db = openDatabase(config, 'ingest', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
   const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {

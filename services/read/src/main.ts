@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const { logger, lifecycle } = startService('read', config);
 
-  const db = await openDatabase(config, 'read', logger, lifecycle);
+  const db = openDatabase(config, 'read', logger, lifecycle);
   const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
   const metrics = createMetrics();
   const readDb = openReadDb(config, db, 'herald-read-items');

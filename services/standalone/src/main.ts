@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   // From here on the single process runs as on any PostgreSQL: the same pools, plan-once share
   // and statement budgets.
   const config = { ...settings, DATABASE_URL: databaseUrl };
-  const db = await openDatabase(config, 'standalone', logger, lifecycle);
+  const db = openDatabase(config, 'standalone', logger, lifecycle);
   const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
 
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
