@@ -109,7 +109,7 @@ export async function enqueueEventMatches(
     );
   });
   try {
-    const client = await Promise.race([queue.client, timedOut]);
+    const client = await Promise.race([queue.getBackend().client, timedOut]);
     if (client.status !== 'ready') {
       throw new EnqueueUnavailableError(`Redis is not ready (${client.status})`);
     }
