@@ -7,6 +7,7 @@ import {
   randomId,
   silentLogger,
   testRedis,
+  testRedisCoordination,
   testWebhookInput,
 } from '@herald/testkit';
 import { backendPids, cpuPer, sampleCpu } from '../lib/cpu.js';
@@ -39,14 +40,14 @@ export async function benchBulkResend(calls: number, inFlight = 64): Promise<Bul
     SSRF_ALLOW_CIDRS: '127.0.0.0/8',
   });
   const settings = {
-    ...deliverySettings(config, process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379'),
+    ...deliverySettings(config),
     maxInFlightPerWebhook: inFlight,
     bulkJobsPollMs: 50,
   };
   const delivery = await startDelivery(
     {
       db: testDb.db,
-      redis,
+      coordination: testRedisCoordination(redis, prefix),
       logger: silentLogger(),
       registry: createMetrics({ defaultMetrics: false }).registry,
     },

@@ -205,7 +205,7 @@ async function deliveryRows(
   matching: ReturnType<typeof matchingBench>,
   loadBefore: number[],
 ): Promise<void> {
-  const { receiver, testDb, redis, deps, settings, herald, token, workerDb, logger } = h;
+  const { receiver, testDb, deps, settings, herald, token, workerDb, logger } = h;
   // Models, then webhooks (stored before the workers start, so the index loads them at once).
   await postEvents(
     herald.url,
@@ -421,7 +421,12 @@ async function deliveryRows(
 
   // Shape 1: the workers in the process that ingests (npm start's standalone mode).
   const delivery = await startDelivery(
-    { db: sqlTimings?.wrap(workerDb) ?? workerDb, redis, logger, registry: deps.metrics.registry },
+    {
+      db: sqlTimings?.wrap(workerDb) ?? workerDb,
+      coordination: deps.coordination,
+      logger,
+      registry: deps.metrics.registry,
+    },
     settings,
   );
   let single: Awaited<ReturnType<typeof shapeRuns>>;
@@ -617,7 +622,7 @@ async function flowSection(h: Harness): Promise<void> {
   const ids = await prepareFlow(flow);
   const db = flow.sqlTimings?.wrap(h.workerDb) ?? h.workerDb;
   const delivery = await startDelivery(
-    { db, redis: h.redis, logger: h.logger, registry: h.deps.metrics.registry },
+    { db, coordination: h.deps.coordination, logger: h.logger, registry: h.deps.metrics.registry },
     h.settings,
   );
   let table: string[];
@@ -651,10 +656,7 @@ async function main(): Promise<void> {
     REDIS_PREFIX: deps.redisPrefix,
     SSRF_ALLOW_CIDRS: '127.0.0.0/8',
   });
-  const settings = deliverySettings(
-    config,
-    process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
-  );
+  const settings = deliverySettings(config);
   const herald = await serve(createApp({ ...deps, ssrfAllowCidrs: parseCidrList('127.0.0.0/8') }));
   const token = await createTestToken(testDb.db, 'admin');
   // The workers' own pool, as services/delivery/src/main.ts opens it (DELIVERY_SYNCHRONOUS_COMMIT).

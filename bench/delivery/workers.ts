@@ -7,7 +7,7 @@
  * Parent → child messages: {cmd:'exit'}. Child → parent: {ready:true} once the workers run.
  */
 import { deliverySettings, loadConfig, startDelivery } from '@herald/delivery';
-import { createMetrics, createRedis } from '@herald/runtime';
+import { createMetrics, createRedis, createRedisCoordination } from '@herald/runtime';
 import { createPostgresDb } from '@herald/store';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, silentLogger } from '@herald/testkit';
 
@@ -26,9 +26,15 @@ const db = createPostgresDb({
   applicationName: `${schema}-workers`, // WORKERS_POOL in ./run.ts
 });
 const redis = createRedis(TEST_REDIS_URL, 'producer', logger);
+const coordination = createRedisCoordination({
+  redis,
+  url: TEST_REDIS_URL,
+  prefix: config.REDIS_PREFIX,
+  createSubscriber: () => createRedis(TEST_REDIS_URL, 'worker', logger),
+});
 const delivery = await startDelivery(
-  { db, redis, logger, registry: createMetrics().registry },
-  deliverySettings(config, TEST_REDIS_URL),
+  { db, coordination, logger, registry: createMetrics().registry },
+  deliverySettings(config),
 );
 
 process.on('message', (message: { cmd: string }) => {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import {
   EnvironmentResolver,
-  claimRedisPrefix,
+  claimPrefix,
   commonEnv,
   createApiApp,
   createDeliverQueue,
@@ -19,7 +19,7 @@ import {
   createMetrics,
   httpEnv,
   httpSettings,
-  openRedis,
+  createRedis,
   parseEnv,
   serveHttp,
   startService,
@@ -29,6 +29,7 @@ import { openReadDb, readEnv, readLimits, readRouter } from '@herald/read';
 import { deliveryEnv, deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
 import { createPgliteDb, createWebhookCallMonths, migrate } from '@herald/store';
 import { createPgliteWorkerDb } from './pglite-worker-db.js';
+import { benchRedisCoordination } from '../lib/coordination.js';
 import { seed } from './seed.js';
 
 const config = parseEnv(
@@ -51,16 +52,19 @@ if (records > 0) {
   process.stdout.write(`seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s\n`);
 }
 
+// PGlite cannot host the queues: the baseline runs them on Redis, as it did.
 const redisUrl = config.REDIS_URL!;
-const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
-await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+const redis = createRedis(redisUrl, 'producer', logger);
+const coordination = benchRedisCoordination(redis, redisUrl, config.REDIS_PREFIX, logger);
+lifecycle.onShutdown('coordination', () => coordination.close());
+await claimPrefix(db, coordination, logger);
 const metrics = createMetrics();
-const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+const eventMatchQueue = createEventMatchQueue(coordination, logger, {
   attempts: config.MATCH_JOB_ATTEMPTS,
   backoffMs: config.MATCH_JOB_BACKOFF_MS,
 });
 lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
-const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+const deliverQueue = createDeliverQueue(coordination, logger);
 lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
 const readDb = openReadDb(config, db, 'herald-standalone-items');
 const deps = {
@@ -69,11 +73,10 @@ const deps = {
   enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
   enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
   db,
-  redis,
+  coordination,
   logger,
   metrics,
   lifecycle,
-  redisPrefix: config.REDIS_PREFIX,
   ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
   siteId: config.SITE_ID,
   consoleDir: join(config.HERALD_DATA_DIR, 'no-console'),
@@ -86,8 +89,8 @@ const app = createApiApp(deps, [readRouter(deps), ingestRouter(deps)], ingestPub
 const { url } = await serveHttp(app, config, logger, lifecycle);
 const workerDb = openWorkerDb(config, db);
 const delivery = await startDelivery(
-  { db: workerDb.db, redis, logger, registry: metrics.registry },
-  deliverySettings(config, redisUrl),
+  { db: workerDb.db, coordination, logger, registry: metrics.registry },
+  deliverySettings(config),
 );
 lifecycle.onShutdown('delivery-workers', () => delivery.close());
 process.stdout.write(`\nHerald is running at ${url}\n`);

@@ -93,7 +93,9 @@ function startProcess(kind: Kind, env: Record<string, string>): Promise<Running>
       HERALD_ADMIN_TOKEN: TOKEN,
       SSRF_ALLOW_CIDRS: '127.0.0.0/8',
       READ_STATEMENT_TIMEOUT_MS: String(BUDGET_MS),
-      REDIS_URL: TEST_REDIS_URL,
+      // The embedded default runs its queues on its PostgreSQL alone; PGlite cannot, so the
+      // baseline keeps them on Redis.
+      ...(kind === 'embedded' ? {} : { REDIS_URL: TEST_REDIS_URL }),
       BENCH_PGLITE: kind,
       ...env,
     },

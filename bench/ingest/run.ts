@@ -29,6 +29,7 @@ import { silentLogger } from '@herald/testkit';
 import { profileTable, type ProfileSummary } from '../lib/cpu-profile.js';
 import { table } from '../lib/table.js';
 import { sameRowsStatement, type BenchItemEvent } from './same-rows.js';
+import { benchRedisCoordination } from '../lib/coordination.js';
 
 const DATABASE_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
@@ -216,7 +217,10 @@ async function main(): Promise<void> {
     ).rows.map((row) => row.pid);
   const redisPids = () => Promise.resolve(pidsNamed('redis-server'));
   const redis = createRedis(REDIS_URL, 'producer', silentLogger());
-  const queue = createEventMatchQueue(redis, `herald_bench_${suffix}`, silentLogger());
+  const queue = createEventMatchQueue(
+    benchRedisCoordination(redis, REDIS_URL, `herald_bench_${suffix}`, silentLogger()),
+    silentLogger(),
+  );
   const servers: ServerProcess[] = [];
   let agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   try {

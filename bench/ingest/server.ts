@@ -33,6 +33,7 @@ import { silentLogger } from '@herald/testkit';
 import { CpuProfiler } from '../lib/cpu-profile.js';
 import { productionHttp } from '../lib/http.js';
 import { sameRowsStatement, type BenchItemEvent } from './same-rows.js';
+import { benchRedisCoordination } from '../lib/coordination.js';
 
 function required(name: string): string {
   const value = process.env[name];
@@ -54,18 +55,19 @@ async function serveHerald(): Promise<{ server: Server; close: () => Promise<voi
     maxConnections: 10,
     applicationName: `herald-bench-${suffix}`,
   });
-  const redis = createRedis(required('BENCH_REDIS_URL'), 'producer', logger);
-  const eventMatchQueue = createEventMatchQueue(redis, redisPrefix, logger);
-  const deliverQueue = createDeliverQueue(redis, redisPrefix, logger);
+  const redisUrl = required('BENCH_REDIS_URL');
+  const redis = createRedis(redisUrl, 'producer', logger);
+  const coordination = benchRedisCoordination(redis, redisUrl, redisPrefix, logger);
+  const eventMatchQueue = createEventMatchQueue(coordination, logger);
+  const deliverQueue = createDeliverQueue(coordination, logger);
   const http = productionHttp();
   const app = createApp({
     db,
-    redis,
+    coordination,
     logger,
     metrics: createMetrics(),
     lifecycle: new Lifecycle(logger),
     http,
-    redisPrefix,
     eventMatchQueue,
     deliverQueue,
     enqueueTimeoutMs: 5000,
@@ -105,7 +107,17 @@ async function serveRows(
   });
   const logger = silentLogger();
   const redis = enqueue ? createRedis(required('BENCH_REDIS_URL'), 'producer', logger) : null;
-  const queue = redis ? createEventMatchQueue(redis, `herald_bench_${suffix}`, logger) : null;
+  const queue = redis
+    ? createEventMatchQueue(
+        benchRedisCoordination(
+          redis,
+          required('BENCH_REDIS_URL'),
+          `herald_bench_${suffix}`,
+          logger,
+        ),
+        logger,
+      )
+    : null;
   const write = async (raw: string): Promise<string> => {
     const data = (JSON.parse(raw) as { data: BenchItemEvent | BenchItemEvent[] }).data;
     const list = Array.isArray(data) ? data : [data];

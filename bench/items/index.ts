@@ -20,6 +20,7 @@ import {
   resolveListQuery,
 } from '@herald/read';
 import { generate } from './generate.js';
+import { benchRedisCoordination } from '../lib/coordination.js';
 
 /**
  * pnpm bench:items [--records=N] [--others=N] [--regenerate]
@@ -112,11 +113,15 @@ async function main(): Promise<void> {
   const metrics = createMetrics({ defaultMetrics: false });
   const app = createApp({
     db,
-    redis,
+    coordination: benchRedisCoordination(
+      redis,
+      REDIS_URL,
+      `herald_bench_${randomBytes(4).toString('hex')}`,
+      logger,
+    ),
     logger,
     metrics,
     lifecycle: new Lifecycle(logger),
-    redisPrefix: `herald_bench_${randomBytes(4).toString('hex')}`,
     indexes,
     http: {
       docsUrl: 'https://docs.invalid/errors',

@@ -8,6 +8,12 @@ import {
 import { ConfigError } from './config.js';
 import type { Redis } from 'ioredis';
 import { waitForDatabase } from './dependencies.js';
+import {
+  createPostgresCoordination,
+  createRedisCoordination,
+  migrateQueues,
+  type Coordination,
+} from './coordination.js';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
 import { createRedis } from './redis.js';
@@ -132,4 +138,65 @@ export function openRedis(
     await redis.quit().catch(() => redis.disconnect());
   });
   return redis;
+}
+
+/** The variables that choose the coordination (see openCoordination). */
+export interface CoordinationConfig {
+  REDIS_URL?: string | undefined;
+  DATABASE_URL?: string | undefined;
+  REDIS_PREFIX: string;
+  MIGRATE_ON_START: boolean;
+}
+
+/**
+ * The queues and the state the processes share: in Redis when REDIS_URL is set, else on Postgres
+ * alone (DATABASE_URL's server; prepareCoordination migrates BullMQ's tables). Connects on first
+ * use, so that the process can listen first. Registers its close.
+ */
+export function openCoordination(
+  config: CoordinationConfig,
+  db: Db,
+  logger: Logger,
+  lifecycle: Lifecycle,
+): Coordination {
+  let coordination: Coordination;
+  if (config.REDIS_URL) {
+    const url = config.REDIS_URL;
+    coordination = createRedisCoordination({
+      redis: createRedis(url, 'producer', logger),
+      url,
+      prefix: config.REDIS_PREFIX,
+      createSubscriber: () => createRedis(url, 'worker', logger),
+    });
+  } else if (config.DATABASE_URL && db.kind === 'postgres') {
+    coordination = createPostgresCoordination({
+      db,
+      url: config.DATABASE_URL,
+      prefix: config.REDIS_PREFIX,
+      logger: logger.child({ module: 'coordination' }),
+    });
+  } else {
+    throw new ConfigError([
+      'REDIS_URL: not set, so Herald runs its queues on Postgres alone, which needs a PostgreSQL ' +
+        'server: set DATABASE_URL, or REDIS_URL to a Redis',
+    ]);
+  }
+  lifecycle.onShutdown('coordination', () => coordination.close());
+  logger.info({ coordination: coordination.kind }, 'coordination opened');
+  return coordination;
+}
+
+/**
+ * Once the database answers (prepareDatabase): on Postgres alone, applies BullMQ's own migrations to
+ * the queues' schema (MIGRATE_ON_START).
+ */
+export async function prepareCoordination(
+  config: CoordinationConfig,
+  coordination: Coordination,
+  logger: Logger,
+  lifecycle: Lifecycle,
+): Promise<void> {
+  if (coordination.kind !== 'postgres' || !config.MIGRATE_ON_START || !config.DATABASE_URL) return;
+  lifecycle.startStep("migrating the queues' tables");
+  await migrateQueues(config.DATABASE_URL, coordination.queueSchema, logger);
 }

@@ -66,7 +66,10 @@ export const commonEnv = {
    * more pools of this size (services/delivery, openWorkerDb).
    */
   DB_POOL_SIZE: int(1, 500).default(10),
-  /** Redis URL (the queues, rate limits, pub/sub). */
+  /**
+   * Redis URL (the queues, rate limits, pub/sub). Unset: all of it on Postgres alone, which then
+   * needs DATABASE_URL (docs/architecture.md, Redis or Postgres alone).
+   */
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
   /** Prefix of every Redis key Herald writes (queues use it as a {hash tag} for Redis Cluster). */
   REDIS_PREFIX: z

@@ -1,13 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, randomId, testRedis, type TestDb } from '@herald/testkit';
+import {
+  createTestDb,
+  randomId,
+  testPostgresCoordination,
+  testRedis,
+  testRedisCoordination,
+  type TestDb,
+} from '@herald/testkit';
 import { readDeploymentId } from '@herald/store';
-import { DeploymentConflictError, claimDeployment, deploymentKey } from './deployment.js';
+import { queueSchema, type Coordination } from './coordination.js';
+import { DeploymentConflictError, deploymentKey } from './deployment.js';
 import type { Redis } from './redis.js';
 
 let ours: TestDb;
 let theirs: TestDb;
 let redis: Redis;
-const prefix = randomId('herald_test');
+const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   [ours, theirs] = await Promise.all([createTestDb(), createTestDb()]);
@@ -15,33 +23,68 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await redis.del(deploymentKey(prefix));
+  for (const cleanup of cleanups.splice(0)) await cleanup();
   await redis.quit();
   await Promise.all([ours.cleanup(), theirs.cleanup()]);
 });
 
-describe('a deployment claims its Redis prefix', () => {
+/** Each store: a coordination on a prefix, what it holds as the claim, and its loss. */
+const stores = {
+  redis: {
+    open(prefix: string): Promise<Coordination> {
+      cleanups.push(() => redis.del(deploymentKey(prefix)));
+      return Promise.resolve(testRedisCoordination(redis, prefix));
+    },
+    claimed: (prefix: string) => redis.get(deploymentKey(prefix)),
+    lose: (prefix: string) => redis.del(deploymentKey(prefix)),
+  },
+  postgres: {
+    async open(prefix: string): Promise<Coordination> {
+      const { coordination, cleanup } = await testPostgresCoordination(ours.db, prefix);
+      cleanups.push(cleanup);
+      return coordination;
+    },
+    async claimed(prefix: string) {
+      const { rows } = await ours.db.query<{ comment: string | null }>(
+        `SELECT obj_description(oid, 'pg_namespace') AS comment FROM pg_namespace
+         WHERE nspname = $1`,
+        [queueSchema(prefix)],
+      );
+      return rows[0]?.comment?.replace(/^herald deployment /, '') ?? null;
+    },
+    lose: (prefix: string) => ours.db.exec(`COMMENT ON SCHEMA "${queueSchema(prefix)}" IS NULL`),
+  },
+};
+
+describe.each(['redis', 'postgres'] as const)('a deployment claims its prefix (%s)', (mode) => {
+  const store = stores[mode];
+  const prefix = randomId('herald_test');
+  let coordination: Coordination;
+  beforeAll(async () => {
+    coordination = await store.open(prefix);
+  });
+
   it('at first start, then again at every start of the same deployment', async () => {
-    expect(await claimDeployment(ours.db, redis, prefix)).toBe('written');
-    expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
-    expect(await claimDeployment(ours.db, redis, prefix)).toBe('claimed');
+    expect(await coordination.claimDeployment(ours.db)).toBe('written');
+    expect(await store.claimed(prefix)).toBe(await readDeploymentId(ours.db));
+    expect(await coordination.claimDeployment(ours.db)).toBe('claimed');
   });
 
   it('refuses another database on the same prefix, naming REDIS_PREFIX', async () => {
-    const refused = claimDeployment(theirs.db, redis, prefix);
-    await expect(refused).rejects.toBeInstanceOf(DeploymentConflictError);
-    await expect(claimDeployment(theirs.db, redis, prefix)).rejects.toThrow(/REDIS_PREFIX/);
+    const refused = coordination.claimDeployment(theirs.db);
+    // By name: testkit's coordination throws the class of @herald/runtime's build.
+    await expect(refused).rejects.toMatchObject({ name: DeploymentConflictError.name });
+    await expect(coordination.claimDeployment(theirs.db)).rejects.toThrow(/REDIS_PREFIX/);
     // The first deployment keeps its claim.
-    expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
+    expect(await store.claimed(prefix)).toBe(await readDeploymentId(ours.db));
     // Another prefix is free.
-    const other = randomId('herald_test');
-    expect(await claimDeployment(theirs.db, redis, other)).toBe('written');
-    await redis.del(deploymentKey(other));
+    const other = await store.open(randomId('herald_test'));
+    expect(await other.claimDeployment(theirs.db)).toBe('written');
   });
 
-  it('claims again after Redis lost its keys, and says so', async () => {
-    await redis.del(deploymentKey(prefix));
-    expect(await claimDeployment(ours.db, redis, prefix)).toBe('written');
-    expect(await redis.get(deploymentKey(prefix))).toBe(await readDeploymentId(ours.db));
+  it('claims again after the store lost its state, and says so', async () => {
+    await store.lose(prefix);
+    expect(await coordination.claimDeployment(ours.db)).toBe('written');
+    expect(await store.claimed(prefix)).toBe(await readDeploymentId(ours.db));
   });
 });

@@ -1,17 +1,15 @@
-import { readDeploymentId, type Queryable } from '@herald/store';
-import type { Redis } from 'ioredis';
+import type { Queryable } from '@herald/store';
 import type { Logger } from './logger.js';
 
-/** The Redis prefix already belongs to another deployment (another database). */
+/** REDIS_PREFIX already belongs to another deployment (another database). */
 export class DeploymentConflictError extends Error {
-  constructor(redisPrefix: string, theirs: string, ours: string) {
+  constructor(where: string, theirs: string, ours: string, remedy: string) {
     super(
-      `Refusing to start: the Redis prefix "${redisPrefix}" (REDIS_PREFIX) already belongs to ` +
-        `another Herald deployment (${theirs}), but this database is deployment ${ours}. Two ` +
-        `deployments sharing a prefix run each other's jobs and find nothing to do in them. Give ` +
-        `each deployment its own REDIS_PREFIX (or its own Redis), or point DATABASE_URL at the ` +
-        `database this prefix belongs to. If that deployment is gone for good, delete the key ` +
-        `"${deploymentKey(redisPrefix)}" in Redis.`,
+      `Refusing to start: ${where} already belongs to another Herald deployment (${theirs}), ` +
+        `but this database is deployment ${ours}. Two deployments sharing a prefix run each ` +
+        `other's jobs and find nothing to do in them. Give each deployment its own REDIS_PREFIX ` +
+        `(or its own Redis), or point DATABASE_URL at the database this prefix belongs to. If ` +
+        `that deployment is gone for good, ${remedy}.`,
     );
     this.name = 'DeploymentConflictError';
   }
@@ -21,69 +19,28 @@ export class DeploymentConflictError extends Error {
 export const deploymentKey = (redisPrefix: string): string => `${redisPrefix}:deployment`;
 
 /**
- * Ties the Redis prefix to this deployment (the id migration 007 stores in Postgres): writes the
- * id under the prefix if no deployment claimed it and throws DeploymentConflictError when another
- * one did. 'written' when the key was missing: a first start, or a Redis that lost its keys
- * (flushed, restarted empty), and with them the jobs; 'claimed' when it was there already.
- * 'unreachable' when Redis did not answer within `timeoutMs`: Herald runs without Redis for a
- * while (events are stored, the sweeper enqueues them later), so the caller carries on and claims
- * again later.
+ * What a claim of the prefix found (Coordination.claimDeployment): 'written' when no deployment
+ * had claimed it (a first start, or a store that lost its state, and with it the jobs), 'claimed'
+ * when this one had; 'unreachable' when the store did not answer in time: Herald runs without it
+ * for a while (events are stored, the sweeper enqueues them later), so the caller carries on and
+ * claims again later. A claim by another deployment throws DeploymentConflictError.
  */
-export async function claimDeployment(
-  db: Queryable,
-  redis: Redis,
-  redisPrefix: string,
-  timeoutMs = 5000,
-): Promise<'claimed' | 'written' | 'unreachable'> {
-  const ours = await readDeploymentId(db);
-  const reply = await withTimeout(
-    (async () => {
-      if (redis.status !== 'ready') await onceReady(redis);
-      const key = deploymentKey(redisPrefix);
-      const [[, set] = [], [, current] = []] =
-        (await redis.multi().set(key, ours, 'NX').get(key).exec()) ?? [];
-      return { set, current };
-    })(),
-    timeoutMs,
-  );
-  if (!reply) return 'unreachable';
-  if (reply.current !== ours) {
-    throw new DeploymentConflictError(redisPrefix, String(reply.current), ours);
-  }
-  return reply.set === 'OK' ? 'written' : 'claimed';
-}
-
-function onceReady(redis: Redis): Promise<void> {
-  return new Promise((resolve) => redis.once('ready', () => resolve()));
-}
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([work.catch(() => undefined), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export type DeploymentClaim = 'claimed' | 'written' | 'unreachable';
 
 /**
- * claimDeployment at a service's start: a conflict stops the start (DeploymentConflictError); a
- * Redis that does not answer is logged and the service starts anyway (the delivery sweeper claims
- * the prefix again at every pass).
+ * The claim at a service's start: a conflict stops the start (DeploymentConflictError); a store
+ * that does not answer is logged and the service starts anyway (the delivery sweeper claims the
+ * prefix again at every pass).
  */
-export async function claimRedisPrefix(
+export async function claimPrefix(
   db: Queryable,
-  redis: Redis,
-  redisPrefix: string,
+  coordination: { prefix: string; claimDeployment(db: Queryable): Promise<DeploymentClaim> },
   logger: Logger,
 ): Promise<void> {
-  if ((await claimDeployment(db, redis, redisPrefix)) === 'unreachable') {
+  if ((await coordination.claimDeployment(db)) === 'unreachable') {
     logger.warn(
-      { redisPrefix },
-      'Redis did not answer: starting without checking that REDIS_PREFIX belongs to this deployment',
+      { prefix: coordination.prefix },
+      'the coordination store did not answer: starting without checking that REDIS_PREFIX belongs to this deployment',
     );
   }
 }

@@ -22,9 +22,12 @@ export {
 export { answerClientErrors, listen } from './http/listen.js';
 export {
   httpSettings,
+  openCoordination,
   openDatabase,
   openRedis,
+  prepareCoordination,
   prepareDatabase,
+  type CoordinationConfig,
   registerAdminToken,
   type CommonConfig,
   type HttpConfig,
@@ -35,6 +38,7 @@ export {
   RESEND_JOB_OPTIONS,
   createDeliverQueue,
   createEventMatchQueue,
+  createQueueWorker,
   enqueueDeliveries,
   enqueueDueCalls,
   enqueueEventMatches,
@@ -52,10 +56,22 @@ export {
 } from './queues.js';
 export {
   DeploymentConflictError,
-  claimDeployment,
-  claimRedisPrefix,
+  claimPrefix,
   deploymentKey,
+  type DeploymentClaim,
 } from './deployment.js';
+export {
+  createPostgresCoordination,
+  createRedisCoordination,
+  migrateQueues,
+  notifyChannel,
+  queueSchema,
+  type Coordination,
+  type PostgresCoordination,
+  type RedisCoordination,
+  type RequestLease,
+  type Subscription,
+} from './coordination.js';
 export { ssrfEnv } from './ssrf-env.js';
-export { redisProblem, redisReady, warnOncePerCause } from './dependencies.js';
+export { postgresProblem, redisProblem, redisReady, warnOncePerCause } from './dependencies.js';
 export { runMain, serveHttp, startService } from './service.js';

@@ -1,12 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { randomId, silentLogger, testRedis } from '@herald/testkit';
+import { randomId, silentLogger, testRedis, testRedisCoordination } from '@herald/testkit';
 import { EventMatchEnqueuer, createEventMatchQueue, type EventMatchQueue } from './queues.js';
 
 const opened: { queue: EventMatchQueue; redis: Redis }[] = [];
 
 function openQueue(redis = testRedis()): EventMatchQueue {
-  const queue = createEventMatchQueue(redis, randomId('herald_test_q'), silentLogger());
+  const queue = createEventMatchQueue(
+    testRedisCoordination(redis, randomId('herald_test_q')),
+    silentLogger(),
+  );
   opened.push({ queue, redis });
   return queue;
 }

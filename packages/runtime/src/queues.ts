@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { Queue, type JobsOptions } from 'bullmq';
+import {
+  Queue,
+  RedisQueueBackend,
+  Worker,
+  createPostgresBackend,
+  type IQueueBackend,
+  type JobsOptions,
+  type Processor,
+  type QueueOptions,
+  type WorkerOptions,
+} from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   DELIVER_WEBHOOK_JOB,
@@ -13,19 +23,111 @@ import {
   type DeliverJobData,
   type EventMatchJobData,
 } from '@herald/contract';
-import { redisProblem, warnOncePerCause } from './dependencies.js';
+import type { Coordination } from './coordination.js';
+import { postgresProblem, redisProblem, warnOncePerCause } from './dependencies.js';
 import type { Logger } from './logger.js';
 
-// The two queues' contract: names (persisted, in @herald/contract), the key prefix, producers,
-// job ids and job options. Workers (services/delivery) consume them under queuePrefix too.
+// The two queues' contract: names (persisted, in @herald/contract), where they live, producers,
+// job ids and job options. Workers (services/delivery) consume them with createQueueWorker.
 
 /**
- * BullMQ key prefix of both queues, for producers and workers alike: a `{hash tag}` so that each
- * queue's keys share one Redis Cluster slot. Persisted in every key: changing it strands jobs.
+ * BullMQ key prefix of both queues on Redis, for producers and workers alike: a `{hash tag}` so
+ * that each queue's keys share one Redis Cluster slot. Persisted in every key: changing it strands
+ * jobs. On Postgres the queues live in the schema queueSchema(REDIS_PREFIX) instead.
  */
 export const queuePrefix = (redisPrefix: string): string => `{${redisPrefix}}`;
 
-export type EventMatchQueue = Queue<EventMatchJobData, unknown, typeof MATCH_EVENT_JOB>;
+/** A queue on either backend: Redis (REDIS_URL) or BullMQ's PostgreSQL backend. */
+type AnyQueue<Data, Name extends string> = Queue<
+  Data,
+  unknown,
+  Name,
+  Data,
+  unknown,
+  Name,
+  IQueueBackend,
+  unknown
+>;
+
+export type EventMatchQueue = AnyQueue<EventMatchJobData, typeof MATCH_EVENT_JOB>;
+
+/** Connections of a queue's or a worker's pool on Postgres (each opens its own). */
+const QUEUE_POOL_SIZE = 4;
+
+/** Where the queues live, as BullMQ's options take it (and the backend's factory on Postgres). */
+function queueStore(
+  coordination: Coordination,
+  role: 'producer' | 'worker',
+  poolSize = QUEUE_POOL_SIZE,
+): { options: QueueOptions<unknown>; postgres: boolean } {
+  if (coordination.kind === 'redis') {
+    return {
+      options: { connection: coordination.redis, prefix: queuePrefix(coordination.prefix) },
+      postgres: false,
+    };
+  }
+  return {
+    options: {
+      connection: {
+        connectionString: coordination.url,
+        schema: coordination.queueSchema,
+        max: poolSize,
+        application_name: `herald-queues-${role}`,
+        // A producer fails fast when Postgres is away, as on Redis (enableOfflineQueue: false).
+        ...(role === 'producer' ? { connectionTimeoutMillis: 2000 } : {}),
+      },
+    },
+    postgres: true,
+  };
+}
+
+/** What went wrong with the queues' store, in Herald's words. */
+function queueProblem(coordination: Coordination, error: unknown): string {
+  return coordination.kind === 'redis'
+    ? redisProblem(coordination.redis, error)
+    : postgresProblem(error);
+}
+
+function openQueue<Data, Name extends string>(
+  name: string,
+  coordination: Coordination,
+  options: Omit<QueueOptions, 'connection'>,
+): AnyQueue<Data, Name> {
+  const store = queueStore(coordination, 'producer');
+  const merged = { ...store.options, ...options };
+  return (
+    store.postgres
+      ? new Queue(name, merged as QueueOptions<never>, createPostgresBackend)
+      : new Queue(name, merged)
+  ) as AnyQueue<Data, Name>;
+}
+
+/**
+ * A worker of one of the queues, on the backend `coordination` says. On Redis `redis` is its
+ * blocking connection (the worker role); on Postgres it opens a pool of `concurrency` connections
+ * at most (and one for LISTEN).
+ */
+export function createQueueWorker<Data>(
+  name: string,
+  coordination: Coordination,
+  processor: Processor<Data>,
+  options: Omit<WorkerOptions, 'connection' | 'prefix'> & { concurrency: number },
+  redis?: Redis,
+): Worker<Data, unknown, string, IQueueBackend, never, unknown> {
+  const store = queueStore(coordination, 'worker', Math.min(20, Math.max(2, options.concurrency)));
+  const connection = coordination.kind === 'redis' && redis ? { connection: redis } : {};
+  const merged = { ...store.options, ...connection, ...options };
+  return (store.postgres
+    ? new Worker(name, processor, merged as WorkerOptions<never>, createPostgresBackend)
+    : new Worker(name, processor, merged as WorkerOptions)) as unknown as Worker<
+    Data,
+    unknown,
+    string,
+    IQueueBackend,
+    never,
+    unknown
+  >;
+}
 
 /** A match job's retry budget (MATCH_JOB_ATTEMPTS, MATCH_JOB_BACKOFF_MS). */
 export interface MatchJobRetries {
@@ -45,14 +147,11 @@ export interface MatchJobRetries {
  * errors: a database outage delays the job without spending any (the match worker).
  */
 export function createEventMatchQueue(
-  redis: Redis,
-  redisPrefix: string,
+  coordination: Coordination,
   logger: Logger,
   retries: MatchJobRetries = { attempts: 10, backoffMs: 1000 },
 ): EventMatchQueue {
-  const queue: EventMatchQueue = new Queue(QUEUE_EVENT_MATCH, {
-    connection: redis,
-    prefix: queuePrefix(redisPrefix),
+  const queue: EventMatchQueue = openQueue(QUEUE_EVENT_MATCH, coordination, {
     defaultJobOptions: {
       attempts: retries.attempts,
       backoff: { type: 'exponential', delay: retries.backoffMs, jitter: 0.5 },
@@ -61,7 +160,7 @@ export function createEventMatchQueue(
     },
   });
   queue.on('error', (error: Error) =>
-    warnOncePerCause(logger, redisProblem(redis, error), {
+    warnOncePerCause(logger, queueProblem(coordination, error), {
       err: error.message,
       queue: QUEUE_EVENT_MATCH,
     }),
@@ -69,7 +168,7 @@ export function createEventMatchQueue(
   return queue;
 }
 
-/** The Redis connection is not usable right now (down, reconnecting, or too slow). */
+/** The queues' store is not usable right now (down, reconnecting, or too slow). */
 export class EnqueueUnavailableError extends Error {}
 
 /**
@@ -109,9 +208,14 @@ export async function enqueueEventMatches(
     );
   });
   try {
-    const client = await Promise.race([queue.getBackend().client, timedOut]);
-    if (client.status !== 'ready') {
-      throw new EnqueueUnavailableError(`Redis is not ready (${client.status})`);
+    const backend = queue.getBackend();
+    if (backend instanceof RedisQueueBackend) {
+      const client = await Promise.race([backend.client, timedOut]);
+      if (client.status !== 'ready') {
+        throw new EnqueueUnavailableError(`Redis is not ready (${client.status})`);
+      }
+    } else {
+      await Promise.race([queue.waitUntilReady(), timedOut]);
     }
     await Promise.race([
       // One job (a request's batch) needs no MULTI around it.
@@ -271,24 +375,17 @@ export class EventMatchEnqueuer {
   }
 }
 
-export type DeliverQueue = Queue<DeliverJobData, unknown, typeof DELIVER_WEBHOOK_JOB>;
+export type DeliverQueue = AnyQueue<DeliverJobData, typeof DELIVER_WEBHOOK_JOB>;
 
 /**
  * The producer side of the `webhook-deliver` queue (the delivery workers' retries, deferrals and
  * the sweeper's re-adds; ingest's resends), on the process's producer connection. Its jobs carry
  * their options (deliverJob, enqueueResend): the queue has no defaults.
  */
-export function createDeliverQueue(
-  redis: Redis,
-  redisPrefix: string,
-  logger: Logger,
-): DeliverQueue {
-  const queue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
-    connection: redis,
-    prefix: queuePrefix(redisPrefix),
-  });
+export function createDeliverQueue(coordination: Coordination, logger: Logger): DeliverQueue {
+  const queue: DeliverQueue = openQueue(QUEUE_WEBHOOK_DELIVER, coordination, {});
   queue.on('error', (error: Error) =>
-    warnOncePerCause(logger, redisProblem(redis, error), {
+    warnOncePerCause(logger, queueProblem(coordination, error), {
       err: error.message,
       queue: QUEUE_WEBHOOK_DELIVER,
     }),
@@ -352,7 +449,8 @@ function deliverJob(
       jobId: wake
         ? `${deliverJobId(callId, retry)}-w${Date.now().toString(36)}${(wakes++).toString(36)}`
         : deliverJobId(callId, retry),
-      ...(delayMs === undefined ? {} : { delay: delayMs }),
+      // Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
+      ...(delayMs === undefined ? {} : { delay: Math.ceil(delayMs) }),
     },
   };
 }

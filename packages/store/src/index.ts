@@ -220,3 +220,11 @@ export {
   type ReplayFilter,
 } from './bulk-jobs.js';
 export { emitNotices, type NoticeKind } from './notices.js';
+export {
+  acquireInFlightSlots,
+  admitRateTurn,
+  leaseRequests,
+  pruneRateLimitWindows,
+  releaseInFlightSlots,
+  startRateTurn,
+} from './coordination.js';

@@ -10,8 +10,15 @@ import {
   createMetrics,
   createDeliverQueue,
   createEventMatchQueue,
+  createPostgresCoordination,
   createRedis,
+  createRedisCoordination,
+  migrateQueues,
+  queueSchema,
+  type Coordination,
   type DeliverQueue,
+  type PostgresCoordination,
+  type RedisCoordination,
   type EventMatchQueue,
   type HttpSettings,
   type Logger,
@@ -177,13 +184,68 @@ export async function serve(
   };
 }
 
+/**
+ * Coordination on the test Redis under `prefix` (a herald_test id, whose keys the file's
+ * vitest-setup deletes). It uses `redis`, which the caller closes; its subscriptions open and
+ * close their own connections.
+ */
+export function testRedisCoordination(
+  redis: Redis,
+  prefix = randomId('herald_test'),
+): RedisCoordination {
+  const coordination = createRedisCoordination({
+    redis,
+    url: TEST_REDIS_URL,
+    prefix,
+    createSubscriber: () => testRedis('worker'),
+  });
+  // The caller owns `redis`: close() ends the subscriptions only.
+  return { ...coordination, close: () => Promise.resolve() };
+}
+
+/**
+ * Coordination on Postgres alone for a test's database (which must be a Postgres one): its
+ * statements on `db`, the queues in a schema of their own (migrated here), dropped by cleanup()
+ * unless `shared` (a second process of a deployment whose first one drops it).
+ */
+export async function testPostgresCoordination(
+  db: Db,
+  prefix = randomId('herald_test'),
+  shared = false,
+): Promise<{ coordination: PostgresCoordination; cleanup: () => Promise<void> }> {
+  const schema = queueSchema(prefix);
+  await migrateQueues(TEST_DATABASE_URL, schema, silentLogger());
+  const coordination = createPostgresCoordination({
+    db,
+    url: TEST_DATABASE_URL,
+    prefix,
+    logger: silentLogger(),
+  });
+  return {
+    coordination,
+    async cleanup() {
+      await coordination.close();
+      if (shared) return;
+      const dropper = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+      await dropper.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await dropper.close();
+    },
+  };
+}
+
+function isCoordination(store: Redis | Coordination): store is Coordination {
+  return 'kind' in store && (store.kind === 'redis' || store.kind === 'postgres');
+}
+
 export interface TestDeps {
   db: Db;
-  redis: Redis;
+  /** Redis on a prefix of the test's own, or the coordination testDeps was given. */
+  coordination: Coordination;
   logger: Logger;
   metrics: Metrics;
   lifecycle: Lifecycle;
   http: HttpSettings;
+  /** coordination.prefix */
   redisPrefix: string;
   /** The ingest service's producer side of `event-match`, on the test's prefix. */
   eventMatchQueue: EventMatchQueue;
@@ -192,20 +254,28 @@ export interface TestDeps {
   enqueueTimeoutMs: number;
 }
 
-/** The dependencies an API app needs, on real Postgres and Redis. */
-export function testDeps(db: Db, redis: Redis, http: Partial<HttpSettings> = {}): TestDeps {
+/**
+ * The dependencies an API app needs, on real Postgres and Redis (a prefix of its own), or on the
+ * coordination given (a pipeline's, whose workers then take the app's jobs).
+ */
+export function testDeps(
+  db: Db,
+  store: Redis | Coordination,
+  http: Partial<HttpSettings> = {},
+): TestDeps {
   const logger = silentLogger();
-  const redisPrefix = randomId('herald_test');
+  const coordination = isCoordination(store) ? store : testRedisCoordination(store);
+  const redisPrefix = coordination.prefix;
   return {
     db,
-    redis,
+    coordination,
     logger,
     metrics: createMetrics({ defaultMetrics: false }),
     lifecycle: new Lifecycle(logger),
     http: testHttpSettings(http),
     redisPrefix,
-    eventMatchQueue: createEventMatchQueue(redis, redisPrefix, logger),
-    deliverQueue: createDeliverQueue(redis, redisPrefix, logger),
+    eventMatchQueue: createEventMatchQueue(coordination, logger),
+    deliverQueue: createDeliverQueue(coordination, logger),
     enqueueTimeoutMs: 5000,
   };
 }

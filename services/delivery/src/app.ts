@@ -1,7 +1,7 @@
 import type { Express } from 'express';
 import { createOpsApp, type ApiAppDeps } from '@herald/runtime';
 
-export type DeliveryDeps = Omit<ApiAppDeps, 'http' | 'environments' | 'redisPrefix'> & {
+export type DeliveryDeps = Omit<ApiAppDeps, 'http' | 'environments'> & {
   docsUrl: string;
 };
 

@@ -121,7 +121,6 @@ export const deliveryEnv = {
 export const DeliveryConfig = z.object({
   ...commonEnv,
   ...deliveryEnv,
-  REDIS_URL: commonEnv.REDIS_URL.default('redis://127.0.0.1:6379'),
   /** Port of the health and metrics endpoints. */
   PORT: httpEnv.PORT.default(3002),
   HOST: httpEnv.HOST,
@@ -137,13 +136,10 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>>): D
 export function deliverySettings(
   config: Pick<
     DeliveryConfig,
-    keyof typeof deliveryEnv | 'REDIS_PREFIX' | 'MATCH_JOB_ATTEMPTS' | 'MATCH_JOB_BACKOFF_MS'
+    keyof typeof deliveryEnv | 'MATCH_JOB_ATTEMPTS' | 'MATCH_JOB_BACKOFF_MS'
   >,
-  redisUrl: string,
 ): DeliverySettings {
   return {
-    redisUrl,
-    redisPrefix: config.REDIS_PREFIX,
     siteId: config.SITE_ID,
     userAgent: HERALD_USER_AGENT,
     allowCidrs: config.SSRF_ALLOW_CIDRS,

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, onTestFinished } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { findWebhook, listWebhookCallAttempts, rotateWebhookSecret } from '@herald/store';
-import { randomId, startReceiver, testRedis, type Receiver, waitFor } from '@herald/testkit';
+import { randomId, startReceiver, type Receiver, waitFor } from '@herald/testkit';
 import { webhooksChangedChannel } from '@herald/contract';
 import {
   addWebhook,
@@ -223,11 +223,13 @@ describe('outcomes (docs/api.md, What a webhook call sends)', () => {
     const waiting = scopedEvent();
     await emitEvents(db, pipeline, [waiting]);
     await waitForCall(db, waiting.id, webhook.id, ['rescheduled']);
-    const listener = testRedis('worker');
     const heard: string[] = [];
-    listener.on('message', (_channel: string, text: string) => heard.push(text));
-    await listener.subscribe(webhooksChangedChannel(pipeline.settings.redisPrefix));
-    onTestFinished(() => listener.quit().then(() => undefined));
+    const listener = await pipeline.coordination.subscribe(
+      webhooksChangedChannel(pipeline.coordination.prefix),
+      (text) => heard.push(text),
+      () => undefined,
+    );
+    onTestFinished(() => listener.close());
 
     const event = scopedEvent();
     await emitEvents(db, pipeline, [event]);

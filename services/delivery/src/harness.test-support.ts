@@ -6,7 +6,7 @@ import {
   webhooksChangedChannel,
   type WebhookEventEntry,
 } from '@herald/contract';
-import type { Redis } from '@herald/runtime';
+import type { Coordination } from '@herald/runtime';
 import {
   findWebhookCall,
   insertEvents,
@@ -21,7 +21,9 @@ import {
   randomId,
   silentLogger,
   startReceiver,
+  testPostgresCoordination,
   testRedis,
+  testRedisCoordination,
   testWebhookInput,
   type Receiver,
 } from '@herald/testkit';
@@ -31,10 +33,40 @@ import { startDelivery, type DeliveryRuntime, type DeliverySettings } from './wo
 
 /** Test helpers shared by the delivery integration tests (real Redis, Postgres, HTTP). */
 
+/** Where the queues and the shared state are: Redis (REDIS_URL set), or Postgres alone. */
+export type CoordinationMode = 'redis' | 'postgres';
+
+/** Both modes, for the tests that run in each (`describe.each(COORDINATION_MODES)`). */
+export const COORDINATION_MODES: readonly CoordinationMode[] = ['redis', 'postgres'];
+
+/** The coordination of a test's pipeline, and what closes it (its Redis, its queues' schema). */
+export async function testCoordination(
+  db: Db,
+  mode: CoordinationMode,
+  /** Another pipeline's prefix: a second process of its deployment. */
+  prefix?: string,
+): Promise<{ coordination: Coordination; close: () => Promise<void> }> {
+  if (mode === 'postgres') {
+    const { coordination, cleanup } = await testPostgresCoordination(
+      db,
+      prefix,
+      prefix !== undefined,
+    );
+    return { coordination, close: cleanup };
+  }
+  const redis = testRedis('producer');
+  // A producer connection fails fast until it is connected.
+  if (redis.status !== 'ready') await new Promise((resolve) => redis.once('ready', resolve));
+  return {
+    coordination: testRedisCoordination(redis, prefix),
+    close: async () => {
+      await redis.quit();
+    },
+  };
+}
+
 export function testSettings(overrides: Partial<DeliverySettings> = {}): DeliverySettings {
   return {
-    redisUrl: process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379',
-    redisPrefix: randomId('herald_test'),
     siteId: 'site-1',
     userAgent: 'Herald/test',
     allowCidrs: parseCidrList('127.0.0.0/8'),
@@ -70,27 +102,42 @@ export function testSettings(overrides: Partial<DeliverySettings> = {}): Deliver
 export interface Pipeline {
   runtime: DeliveryRuntime;
   settings: DeliverySettings;
-  redis: Redis;
+  coordination: Coordination;
   registry: Registry;
   close(): Promise<void>;
+}
+
+export interface PipelineOptions {
+  /** Redis (default) or Postgres alone. */
+  mode?: CoordinationMode;
+  /** The prefix of another pipeline, to run as a second process of the same deployment. */
+  prefix?: string;
 }
 
 export async function startPipeline(
   db: Db,
   overrides: Partial<DeliverySettings> = {},
+  options: PipelineOptions = {},
 ): Promise<Pipeline> {
   const settings = testSettings(overrides);
-  const redis = testRedis('producer');
+  const { coordination, close } = await testCoordination(
+    db,
+    options.mode ?? 'redis',
+    options.prefix,
+  );
   const registry = new Registry();
-  const runtime = await startDelivery({ db, redis, logger: silentLogger(), registry }, settings);
+  const runtime = await startDelivery(
+    { db, coordination, logger: silentLogger(), registry },
+    settings,
+  );
   return {
     runtime,
     settings,
-    redis,
+    coordination,
     registry,
     async close() {
       await runtime.close();
-      await redis.quit();
+      await close();
     },
   };
 }
@@ -100,10 +147,13 @@ export async function startPipeline(
  * database, made before its first test, and `receiver`, a receiver of the file's answering 200
  * "ok" (its respond can be replaced).
  */
-export function pipelineTest(overrides: Partial<DeliverySettings> = {}) {
+export function pipelineTest(
+  overrides: Partial<DeliverySettings> = {},
+  mode: CoordinationMode = 'redis',
+) {
   const it = integrationTest()
     .extend('pipeline', { scope: 'file' }, async ({ db }, { onCleanup }) => {
-      const pipeline = await startPipeline(db, overrides);
+      const pipeline = await startPipeline(db, overrides, { mode });
       onCleanup(() => pipeline.close());
       return pipeline;
     })
@@ -147,8 +197,8 @@ export async function addWebhook(
   input: WebhookInput,
 ): Promise<WebhookRecord> {
   const webhook = await insertWebhook(db, input);
-  await pipeline.redis.publish(
-    webhooksChangedChannel(pipeline.settings.redisPrefix),
+  await pipeline.coordination.publish(
+    webhooksChangedChannel(pipeline.coordination.prefix),
     JSON.stringify({ id: webhook.id, change: 'created' }),
   );
   if (webhook.enabled) {

@@ -1,8 +1,9 @@
 import {
-  claimRedisPrefix,
+  claimPrefix,
   createMetrics,
+  openCoordination,
   openDatabase,
-  openRedis,
+  prepareCoordination,
   prepareDatabase,
   runMain,
   serveHttp,
@@ -17,21 +18,22 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('delivery', config);
 
   const db = openDatabase(config, 'delivery', logger, lifecycle);
-  const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  const coordination = openCoordination(config, db, logger, lifecycle);
   const metrics = createMetrics();
-  const app = createApp({ db, redis, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });
+  const app = createApp({ db, coordination, logger, metrics, lifecycle, docsUrl: config.DOCS_URL });
   // Listening first: while Postgres or Redis does not answer, /readyz says which and why.
   const { url } = await serveHttp(app, config, logger, lifecycle);
   await prepareDatabase(db, config, logger, lifecycle);
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+  await prepareCoordination(config, coordination, logger, lifecycle);
+  await claimPrefix(db, coordination, logger);
   // Registered last so it closes first (hooks run in reverse): workers stop taking jobs and finish
   // the ones in flight while /readyz already answers 503.
   // The workers' own pool (commits without waiting for the WAL flush unless configured).
   const workerDb = openWorkerDb(config, db);
   lifecycle.onShutdown('worker-database', () => workerDb.close());
   const delivery = await startDelivery(
-    { db: workerDb.db, redis, logger, registry: metrics.registry },
-    deliverySettings(config, config.REDIS_URL),
+    { db: workerDb.db, coordination, logger, registry: metrics.registry },
+    deliverySettings(config),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
   lifecycle.started();

@@ -2,6 +2,7 @@ import type { Registry } from 'prom-client';
 import { describe, expect, onTestFinished } from 'vitest';
 import { randomId, waitFor } from '@herald/testkit';
 import {
+  COORDINATION_MODES,
   addWebhook,
   callOf,
   emitEvents,
@@ -12,22 +13,25 @@ import {
   webhookInput,
 } from './harness.test-support.js';
 
-const it = pipelineTest();
-
 /** The deliveries a process made, from its own metrics. */
 async function deliveriesOf(registry: Registry): Promise<number> {
   const metric = await registry.getSingleMetric('herald_deliveries_total')?.get();
   return (metric?.values ?? []).reduce((sum, value) => sum + value.value, 0);
 }
 
-describe("a webhook's rate limit (delivery_policy.rate_limit_per_second)", () => {
+// File-scoped fixtures are made at the top level: a pipeline (and database) per mode.
+const tests = { redis: pipelineTest({}, 'redis'), postgres: pipelineTest({}, 'postgres') };
+
+describe.each(COORDINATION_MODES)("a webhook's rate limit (%s)", (mode) => {
+  const it = tests[mode];
+
   it('holds across two delivery processes, and every call still goes', async ({
     db,
     pipeline,
     receiver,
   }) => {
-    // A second delivery process of the same deployment (same database, same Redis prefix).
-    const second = await startPipeline(db, { redisPrefix: pipeline.settings.redisPrefix });
+    // A second delivery process of the same deployment (same database, same prefix).
+    const second = await startPipeline(db, {}, { mode, prefix: pipeline.coordination.prefix });
     onTestFinished(() => second.close());
     const RATE = 20;
     const env = randomId('env');

@@ -25,6 +25,7 @@ import {
   silentLogger,
   testItemEvent,
   testRedis,
+  testRedisCoordination,
   testWebhookInput,
   type TestDb,
 } from '@herald/testkit';
@@ -38,7 +39,7 @@ const metrics = createMetrics({ defaultMetrics: false });
 beforeAll(async () => {
   t = await createTestDb('postgres');
   redis = testRedis();
-  queue = createEventMatchQueue(redis, randomId('herald_test'), silentLogger());
+  queue = createEventMatchQueue(testRedisCoordination(redis), silentLogger());
 });
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import {
   QUEUE_EVENT_MATCH,
   QUEUE_WEBHOOK_DELIVER,
@@ -10,19 +10,19 @@ import {
   errorMessage,
 } from '@herald/contract';
 import {
-  claimDeployment,
   createDeliverQueue,
   createEventMatchQueue,
+  createQueueWorker,
   createRedis,
   enqueueDueCalls,
-  queuePrefix,
+  postgresProblem,
   redisProblem,
   warnOncePerCause,
+  type Coordination,
   type DeliverQueue,
   type EventMatchQueue,
   type Logger,
   type MatchJobRetries,
-  type Redis,
 } from '@herald/runtime';
 import {
   findWebhook,
@@ -33,10 +33,9 @@ import {
 } from '@herald/store';
 import type { Registry } from 'prom-client';
 import { Circuits } from './delivery/circuits.js';
-import { RateLimiter } from './delivery/rate-limit.js';
 import { AttemptRollups } from './delivery/rollups.js';
 import { HttpClient } from './delivery/http-client.js';
-import { InFlightLimiter } from './delivery/in-flight.js';
+import { deliveryCoordination } from './delivery/coordination.js';
 import { Lease } from './delivery/lease.js';
 import { deliveryLoaders } from './delivery/loaders.js';
 import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
@@ -60,8 +59,6 @@ import { WebhookIndex } from './webhook-index.js';
 const ROLLUP_INTERVAL_MS = 250;
 
 export interface DeliverySettings {
-  redisUrl: string;
-  redisPrefix: string;
   siteId: string;
   userAgent: string;
   allowCidrs: CidrList;
@@ -95,7 +92,7 @@ export interface DeliverySettings {
   /** Unmatched events younger than this are left to the ingest request enqueuing them. */
   eventSweepGraceMs: number;
   sweepBatchSize: number;
-  /** How long the sweeper's enqueue of events waits for Redis. */
+  /** How long the sweeper's enqueue of events waits for the queues' store. */
   sweepEnqueueTimeoutMs: number;
   indexReloadMs: number;
   /** How long a finished call stays in the delivery log (null: forever). */
@@ -106,8 +103,11 @@ export interface DeliverySettings {
 
 export interface DeliveryDeps {
   db: Db;
-  /** A producer connection (fails fast) for queues, the in-flight counter and metrics. */
-  redis: Redis;
+  /**
+   * Redis (its producer connection, which fails fast) or Postgres alone: the queues, in-flight
+   * slots, rate limits, the webhooks-changed channel and the deployment claim.
+   */
+  coordination: Coordination;
   logger: Logger;
   registry: Registry;
 }
@@ -127,18 +127,13 @@ export async function startDelivery(
   deps: DeliveryDeps,
   settings: DeliverySettings,
 ): Promise<DeliveryRuntime> {
-  const { db, redis, logger } = deps;
+  const { db, coordination, logger } = deps;
   const metrics = deliveryMetrics(deps.registry);
 
   // The producer side of event-match, with ingest's job options (the sweeper enqueues on it).
-  const matchQueue = createEventMatchQueue(
-    redis,
-    settings.redisPrefix,
-    logger,
-    settings.matchRetries,
-  );
+  const matchQueue = createEventMatchQueue(coordination, logger, settings.matchRetries);
   // Its producer side: retries, first attempts put off, the sweeper's re-adds.
-  const deliverQueue = createDeliverQueue(redis, settings.redisPrefix, logger);
+  const deliverQueue = createDeliverQueue(coordination, logger);
 
   // The index: loaded before the match worker starts, refreshed on announcements and periodically.
   const index = new WebhookIndex();
@@ -146,9 +141,8 @@ export async function startDelivery(
     index.replaceAll(await listEnabledWebhooks(db));
   };
   await reload();
-  const subscriber = createRedis(settings.redisUrl, 'worker', logger);
-  const channel = webhooksChangedChannel(settings.redisPrefix);
-  subscriber.on('message', (_channel: string, text: string) => {
+  const channel = webhooksChangedChannel(coordination.prefix);
+  const onAnnounced = (text: string): void => {
     let message: WebhookChangedMessage;
     try {
       message = JSON.parse(text) as WebhookChangedMessage;
@@ -160,14 +154,11 @@ export async function startDelivery(
       .catch((error: unknown) =>
         logger.warn({ err: errorMessage(error) }, 'webhook index refresh failed'),
       );
-  });
+  };
   // After a reconnect, announcements may have been missed: reload everything.
-  let subscribedOnce = false;
-  subscriber.on('ready', () => {
-    if (subscribedOnce) reload().catch(() => undefined);
-    subscribedOnce = true;
+  const subscription = await coordination.subscribe(channel, onAnnounced, () => {
+    reload().catch(() => undefined);
   });
-  await subscriber.subscribe(channel);
   const reloadTimer = setInterval(() => {
     reload().catch((error: unknown) =>
       logger.warn({ err: errorMessage(error) }, 'webhook index reload failed'),
@@ -181,13 +172,11 @@ export async function startDelivery(
     maxResponseBytes: settings.responseMaxBytes,
     connectionsPerOrigin: settings.connectionsPerOrigin,
   });
-  const limiter = new InFlightLimiter(
-    redis,
-    settings.redisPrefix,
-    settings.maxInFlightPerWebhook,
+  const { inFlight: limiter, rateTurns } = deliveryCoordination(coordination, {
+    maxInFlightPerWebhook: settings.maxInFlightPerWebhook,
     // A dead process's slots come free a second after its longest attempt could have ended.
-    settings.timeoutMs + 1000,
-  );
+    slotTtlMs: settings.timeoutMs + 1000,
+  });
 
   // The calls this process will make first attempts of are held by its lease (taken first: a
   // process that cannot write to Postgres does not start).
@@ -237,11 +226,11 @@ export async function startDelivery(
     inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
     lease,
     circuits,
-    rateLimiter: new RateLimiter(redis, settings.redisPrefix),
+    rateLimiter: rateTurns,
     isWebhookEnabled: (webhookId) => index.has(webhookId),
     announce: async (message) => {
       // Postgres holds the change; a lost announcement is caught up by the periodic reload.
-      await redis.publish(channel, JSON.stringify(message)).catch((error: unknown) => {
+      await coordination.publish(channel, JSON.stringify(message)).catch((error: unknown) => {
         logger.warn({ err: errorMessage(error) }, 'could not announce a webhook change');
       });
     },
@@ -308,10 +297,10 @@ export async function startDelivery(
     enqueueDue: (calls) => enqueueDueCalls(deliverQueue, calls, false),
   };
 
-  const workerConnection = createRedis(settings.redisUrl, 'worker', logger);
+  // On Redis the workers block on a connection of their own (the worker role).
+  const workerConnection =
+    coordination.kind === 'redis' ? createRedis(coordination.url, 'worker', logger) : undefined;
   const workerOptions = {
-    connection: workerConnection,
-    prefix: queuePrefix(settings.redisPrefix),
     // The lock is renewed every half of it while the worker lives; checking for stalled jobs
     // every half too brings a dead worker's jobs back within ~1.5 locks, not 2.
     lockDuration: settings.jobLockMs,
@@ -319,34 +308,42 @@ export async function startDelivery(
     removeOnComplete: { count: 0 },
     removeOnFail: { count: 0 },
   };
-  const matchWorker = new Worker<EventMatchJobData>(
+  const matchWorker = createQueueWorker<EventMatchJobData>(
     QUEUE_EVENT_MATCH,
+    coordination,
     async (job: Job<EventMatchJobData>, token?: string) =>
       matchEvent.handler(matchContext, matchEvent.schema.parse(job.data), job, token),
     { ...workerOptions, concurrency: settings.matchConcurrency },
+    workerConnection,
   );
   // Deliver jobs are retries, resends, calls that waited for their webhook's in-flight limit and
   // the sweeper's re-adds; first attempts start from the match worker. The semaphore
   // (DELIVERY_CONCURRENCY) counts the attempts in flight, wherever they come from.
-  const deliverWorker = new Worker<DeliverJobData>(
+  const deliverWorker = createQueueWorker<DeliverJobData>(
     QUEUE_WEBHOOK_DELIVER,
+    coordination,
     async (job: Job<DeliverJobData>, token?: string) =>
       deliverWebhook.handler(deliverContext, deliverWebhook.schema.parse(job.data), job, token),
     { ...workerOptions, concurrency: settings.deliverConcurrency },
+    workerConnection,
   );
   for (const worker of [matchWorker, deliverWorker]) {
     worker.on('error', (error) =>
-      warnOncePerCause(logger, redisProblem(workerConnection, error), {
-        err: errorMessage(error),
-        queue: worker.name,
-      }),
+      warnOncePerCause(
+        logger,
+        workerConnection ? redisProblem(workerConnection, error) : postgresProblem(error),
+        {
+          err: errorMessage(error),
+          queue: worker.name,
+        },
+      ),
     );
     worker.on('failed', (job, error) => {
       logger.warn({ err: errorMessage(error), queue: worker.name, jobId: job?.id }, 'job failed');
     });
   }
 
-  // Queue depth and oldest waiting age, read from Redis when /metrics is scraped.
+  // Queue depth and oldest waiting age, read from the queues' store when /metrics is scraped.
   const queues = [matchQueue, deliverQueue];
   const collectQueues = async (): Promise<void> => {
     await Promise.all(
@@ -382,7 +379,7 @@ export async function startDelivery(
     healthyForMs: () => lease.healthyForMs(),
     leaseId: lease.id,
     // Redis forgets the claim when it is flushed or restarted empty: write it again.
-    claimDeployment: () => claimDeployment(db, redis, settings.redisPrefix),
+    claimDeployment: () => coordination.claimDeployment(db),
     disableAfterFailingMs: settings.disableAfterFailingMs,
     onDisabled: (webhook) => deliverContext.announce({ id: webhook.id, change: 'updated' }),
   });
@@ -439,9 +436,8 @@ export async function startDelivery(
       await rollups.stop();
       await Promise.all([matchQueue.close(), deliverQueue.close()]);
       await client.close();
-      await Promise.all(
-        [subscriber, workerConnection].map((c) => c.quit().catch(() => c.disconnect())),
-      );
+      await subscription.close();
+      await workerConnection?.quit().catch(() => workerConnection.disconnect());
     },
   };
 }

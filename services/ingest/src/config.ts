@@ -31,7 +31,6 @@ export const IngestConfig = z.object({
   ...commonEnv,
   ...httpEnv,
   ...ingestEnv,
-  REDIS_URL: commonEnv.REDIS_URL.default('redis://127.0.0.1:6379'),
 });
 export type IngestConfig = z.infer<typeof IngestConfig>;
 

@@ -1,12 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import {
-  claimRedisPrefix,
+  claimPrefix,
   createDeliverQueue,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
+  openCoordination,
   openDatabase,
-  openRedis,
+  prepareCoordination,
   prepareDatabase,
   registerAdminToken,
   runMain,
@@ -21,15 +22,15 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('ingest', config);
 
   const db = openDatabase(config, 'ingest', logger, lifecycle);
-  const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  const coordination = openCoordination(config, db, logger, lifecycle);
   const metrics = createMetrics();
-  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+  const eventMatchQueue = createEventMatchQueue(coordination, logger, {
     attempts: config.MATCH_JOB_ATTEMPTS,
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   // Resends go on it.
-  const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+  const deliverQueue = createDeliverQueue(coordination, logger);
   lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
   const app = createApp({
     eventMatchQueue,
@@ -37,12 +38,11 @@ async function main(): Promise<void> {
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
     db,
-    redis,
+    coordination,
     logger,
     metrics,
     lifecycle,
     http: httpSettings(config),
-    redisPrefix: config.REDIS_PREFIX,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
@@ -54,7 +54,8 @@ async function main(): Promise<void> {
   if (config.HERALD_ADMIN_TOKEN) {
     await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
   }
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+  await prepareCoordination(config, coordination, logger, lifecycle);
+  await claimPrefix(db, coordination, logger);
   lifecycle.started();
   logger.info({ url }, 'ingest listening');
 }

@@ -26,7 +26,6 @@ export const ReadConfig = z.object({
   ...commonEnv,
   ...httpEnv,
   ...readEnv,
-  REDIS_URL: commonEnv.REDIS_URL.default('redis://127.0.0.1:6379'),
 });
 export type ReadConfig = z.infer<typeof ReadConfig>;
 

@@ -1,8 +1,8 @@
 import {
   createMetrics,
   httpSettings,
+  openCoordination,
   openDatabase,
-  openRedis,
   prepareDatabase,
   registerAdminToken,
   runMain,
@@ -18,18 +18,17 @@ async function main(): Promise<void> {
   const { logger, lifecycle } = startService('read', config);
 
   const db = openDatabase(config, 'read', logger, lifecycle);
-  const redis = openRedis(config.REDIS_URL, 'producer', logger, lifecycle);
+  const coordination = openCoordination(config, db, logger, lifecycle);
   const metrics = createMetrics();
   const readDb = openReadDb(config, db, 'herald-read-items');
   lifecycle.onShutdown('read-database', () => readDb.close());
   const app = createApp({
     db,
-    redis,
+    coordination,
     logger,
     metrics,
     lifecycle,
     http: httpSettings(config),
-    redisPrefix: config.REDIS_PREFIX,
     indexes: new IndexManager(db, logger, config.READ_EXPRESSION_INDEXES),
     readDb: readDb.db,
     readLimits: readLimits(config, readDb.db),

@@ -6,7 +6,7 @@ import { deliveryEnv } from '@herald/delivery';
 
 /**
  * The single-process mode reads every service's variables. DATABASE_URL unset → the embedded
- * PostgreSQL; REDIS_URL unset → embedded Redis.
+ * PostgreSQL; REDIS_URL unset → the queues on that PostgreSQL too (Postgres alone).
  */
 export const StandaloneConfig = z.object({
   ...commonEnv,
@@ -14,8 +14,6 @@ export const StandaloneConfig = z.object({
   ...ingestEnv,
   ...readEnv,
   ...deliveryEnv,
-  /** Port of the embedded redis-server started when REDIS_URL is unset and 6379 is free. */
-  EMBEDDED_REDIS_PORT: z.coerce.number().int().min(1).max(65_535).default(6379),
   /**
    * Port on 127.0.0.1 of the embedded PostgreSQL started when DATABASE_URL is unset. 0: the port
    * of its last start when free, else any free one (the URL is in $HERALD_DATA_DIR/postgres/url).

@@ -1,5 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, rm, readFile, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -8,7 +8,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
 import { TEST_REDIS_URL, randomId, seedDocs } from '@herald/testkit';
 import { runCli } from './cli-commands.js';
-import { isListening } from './embedded-redis.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
 const run = promisify(execFile);
@@ -357,20 +356,25 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     expect(err).toMatch(/RATE_LIMIT_WINDOW_MS/);
   });
 
-  it('starts its own redis-server when REDIS_URL is unset and nothing listens, and stops it', async () => {
+  it('needs nothing but Node: on a PATH without redis-server and Postgres binaries it gets ready on the embedded PostgreSQL alone', async () => {
     const dataDir = await tempDir();
-    const port = String(20_000 + (process.pid % 10_000));
-    const { child, url } = await start({ HERALD_DATA_DIR: dataDir, EMBEDDED_REDIS_PORT: port });
+    // A PATH that holds node and nothing else: no redis-server, no initdb, no psql.
+    const bin = await tempDir();
+    await symlink(process.execPath, join(bin, 'node'));
+    const { child, url, output } = await start({ HERALD_DATA_DIR: dataDir, PATH: bin });
     try {
-      expect(await isListening(Number(port))).toBe(true);
-      expect(await (await fetch(`${url}/readyz`)).json()).toMatchObject({
-        checks: { redis: 'ok' },
-      });
+      const ready = await fetch(`${url}/readyz`);
+      expect(ready.status).toBe(200);
+      // Postgres alone: no Redis is checked, none was started.
+      expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
+      expect(output()).not.toMatch(/redis/i);
+      const { stdout } = await run('ps', ['-o', 'comm=', '--ppid', String(child.pid)]);
+      expect(stdout).not.toMatch(/redis/);
+      expect(stdout).toMatch(/postgres/);
     } finally {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
     }
-    expect(await isListening(Number(port))).toBe(false);
   });
 
   it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {

@@ -1,13 +1,14 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  claimRedisPrefix,
+  claimPrefix,
   createDeliverQueue,
   createEventMatchQueue,
   createMetrics,
   httpSettings,
+  openCoordination,
   openDatabase,
-  openRedis,
+  prepareCoordination,
   prepareDatabase,
   redisReady,
   registerAdminToken,
@@ -26,7 +27,6 @@ import {
   embeddedPostgresDir,
   startEmbeddedDatabase,
 } from './embedded-database.js';
-import { RedisServerMissingError, ensureRedis } from './embedded-redis.js';
 import { PidLockError, acquirePidLock } from './pid-lock.js';
 
 /** Single-process mode: ingest + read + delivery on one port, on the embedded defaults. */
@@ -34,16 +34,6 @@ async function main(): Promise<void> {
   const settings = loadConfig(process.env);
   const { logger, lifecycle } = startService('herald', settings);
 
-  let redisUrl = settings.REDIS_URL;
-  if (!redisUrl) {
-    const embedded = await ensureRedis({
-      port: settings.EMBEDDED_REDIS_PORT,
-      dataDir: settings.HERALD_DATA_DIR,
-      logger,
-    });
-    lifecycle.onShutdown('embedded-redis', embedded.stop);
-    redisUrl = embedded.url;
-  }
   let databaseUrl = settings.DATABASE_URL;
   if (!databaseUrl) {
     const release = await acquirePidLock(resolve(settings.HERALD_DATA_DIR, 'herald.pid'));
@@ -67,21 +57,22 @@ async function main(): Promise<void> {
     databaseUrl = embedded.url;
   }
   // From here on the single process runs as on any PostgreSQL: the same pools, plan-once share
-  // and statement budgets.
+  // and statement budgets. Without REDIS_URL the queues run on that PostgreSQL too (Postgres
+  // alone): the embedded default needs nothing but Node.
   const config = { ...settings, DATABASE_URL: databaseUrl };
   const db = openDatabase(config, 'standalone', logger, lifecycle);
-  const redis = openRedis(redisUrl, 'producer', logger, lifecycle);
+  const coordination = openCoordination(config, db, logger, lifecycle);
 
   const tokenFile = resolve(config.HERALD_DATA_DIR, 'admin-token');
   const adminToken = config.HERALD_ADMIN_TOKEN ?? (await loadOrCreateAdminToken(tokenFile));
   const metrics = createMetrics();
-  const eventMatchQueue = createEventMatchQueue(redis, config.REDIS_PREFIX, logger, {
+  const eventMatchQueue = createEventMatchQueue(coordination, logger, {
     attempts: config.MATCH_JOB_ATTEMPTS,
     backoffMs: config.MATCH_JOB_BACKOFF_MS,
   });
   lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
   // Resends go on it.
-  const deliverQueue = createDeliverQueue(redis, config.REDIS_PREFIX, logger);
+  const deliverQueue = createDeliverQueue(coordination, logger);
   lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
   // GET /items runs on a pool of its own with a time budget (Postgres only; see @herald/read).
   const readDb = openReadDb(config, db, 'herald-standalone-items');
@@ -92,11 +83,10 @@ async function main(): Promise<void> {
     enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
     enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
     db,
-    redis,
+    coordination,
     logger,
     metrics,
     lifecycle,
-    redisPrefix: config.REDIS_PREFIX,
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
@@ -120,15 +110,19 @@ async function main(): Promise<void> {
       );
     };
   };
-  const redisAnswers = redisReady(redis, announceOnce());
+  const redisAnswers =
+    coordination.kind === 'redis'
+      ? redisReady(coordination.redis, announceOnce())
+      : Promise.resolve();
   await prepareDatabase(db, config, logger, lifecycle, announceOnce());
+  await prepareCoordination(config, coordination, logger, lifecycle);
   const adminTokenWorks = await registerAdminToken(
     db,
     adminToken,
     config.HERALD_ADMIN_TOKEN ? 'HERALD_ADMIN_TOKEN' : 'HERALD_DATA_DIR/admin-token',
     logger,
   );
-  await claimRedisPrefix(db, redis, config.REDIS_PREFIX, logger);
+  await claimPrefix(db, coordination, logger);
   lifecycle.started();
   await redisAnswers;
   // Registered last so it closes first: workers stop taking jobs and finish those in flight. The
@@ -137,8 +131,8 @@ async function main(): Promise<void> {
   const workerDb = openWorkerDb(config, db);
   lifecycle.onShutdown('worker-database', () => workerDb.close());
   const delivery = await startDelivery(
-    { db: workerDb.db, redis, logger, registry: metrics.registry },
-    deliverySettings(config, redisUrl),
+    { db: workerDb.db, coordination, logger, registry: metrics.registry },
+    deliverySettings(config),
   );
   lifecycle.onShutdown('delivery-workers', () => delivery.close());
   logger.info(
@@ -170,7 +164,6 @@ async function main(): Promise<void> {
 }
 
 runMain('herald', main, [
-  RedisServerMissingError,
   PidLockError,
   PgliteFolderError,
   EmbeddedPostgresError,

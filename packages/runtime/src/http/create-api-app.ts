@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express, type RequestHandler, type Router } from 'express';
 import { ApiError } from '@herald/contract';
 import type { Db } from '@herald/store';
-import type { Redis } from 'ioredis';
+import type { Coordination } from '../coordination.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { authenticate, TokenVerifier } from './auth.js';
@@ -25,13 +25,12 @@ export interface HttpSettings {
 
 export interface ApiAppDeps {
   db: Db;
-  redis: Redis;
+  /** Redis or Postgres alone: the HTTP rate limit's windows, readiness. */
+  coordination: Coordination;
   logger: Logger;
   metrics: Metrics;
   lifecycle: { readonly draining: boolean; readonly starting?: string | undefined };
   http: HttpSettings;
-  /** Prefix of Redis keys (REDIS_PREFIX); tests isolate themselves with a random one. */
-  redisPrefix: string;
   /** Shared so that a service can invalidate it after changing environments. */
   environments?: EnvironmentResolver;
   /** Shared so that the token routes can make their changes apply at once (forget). */
@@ -166,7 +165,11 @@ export function createApiApp(
 
   const verifier =
     deps.tokens ?? new TokenVerifier(deps.db, { cacheTtlMs: deps.http.authCacheTtlMs });
-  const limiter = new RateLimiter(deps.redis, deps.http.rateLimits, `${deps.redisPrefix}:rl:`);
+  const limiter = new RateLimiter(
+    deps.coordination,
+    deps.http.rateLimits,
+    `${deps.coordination.prefix}:rl:`,
+  );
   const environments = deps.environments ?? new EnvironmentResolver(deps.db);
 
   app.use(requestContext(deps.metrics));
@@ -174,7 +177,7 @@ export function createApiApp(
   app.use(
     healthRouter({
       db: deps.db,
-      redis: deps.redis,
+      coordination: deps.coordination,
       metrics: deps.metrics,
       isDraining: () => deps.lifecycle.draining,
       starting: () => deps.lifecycle.starting,
@@ -209,7 +212,7 @@ const notFound: RequestHandler = (req, _res, next) => {
 
 /** Health, readiness and metrics only: the delivery service has no API of its own. */
 export function createOpsApp(
-  deps: Omit<ApiAppDeps, 'http' | 'environments' | 'redisPrefix'> & { docsUrl: string },
+  deps: Omit<ApiAppDeps, 'http' | 'environments'> & { docsUrl: string },
 ): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -218,7 +221,7 @@ export function createOpsApp(
   app.use(
     healthRouter({
       db: deps.db,
-      redis: deps.redis,
+      coordination: deps.coordination,
       metrics: deps.metrics,
       isDraining: () => deps.lifecycle.draining,
       starting: () => deps.lifecycle.starting,

@@ -1,13 +1,13 @@
 import { Router } from 'express';
 import { ApiError, renderErrorEnvelope } from '@herald/contract';
 import type { Db } from '@herald/store';
-import type { Redis } from 'ioredis';
+import type { Coordination } from '../coordination.js';
 import { postgresProblem, redisAddress, redisProblem } from '../dependencies.js';
 import type { Metrics } from '../metrics.js';
 
 export interface HealthDeps {
   db: Db;
-  redis: Redis;
+  coordination: Coordination;
   metrics: Metrics;
   isDraining: () => boolean;
   /** What the start is still doing or waiting for (Lifecycle.starting); undefined once started. */
@@ -39,31 +39,42 @@ async function check(
   }
 }
 
-/** GET /healthz (alive), /readyz (started, Redis and Postgres reachable, not draining), /metrics. */
+/**
+ * GET /healthz (alive), /readyz (started; Postgres, and Redis when it is configured, reachable; not
+ * draining), /metrics.
+ */
 export function healthRouter(deps: HealthDeps): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
+    const { coordination } = deps;
     const [database, redis] = await Promise.all([
       check(() => deps.db.query('SELECT 1'), postgresProblem, 'Postgres did not answer within 2 s'),
-      // A client that is not connected fails at once; say why it is not (its last error).
-      deps.redis.status === 'ready'
-        ? check(
-            () => deps.redis.ping(),
-            (error) => redisProblem(deps.redis, error),
-            `${redisAddress(deps.redis)} did not answer within 2 s`,
-          )
-        : redisProblem(deps.redis),
+      // Postgres alone: the database is the coordination too.
+      coordination.kind !== 'redis'
+        ? undefined
+        : // A client that is not connected fails at once; say why it is not (its last error).
+          coordination.redis.status === 'ready'
+          ? check(
+              () => coordination.redis.ping(),
+              (error) => redisProblem(coordination.redis, error),
+              `${redisAddress(coordination.redis)} did not answer within 2 s`,
+            )
+          : redisProblem(coordination.redis),
     ]);
+    const checks = redis === undefined ? { database } : { database, redis };
     const draining = deps.isDraining();
     const starting = deps.starting?.();
-    if (!draining && !starting && database === 'ok' && redis === 'ok') {
-      res.json({ status: 'ready', checks: { database, redis } });
+    if (!draining && !starting && Object.values(checks).every((check) => check === 'ok')) {
+      res.json({ status: 'ready', checks });
       return;
     }
-    const waitingFor = [database !== 'ok' && 'Postgres', redis !== 'ok' && 'Redis'].filter(Boolean);
+    const waitingFor = [
+      database !== 'ok' && 'Postgres',
+      redis !== undefined && redis !== 'ok' && 'Redis',
+    ].filter(Boolean);
     const error = new ApiError('SERVICE_UNAVAILABLE', {
       message: draining
         ? 'Shutting down'
@@ -72,7 +83,7 @@ export function healthRouter(deps: HealthDeps): Router {
           : `Herald is starting (${starting})`,
       draining,
       ...(starting ? { starting } : {}),
-      checks: { database, redis },
+      checks,
     });
     res.status(503).json(renderErrorEnvelope(error, deps.docsUrl));
   });

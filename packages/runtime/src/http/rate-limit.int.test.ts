@@ -1,5 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_REDIS_URL, randomId, silentLogger, startTcpProxy, testRedis } from '@herald/testkit';
+import {
+  TEST_DATABASE_URL,
+  TEST_REDIS_URL,
+  createTestDb,
+  randomId,
+  silentLogger,
+  startTcpProxy,
+  testRedis,
+  testRedisCoordination,
+  type TestDb,
+} from '@herald/testkit';
+import { createPostgresCoordination, type Coordination } from '../coordination.js';
 import { createRedis, type Redis } from '../redis.js';
 import { RATE_LIMIT_LEASE_MAX, RateLimiter, type RateLimits } from './rate-limit.js';
 
@@ -10,12 +21,40 @@ async function ready(client: Redis): Promise<Redis> {
 }
 
 let redis: Redis;
+let testDb: TestDb;
 beforeAll(async () => {
   redis = await ready(testRedis());
+  testDb = await createTestDb();
 });
 afterAll(async () => {
   await redis.quit();
+  await testDb.cleanup();
 });
+
+/** Each store: a coordination on it, and the count it holds for a key. */
+const stores = {
+  redis: {
+    open: (): Coordination => testRedisCoordination(redis),
+    counted: (key: string) => redis.get(key),
+  },
+  postgres: {
+    // Only the windows' statements: no queues, no LISTEN.
+    open: (): Coordination =>
+      createPostgresCoordination({
+        db: testDb.db,
+        url: TEST_DATABASE_URL,
+        prefix: randomId('herald_test'),
+        logger: silentLogger(),
+      }),
+    async counted(key: string) {
+      const { rows } = await testDb.db.query<{ counted: string }>(
+        'SELECT counted FROM rate_limit_windows WHERE key = $1',
+        [key],
+      );
+      return rows[0]?.counted ?? null;
+    },
+  },
+};
 
 function limits(producer: number): RateLimits {
   return { windowMs: 60_000, perRole: { admin: 1, read_only: 1, producer }, anonymous: 1 };
@@ -24,32 +63,39 @@ function limits(producer: number): RateLimits {
 /** A key prefix of this test's own (randomId('herald_test'): deleted after the file). */
 const prefix = () => `${randomId('herald_test')}:rl:`;
 
-describe('RateLimiter leases', () => {
-  it('asks Redis once per lease, and answers the lease from memory with exact headers', async () => {
+describe.each(['redis', 'postgres'] as const)('RateLimiter leases (%s)', (mode) => {
+  const store = stores[mode];
+  let coordination: Coordination;
+  beforeAll(() => {
+    coordination = store.open();
+  });
+  afterAll(() => coordination.close());
+
+  it('asks the store once per lease, and answers the lease from memory with exact headers', async () => {
     const keys = prefix();
-    const limiter = new RateLimiter(redis, limits(1000), keys);
+    const limiter = new RateLimiter(coordination, limits(1000), keys);
     const remaining: number[] = [];
     for (let i = 0; i < 62; i++)
       remaining.push((await limiter.hit('token:1', 'producer'))!.remaining);
-    // 1000 / 16 = 62 requests in the first lease: counted in Redis at once.
-    expect(await redis.get(`${keys}token:1`)).toBe('62');
+    // 1000 / 16 = 62 requests in the first lease: counted in the store at once.
+    expect(await store.counted(`${keys}token:1`)).toBe('62');
     expect(remaining).toEqual(Array.from({ length: 62 }, (_, i) => 999 - i));
     const next = await limiter.hit('token:1', 'producer');
     expect(next).toMatchObject({ remaining: 937, exceeded: false });
     // The next lease: 938 left in the window, 938 / 16 = 58.
-    expect(await redis.get(`${keys}token:1`)).toBe(String(62 + 58));
+    expect(await store.counted(`${keys}token:1`)).toBe(String(62 + 58));
   });
 
   it('leases at most RATE_LIMIT_LEASE_MAX requests', async () => {
     const keys = prefix();
-    await new RateLimiter(redis, limits(1_000_000), keys).hit('token:1', 'producer');
-    expect(await redis.get(`${keys}token:1`)).toBe(String(RATE_LIMIT_LEASE_MAX));
+    await new RateLimiter(coordination, limits(1_000_000), keys).hit('token:1', 'producer');
+    expect(await store.counted(`${keys}token:1`)).toBe(String(RATE_LIMIT_LEASE_MAX));
   });
 
   it('never lets more than the limit through across processes, one request at a time near it', async () => {
     const keys = prefix();
-    // Three processes' limiters on one Redis, hitting one token's window together.
-    const processes = [0, 1, 2].map(() => new RateLimiter(redis, limits(200), keys));
+    // Three processes' limiters on one store, hitting one token's window together.
+    const processes = [0, 1, 2].map(() => new RateLimiter(coordination, limits(200), keys));
     const results = await Promise.all(
       Array.from({ length: 600 }, (_, i) => processes[i % 3]!.hit('token:1', 'producer')),
     );
@@ -62,7 +108,7 @@ describe('RateLimiter leases', () => {
 
   it('answers the refusals of a full window from memory until it ends', async () => {
     const keys = prefix();
-    const limiter = new RateLimiter(redis, limits(3), keys);
+    const limiter = new RateLimiter(coordination, limits(3), keys);
     for (let i = 0; i < 3; i++) {
       expect(await limiter.hit('token:1', 'producer')).toMatchObject({ exceeded: false });
     }
@@ -73,9 +119,11 @@ describe('RateLimiter leases', () => {
       });
     }
     // The first refusal was counted; the others asked nothing.
-    expect(await redis.get(`${keys}token:1`)).toBe('4');
+    expect(await store.counted(`${keys}token:1`)).toBe('4');
   });
+});
 
+describe('RateLimiter leases (redis)', () => {
   it('serves a lease it holds while Redis is away, then lets requests through unlimited', async () => {
     const keys = prefix();
     const url = new URL(TEST_REDIS_URL);
@@ -86,7 +134,7 @@ describe('RateLimiter leases', () => {
       }),
     );
     try {
-      const limiter = new RateLimiter(through, limits(160), keys);
+      const limiter = new RateLimiter(testRedisCoordination(through), limits(160), keys);
       expect(await limiter.hit('token:1', 'producer')).toMatchObject({ remaining: 159 });
       await proxy.cut();
       await expect.poll(() => through.status).toBe('end');

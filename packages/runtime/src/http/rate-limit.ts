@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Role } from '@herald/contract';
+import type { Coordination } from '../coordination.js';
 
 export interface RateLimits {
   windowMs: number;
@@ -15,83 +15,51 @@ export interface RateLimitResult {
   exceeded: boolean;
 }
 
-/** The most requests one lease lets a process answer without asking Redis. */
+/** The most requests one lease lets a process answer without asking the coordination store (Redis or Postgres). */
 export const RATE_LIMIT_LEASE_MAX = 100;
 /** A lease takes at most this fraction of what the window has left: near the limit, one. */
 const RATE_LIMIT_LEASE_SHARE = 1 / 16;
 /** Keys whose lease a process keeps at most (a flood of client addresses cannot grow it more). */
 const LEASES_MAX = 10_000;
 
-// A fixed window per key, opened by its first request, counting the requests granted to the
-// processes: one round trip, atomic. While the window has room, a grant is a lease of up to
-// ARGV[3] requests (never past the limit); once it is full, the request is counted alone and
-// refused (count > limit).
-const SCRIPT = `
-local limit = tonumber(ARGV[2])
-local free = limit - tonumber(redis.call('GET', KEYS[1]) or '0')
-local grant = 1
-if free > 0 then
-  grant = math.max(1, math.min(tonumber(ARGV[3]), math.floor(free * tonumber(ARGV[4]))))
-end
-local n = redis.call('INCRBY', KEYS[1], grant)
-if n == grant then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {n, ttl, grant}`;
-
-type RateLimitRedis = Redis & {
-  heraldRateLimitLease(
-    key: string,
-    windowMs: number,
-    limit: number,
-    leaseMax: number,
-    leaseShare: number,
-  ): Promise<unknown>;
-};
-
 /** What a process holds of one key's window. */
 interface Lease {
   /** Requests of the lease not answered yet. */
   left: number;
-  /** The window's count in Redis when the lease was granted (this lease included). */
+  /** The window's count in the store when the lease was granted (this lease included). */
   counted: number;
-  /** Local time by which the window has ended in Redis (its TTL, from before the ask). */
+  /** Local time by which the window has ended in the store (its TTL, from before the ask). */
   endsAt: number;
 }
 
 /**
- * Counts requests in Redis so the limit holds across replicas, in leases: a process asks Redis
+ * Counts requests in the coordination store (Redis, or Postgres alone) so the limit holds across
+ * replicas, in leases: a process asks the store
  * for up to RATE_LIMIT_LEASE_MAX requests at once (at most RATE_LIMIT_LEASE_SHARE of what the
  * window has left, so one at a time near the limit) and answers them from memory until the lease
- * is spent or the window ends. Redis never grants past the limit, so the processes together
+ * is spent or the window ends. The store never grants past the limit, so the processes together
  * never let more than the limit through in a window; the cost is on the other side: requests a
  * process leased and did not use are lost to the others until the window ends (at most one
  * lease per process, RATE_LIMIT_LEASE_MAX and 1/16 of the window's room when it was taken). A
  * window found full is remembered until it ends: refusals need no round trip either.
  *
- * When Redis is unreachable and the process holds no lease, the request is let through (returns
+ * When the store is unreachable and the process holds no lease, the request is let through (returns
  * undefined): rate limiting must not turn an outage into refusals of work that Postgres can
  * still accept.
  */
 export class RateLimiter {
   readonly #leases = new Map<string, Lease>();
   /**
-   * A key's ask to Redis in flight (one at a time): requests meanwhile wait for its lease. It
-   * resolves false when Redis did not answer.
+   * A key's ask to the store in flight (one at a time): requests meanwhile wait for its lease. It
+   * resolves false when the store did not answer.
    */
   readonly #asking = new Map<string, Promise<boolean>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly coordination: Pick<Coordination, 'leaseRequests'>,
     private readonly limits: RateLimits,
     private readonly prefix: string,
-  ) {
-    // EVALSHA (ioredis falls back to EVAL once per connection): with plain EVAL Redis hashes the
-    // script text on every request.
-    if (!('heraldRateLimitLease' in redis)) {
-      redis.defineCommand('heraldRateLimitLease', { numberOfKeys: 1, lua: SCRIPT });
-    }
-  }
+  ) {}
 
   limitFor(role: Role | 'anonymous'): number {
     return role === 'anonymous' ? this.limits.anonymous : this.limits.perRole[role];
@@ -104,7 +72,7 @@ export class RateLimiter {
       if (held) return held;
       const asking = this.#asking.get(key);
       if (!asking) break;
-      // Redis did not answer the ask: let this request through too, as the asker's was.
+      // The store did not answer the ask: let this request through too, as the asker's was.
       if (!(await asking)) return undefined;
     }
     let settle!: (leased: boolean) => void;
@@ -136,9 +104,9 @@ export class RateLimiter {
 
   async #ask(key: string, limit: number): Promise<RateLimitResult | undefined> {
     const asked = Date.now();
-    let reply: unknown;
+    let reply: { counted: number; ttlMs: number; granted: number };
     try {
-      reply = await (this.redis as RateLimitRedis).heraldRateLimitLease(
+      reply = await this.coordination.leaseRequests(
         `${this.prefix}${key}`,
         this.limits.windowMs,
         limit,
@@ -148,7 +116,7 @@ export class RateLimiter {
     } catch {
       return undefined;
     }
-    const [counted, ttl, grant] = reply as [number, number, number];
+    const { counted, ttlMs: ttl, granted: grant } = reply;
     const exceeded = counted > limit;
     // The lease, minus this request; none when the window is full (the refusal is remembered).
     const left = exceeded ? 0 : grant - 1;

@@ -1,19 +1,37 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomId, testRedis } from '@herald/testkit';
-import { InFlightLimiter } from './in-flight.js';
+import { createTestDb, testRedis, type TestDb } from '@herald/testkit';
+import { COORDINATION_MODES, testCoordination } from '../harness.test-support.js';
+import { deliveryCoordination, type InFlightSlots } from './coordination.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).
 const redis = testRedis('worker');
+let testDb: TestDb;
 beforeAll(async () => {
   await redis.ping();
+  testDb = await createTestDb();
 });
 afterAll(async () => {
   await redis.quit();
+  await testDb.cleanup();
 });
 
-describe('InFlightLimiter (real Redis)', () => {
-  it('grants at most `limit` slots per webhook in one pipelined round trip, and frees them', async () => {
-    const limiter = new InFlightLimiter(redis, randomId('herald_test'), 2, 10_000);
+describe.each(COORDINATION_MODES)('in-flight slots (%s)', (mode) => {
+  const opened: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const close of opened) await close();
+  });
+  /** Slots on a prefix of their own. */
+  async function slots(limit: number, slotTtlMs: number): Promise<InFlightSlots> {
+    const { coordination, close } = await testCoordination(testDb.db, mode);
+    opened.push(close);
+    return deliveryCoordination(coordination, {
+      maxInFlightPerWebhook: limit,
+      slotTtlMs,
+    }).inFlight;
+  }
+
+  it('grants at most `limit` slots per webhook in one round trip, and frees them', async () => {
+    const limiter = await slots(2, 10_000);
     const asks = ['a1', 'a2', 'a3', 'b1'].map((token) => ({
       webhookId: token.startsWith('a') ? '1' : '2',
       token,
@@ -26,9 +44,17 @@ describe('InFlightLimiter (real Redis)', () => {
   });
 
   it('lets a slot expire when its holder never releases it (a killed worker)', async () => {
-    const limiter = new InFlightLimiter(redis, randomId('herald_test'), 1, 50);
+    const limiter = await slots(1, 50);
     expect(await limiter.acquire('9', 'lost')).toBe(true);
     expect(await limiter.acquire('9', 'waiting')).toBe(false);
     await expect.poll(() => limiter.acquire('9', 'later'), { interval: 20 }).toBe(true);
+  });
+
+  it('never grants more than the limit to concurrent askers', async () => {
+    const limiter = await slots(3, 10_000);
+    const taken = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => limiter.acquire('7', `t${i}`)),
+    );
+    expect(taken.filter(Boolean)).toHaveLength(3);
   });
 });

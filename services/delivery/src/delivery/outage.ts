@@ -16,7 +16,9 @@ export async function putOffUntilDatabaseReturns(
   token: string | undefined,
 ): Promise<never> {
   const looks = Math.max(0, job.attemptsStarted - job.attemptsMade - 1);
-  const wait = Math.min(MAX_WAIT_MS, 250 * 2 ** Math.min(looks, 10)) * (0.75 + Math.random() / 2);
+  const wait = Math.ceil(
+    Math.min(MAX_WAIT_MS, 250 * 2 ** Math.min(looks, 10)) * (0.75 + Math.random() / 2),
+  );
   await job.moveToDelayed(Date.now() + wait, token);
   throw new DelayedError();
 }

@@ -38,13 +38,12 @@ import {
 } from '../delivery/decide-outcome.js';
 import type { DeliveryLoaders } from '../delivery/loaders.js';
 import type { HttpClient, SendResult } from '../delivery/http-client.js';
-import type { InFlightLimiter } from '../delivery/in-flight.js';
+import type { InFlightSlots, RateTurns } from '../delivery/coordination.js';
 import type { Lease } from '../delivery/lease.js';
 import type { DeliveryMetrics } from '../delivery/metrics.js';
 import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
 import type { RetryPolicy } from '../delivery/schedule.js';
 import type { Circuits } from '../delivery/circuits.js';
-import type { RateLimiter } from '../delivery/rate-limit.js';
 import { FirstAttempts } from '../delivery/first-attempts.js';
 import type { Semaphore } from '../delivery/semaphore.js';
 
@@ -53,7 +52,7 @@ export interface DeliverContext {
   /** Batched reads of calls, webhooks and events (one query serves many jobs under load). */
   loaders: DeliveryLoaders;
   client: HttpClient;
-  limiter: InFlightLimiter;
+  limiter: InFlightSlots;
   /** The process's attempts in flight (DELIVERY_CONCURRENCY). */
   semaphore: Semaphore;
   deliverQueue: DeliverQueue;
@@ -69,7 +68,7 @@ export interface DeliverContext {
   /** The webhooks' circuit breakers: whether an attempt may go now. */
   circuits: Circuits;
   /** The webhooks' rate limits (delivery_policy.rate_limit_per_second), across processes. */
-  rateLimiter: RateLimiter;
+  rateLimiter: RateTurns;
   /** Whether the webhook is enabled as far as this process heard (the match index). */
   isWebhookEnabled: (webhookId: string) => boolean;
   /** Tells every process of a webhook change (the channel the API publishes on). */
@@ -168,7 +167,9 @@ class PutOffError extends Error {
 }
 
 /** How long an attempt whose webhook is at its in-flight limit steps aside. */
-const inFlightWait = (ctx: DeliverContext): number => ctx.inFlightWaitMs * (1 + Math.random());
+// Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
+const inFlightWait = (ctx: DeliverContext): number =>
+  Math.ceil(ctx.inFlightWaitMs * (1 + Math.random()));
 
 /** A job of one call: a retry, a resend, or the sweeper's re-add. */
 async function handler(

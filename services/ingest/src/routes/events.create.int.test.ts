@@ -39,7 +39,7 @@ beforeAll(async () => {
   t = await createTestDb('postgres');
   redis = testRedis();
   deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
+  queue = createEventMatchQueue(deps.coordination, deps.logger);
   server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
   token = await createTestToken(t.db, 'producer');
   readOnlyToken = await createTestToken(t.db, 'read_only');
@@ -269,7 +269,7 @@ describe('POST /events acceptance', () => {
   it('answers 503 SERVICE_UNAVAILABLE (transient) when Postgres is unreachable', async () => {
     const db = createPostgresDb({ connectionString: 'postgres://postgres@127.0.0.1:1/test' });
     const downDeps = testDeps(db, redis);
-    const downQueue = createEventMatchQueue(redis, downDeps.redisPrefix, downDeps.logger);
+    const downQueue = createEventMatchQueue(downDeps.coordination, downDeps.logger);
     // Tokens are verified on the test's database, so that the request reaches POST /events.
     const tokens = new TokenVerifier(t.db, { cacheTtlMs: 0 });
     const down = await serve(

@@ -1,12 +1,11 @@
 import type { CidrList } from '@herald/contract';
-import type { Logger, Redis } from '@herald/runtime';
+import type { Coordination, Logger } from '@herald/runtime';
 import type { Db } from '@herald/store';
 
 /** What the /webhooks routes need. */
 export interface WebhookRouteDeps {
   db: Db;
-  redis: Redis;
-  redisPrefix: string;
+  coordination: Coordination;
   logger: Logger;
   /** CIDRs exempt from the blocked address ranges at creation (SSRF_ALLOW_CIDRS). */
   ssrfAllowCidrs: CidrList;

@@ -21,6 +21,7 @@ import {
   startReceiver,
   testDeps,
   testRedis,
+  testRedisCoordination,
   type Receiver,
   type TestDb,
   type TestServer,
@@ -207,9 +208,13 @@ beforeAll(async () => {
 
   deliveryRedis = testRedis();
   delivery = await startDelivery(
-    { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: base.metrics.registry },
+    {
+      db: t.db,
+      coordination: testRedisCoordination(deliveryRedis, base.redisPrefix),
+      logger: silentLogger(),
+      registry: base.metrics.registry,
+    },
     testSettings({
-      redisPrefix: base.redisPrefix,
       siteId: 'console-e2e',
       userAgent: `Herald/${HERALD_VERSION}`,
       allowCidrs: allow,

@@ -47,7 +47,7 @@ beforeAll(async () => {
   t = await createTestDb('postgres');
   redis = testRedis();
   deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
+  queue = createEventMatchQueue(deps.coordination, deps.logger);
   server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
   token = await createTestToken(t.db, 'producer');
   // The model of the records stored while Redis is down.
@@ -142,9 +142,12 @@ describe('item deletes that name only their record', () => {
       pipeline = await startPipeline(t.db);
       receiver = await startReceiver();
       // This file's app, enqueuing where the pipeline's match worker takes jobs.
-      const { redisPrefix } = pipeline.settings;
       api = await serve(
-        createApp({ ...deps, redisPrefix, eventMatchQueue: pipeline.runtime.matchQueue }),
+        createApp({
+          ...deps,
+          coordination: pipeline.coordination,
+          eventMatchQueue: pipeline.runtime.matchQueue,
+        }),
       );
     });
 
@@ -199,7 +202,7 @@ describe('while Redis is down', () => {
     const logger = silentLogger();
     const deadRedis = createRedis('redis://127.0.0.1:1', 'producer', logger);
     const downDeps = { ...testDeps(t.db, deadRedis), redisPrefix: deps.redisPrefix };
-    const deadQueue = createEventMatchQueue(deadRedis, downDeps.redisPrefix, logger);
+    const deadQueue = createEventMatchQueue(downDeps.coordination, logger);
     const down = await serve(
       createApp({ ...downDeps, eventMatchQueue: deadQueue, enqueueTimeoutMs: 200 }),
     );

@@ -21,13 +21,11 @@ const it = pipelineTest().extend(
   'api',
   { scope: 'file' },
   async ({ db, pipeline }, { onCleanup }) => {
-    const { redisPrefix } = pipeline.settings;
-    const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
-    const deliverQueue = createDeliverQueue(pipeline.redis, redisPrefix, silentLogger());
+    const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
+    const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
     const server = await serve(
       createApp({
-        ...testDeps(db, pipeline.redis),
-        redisPrefix,
+        ...testDeps(db, pipeline.coordination),
         eventMatchQueue,
         deliverQueue,
         ssrfAllowCidrs: parseCidrList('127.0.0.0/8'),

@@ -97,7 +97,7 @@ beforeAll(async () => {
   // One environment resolver for both routers, as in the single process: the environment event
   // below invalidates the cache the read routes use.
   const deps = { ...testDeps(t.db, redis), environments: new EnvironmentResolver(t.db) };
-  queue = createEventMatchQueue(redis, deps.redisPrefix, deps.logger);
+  queue = createEventMatchQueue(deps.coordination, deps.logger);
   server = await serve(
     createApiApp(deps, [
       readRouter(deps),

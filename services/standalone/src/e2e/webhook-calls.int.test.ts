@@ -31,13 +31,11 @@ import {
 const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
 }).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
-  const { redisPrefix } = pipeline.settings;
-  const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
-  const deliverQueue = createDeliverQueue(pipeline.redis, redisPrefix, silentLogger());
+  const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
+  const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
   const server = await serve(
     createApp({
-      ...testDeps(db, pipeline.redis),
-      redisPrefix,
+      ...testDeps(db, pipeline.coordination),
       eventMatchQueue,
       deliverQueue,
       enqueueTimeoutMs: 1000,

@@ -14,6 +14,7 @@ import {
   silentLogger,
   testDeps,
   testRedis,
+  testRedisCoordination,
   type TestDb,
   type TestServer,
   waitFor,
@@ -78,9 +79,13 @@ beforeAll(async () => {
 
   deliveryRedis = testRedis();
   delivery = await startDelivery(
-    { db: t.db, redis: deliveryRedis, logger: silentLogger(), registry: new Registry() },
+    {
+      db: t.db,
+      coordination: testRedisCoordination(deliveryRedis, deps.redisPrefix),
+      logger: silentLogger(),
+      registry: new Registry(),
+    },
     testSettings({
-      redisPrefix: deps.redisPrefix,
       siteId: SITE_ID,
       userAgent: `Herald/${HERALD_VERSION}`,
       allowCidrs: allow,

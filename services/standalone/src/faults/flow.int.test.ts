@@ -20,7 +20,12 @@ import {
   type NewEvent,
   type WebhookInput,
 } from '@herald/store';
-import { TEST_DATABASE_URL, silentLogger, testWebhookInput } from '@herald/testkit';
+import {
+  TEST_DATABASE_URL,
+  silentLogger,
+  testRedisCoordination,
+  testWebhookInput,
+} from '@herald/testkit';
 import { HeraldProcess, INTERVALS, killHeraldProcessesSync } from './harness.test-support.js';
 import { PrivateRedis, freePort } from './servers.test-support.js';
 
@@ -296,7 +301,7 @@ async function runOnce(run: Run): Promise<void> {
       });
     }
   });
-  const queue = createEventMatchQueue(producer!, PREFIX, silentLogger());
+  const queue = createEventMatchQueue(testRedisCoordination(producer!, PREFIX), silentLogger());
   try {
     let from = 0;
     for (const [k, cut] of run.cuts.entries()) {
