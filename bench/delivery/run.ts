@@ -44,7 +44,15 @@ import {
   type DeliverySettings,
 } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
-import { createLogger, queuePrefix, type Logger, type Redis } from '@herald/runtime';
+import {
+  createDeliverQueue,
+  createEventMatchQueue,
+  createLogger,
+  createMetrics,
+  queuePrefix,
+  type Logger,
+  type Redis,
+} from '@herald/runtime';
 import { createPostgresDb, insertWebhook, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
@@ -53,6 +61,7 @@ import {
   randomId,
   serve,
   testDeps,
+  testPostgresCoordination,
   testRedis,
   type TestDb,
   type TestDeps,
@@ -100,6 +109,8 @@ const FANOUT = 10;
 /** Delivery service processes beside the ingest process in the second shape. */
 const WORKER_PROCESSES = Number(process.env['WORKER_PROCESSES'] ?? 1);
 const SPLIT_SHAPE = WORKER_PROCESSES === 1 ? 'two processes' : `1 + ${WORKER_PROCESSES} processes`;
+/** The single process on Postgres alone (REDIS_URL unset). */
+const POSTGRES_SHAPE = 'one process, Postgres only';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -205,7 +216,9 @@ async function deliveryRows(
   matching: ReturnType<typeof matchingBench>,
   loadBefore: number[],
 ): Promise<void> {
-  const { receiver, testDb, deps, settings, herald, token, workerDb, logger } = h;
+  const { receiver, testDb, deps, settings, token, workerDb, logger } = h;
+  /** Where events are posted: the Redis mode's app, then the Postgres-only one's. */
+  let herald = h.herald;
   // Models, then webhooks (stored before the workers start, so the index loads them at once).
   await postEvents(
     herald.url,
@@ -445,6 +458,45 @@ async function deliveryRows(
     await delivery.close();
   }
 
+  // The same shape on Postgres alone (no REDIS_URL): the queues on BullMQ's PostgreSQL backend,
+  // in-flight slots, rate limits and the channel in Postgres; same schema, same webhooks.
+  const postgresOnly = await testPostgresCoordination(testDb.db);
+  const pgQueues = {
+    eventMatchQueue: createEventMatchQueue(postgresOnly.coordination, logger),
+    deliverQueue: createDeliverQueue(postgresOnly.coordination, logger),
+  };
+  const pgHerald = await serve(
+    createApp({
+      ...deps,
+      ...pgQueues,
+      coordination: postgresOnly.coordination,
+      ssrfAllowCidrs: parseCidrList('127.0.0.0/8'),
+    }),
+  );
+  const pgDelivery = await startDelivery(
+    {
+      db: sqlTimings?.wrap(workerDb) ?? workerDb,
+      coordination: postgresOnly.coordination,
+      logger,
+      // Its own: the Redis mode's workers registered theirs in deps.metrics.
+      registry: createMetrics({ defaultMetrics: false }).registry,
+    },
+    settings,
+  );
+  let postgres: Awaited<ReturnType<typeof shapeRuns>>;
+  try {
+    herald = pgHerald;
+    process.stdout.write('Postgres only: warming up…\n');
+    await warmUp();
+    postgres = await shapeRuns(POSTGRES_SHAPE);
+  } finally {
+    herald = h.herald;
+    await pgDelivery.close();
+    await pgHerald.close();
+    await Promise.all([pgQueues.eventMatchQueue.close(), pgQueues.deliverQueue.close()]);
+    await postgresOnly.cleanup();
+  }
+
   // The floor (./floor.ts): the same events by hand into the same tables, in this process.
   process.stdout.write(`floor: latency at ${LATENCY_RATE} events/s…\n`);
   const floor = await startFloor({
@@ -512,6 +564,7 @@ async function deliveryRows(
   const pass = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
   const shapes = [
     ['one process', single],
+    [POSTGRES_SHAPE, postgres],
     [SPLIT_SHAPE, split],
   ] as const;
   /** The floor's fan-out in the columns of Herald's rows: no workers process, no Redis. */
@@ -545,7 +598,7 @@ async function deliveryRows(
     `Delivery to one local node:http receiver (child process) answering 200; body ${bodyBytes} B; ` +
       `${settings.connectionsPerOrigin} connections; Herald: DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, ` +
       `MATCH_CONCURRENCY=${settings.matchConcurrency}, events posted ${BATCH} per POST /events, ${POSTS_IN_FLIGHT} POSTs in flight. ` +
-      `"one process": ingest and workers in the bench process (npm start); "${SPLIT_SHAPE}": the workers in ${WORKER_PROCESSES} child process(es) (the delivery service, as deployed)`,
+      `"one process": ingest and workers in the bench process (npm start), on Redis; "${POSTGRES_SHAPE}": the same without Redis (no REDIS_URL: queues, slots, limits and the channel in Postgres); "${SPLIT_SHAPE}": the workers in ${WORKER_PROCESSES} child process(es) (the delivery service, as deployed)`,
     '',
     '| run | requests delivered | all events accepted (s) | last delivery received (s) | delivered/s | vs baseline | CPU ms per 1000 deliveries: bench process (ingest, poster; workers in "one process") / workers process / Herald\'s Postgres backends / redis (all) / receiver |',
     '|---|---|---|---|---|---|---|',
@@ -578,6 +631,8 @@ async function deliveryRows(
       `| ${name}: delivered/s, 1 webhook per event | ${Math.round(rate(r.one))} | ≥ 2000 ${pass(rate(r.one) >= 2000)}, ≥ 0.4× ${pass(rate(r.one) >= 0.4 * rawRate)} |`,
       `| ${name}: delivered/s, ${FANOUT} webhooks per event | ${Math.round(rate(r.fan))} | ≥ 2000 ${pass(rate(r.fan) >= 2000)}, ≥ 0.4× ${pass(rate(r.fan) >= 0.4 * rawRate)} |`,
     ]),
+    `| ${POSTGRES_SHAPE} vs Redis (one process): delivered/s, 1 webhook per event | ${(rate(postgres.one) / rate(single.one)).toFixed(2)}× | ≥ 0.7× ${pass(rate(postgres.one) >= 0.7 * rate(single.one))} |`,
+    `| ${POSTGRES_SHAPE} vs Redis (one process): delivered/s, ${FANOUT} webhooks per event | ${(rate(postgres.fan) / rate(single.fan)).toFixed(2)}× | ≥ 0.7× ${pass(rate(postgres.fan) >= 0.7 * rate(single.fan))} |`,
     `| floor: delivered/s, ${FANOUT} webhooks per event (by hand, Herald's tables and guarantees) | ${Math.round(rate(floorFan))} (${(rate(floorFan) / rawRate).toFixed(2)}× raw undici) | ≥ 0.4× ${pass(rate(floorFan) >= 0.4 * rawRate)} |`,
     `| floor: CPU per delivery in its fan-out (bench process + its Postgres backends; of which ingest pool / workers pool, ms per 1000 deliveries) | ${floorFanCpu.toFixed(3)} ms (${floorFan.cpuPer1000.ingest.toFixed(0)} / ${floorFan.cpuPer1000.workers.toFixed(0)}) | |`,
     ...shapes.flatMap(([name, r]) => [
