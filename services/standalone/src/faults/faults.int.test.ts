@@ -124,24 +124,104 @@ function watchReadiness(url: string) {
 // Each fault starts its processes afresh, loads, injects, waits for the last delivery: about
 // 15–30 s when Herald recovers, up to about 90 s when it does not.
 describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
-  it('kill -9 of the delivery process', async () => {
-    const row = await fault('kill -9 delivery', 'split', async (s) => {
-      await s.kill('delivery');
-      s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-      s.faultEnded();
-      await s.start('delivery');
-    });
-    expect(row.problems).toEqual([]);
-  });
+  // The faults that do not need Redis, in both modes: Redis (REDIS_URL) and Postgres alone
+  // (REDIS_URL unset: the queues, slots, limits and channel in Postgres), with the same criteria.
+  // Postgres down stops it immediately: the crash recovery empties the coordination's UNLOGGED
+  // tables, Postgres alone's counterpart of a Redis that lost its keys.
+  for (const mode of ['redis', 'postgres'] as const) {
+    const suffix = mode === 'redis' ? '' : ', Postgres only';
+    // An empty variable counts as unset (parseEnv).
+    const modeEnv: Record<string, string> = mode === 'redis' ? {} : { REDIS_URL: '' };
 
-  it('kill -9 of the ingest process', async () => {
-    const row = await fault('kill -9 ingest', 'split', async (s) => {
-      await s.kill('ingest');
-      s.faultEnded();
-      await s.start('ingest');
+    it(`kill -9 of the delivery process${suffix}`, async () => {
+      const row = await fault(
+        `kill -9 delivery${suffix}`,
+        'split',
+        async (s) => {
+          await s.kill('delivery');
+          s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
+          s.faultEnded();
+          await s.start('delivery');
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
     });
-    expect(row.problems).toEqual([]);
-  });
+
+    it(`kill -9 of the ingest process${suffix}`, async () => {
+      const row = await fault(
+        `kill -9 ingest${suffix}`,
+        'split',
+        async (s) => {
+          await s.kill('ingest');
+          s.faultEnded();
+          await s.start('ingest');
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
+
+    it(`Postgres backends terminated repeatedly${suffix}`, async () => {
+      const row = await fault(
+        `Postgres backends terminated${suffix}`,
+        'split',
+        async (s) => {
+          let rounds = 0;
+          for (let i = 0; i < 10; i++) {
+            const terminated = await s.infra.postgres.psql(
+              'SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity ' +
+                `WHERE datname = '${s.database}' AND pid <> pg_backend_pid()`,
+            );
+            if (Number(terminated) > 0) rounds++;
+            await sleep(300); // the fault's pace
+          }
+          // Each round may cut calls whose outcome was not yet written: they are sent again.
+          s.allowedDuplicates = rounds * IN_FLIGHT_PER_WEBHOOK;
+          s.faultEnded();
+          if (rounds === 0) s.problems.push('no Herald backend was found to terminate');
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
+
+    it(`Postgres restarted${suffix}`, async () => {
+      const row = await fault(
+        `Postgres restarted${suffix}`,
+        'split',
+        async (s) => {
+          await s.infra.postgres.restart();
+          s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
+          s.faultEnded();
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
+
+    it(`Postgres down for longer than the match job's whole retry budget${suffix}`, async () => {
+      const row = await fault(
+        `Postgres down 4 s (> match retries)${suffix}`,
+        'split',
+        async (s) => {
+          await s.infra.postgres.stop('immediate');
+          // MATCH_JOB_ATTEMPTS=3 with MATCH_JOB_BACKOFF_MS=100: the budget is well under a second.
+          await sleep(4000); // the outage
+          await s.infra.postgres.start();
+          s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
+          s.faultEnded();
+          // Whether the outage did outlast the budget: match jobs that ran out of attempts.
+          if (mode === 'redis') {
+            const failed = await s.infra.redis.cli('ZCARD', `{${s.prefix}}:event-match:failed`);
+            s.mark(`event-match jobs failed for good: ${failed}`);
+          }
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
+  }
 
   it('Redis FLUSHALL', async () => {
     const row = await fault('Redis FLUSHALL', 'split', async (s) => {
@@ -185,49 +265,6 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       await sleep(outageMs); // the outage
       await s.infra.redis.start();
       s.faultEnded();
-    });
-    expect(row.problems).toEqual([]);
-  });
-
-  it('Postgres backends terminated repeatedly', async () => {
-    const row = await fault('Postgres backends terminated', 'split', async (s) => {
-      let rounds = 0;
-      for (let i = 0; i < 10; i++) {
-        const terminated = await s.infra.postgres.psql(
-          'SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity ' +
-            `WHERE datname = '${s.database}' AND pid <> pg_backend_pid()`,
-        );
-        if (Number(terminated) > 0) rounds++;
-        await sleep(300); // the fault's pace
-      }
-      // Each round may cut calls whose outcome was not yet written: they are sent again.
-      s.allowedDuplicates = rounds * IN_FLIGHT_PER_WEBHOOK;
-      s.faultEnded();
-      if (rounds === 0) s.problems.push('no Herald backend was found to terminate');
-    });
-    expect(row.problems).toEqual([]);
-  });
-
-  it('Postgres restarted', async () => {
-    const row = await fault('Postgres restarted', 'split', async (s) => {
-      await s.infra.postgres.restart();
-      s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-      s.faultEnded();
-    });
-    expect(row.problems).toEqual([]);
-  });
-
-  it("Postgres down for longer than the match job's whole retry budget", async () => {
-    const row = await fault('Postgres down 4 s (> match retries)', 'split', async (s) => {
-      await s.infra.postgres.stop('immediate');
-      // MATCH_JOB_ATTEMPTS=3 with MATCH_JOB_BACKOFF_MS=100: the budget is well under a second.
-      await sleep(4000); // the outage
-      await s.infra.postgres.start();
-      s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-      s.faultEnded();
-      // Whether the outage did outlast the budget: match jobs that ran out of attempts.
-      const failed = await s.infra.redis.cli('ZCARD', `{${s.prefix}}:event-match:failed`);
-      s.mark(`event-match jobs failed for good: ${failed}`);
     });
     expect(row.problems).toEqual([]);
   });
