@@ -377,25 +377,6 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     }
   });
 
-  it('never takes over a Redis it did not start: a taken EMBEDDED_REDIS_PORT stops the start', async () => {
-    const dataDir = await tempDir();
-    await copyPgliteTemplate(join(dataDir, 'pgdata'));
-    const taken = new URL(TEST_REDIS_URL).port || '6379';
-    const child = spawn(process.execPath, [join(dist, 'main.js')], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HERALD_DATA_DIR: dataDir,
-        PORT: '0',
-        EMBEDDED_REDIS_PORT: taken,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let err = '';
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    expect(await exited(child)).toBe(1);
-    expect(err).toMatch(/does not take over a Redis it did not start/);
-  });
-
   it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {
     const dataDir = await tempDir();
     // No Herald runs: each command starts the embedded PostgreSQL for itself. The first command

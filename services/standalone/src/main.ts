@@ -163,8 +163,4 @@ async function main(): Promise<void> {
   );
 }
 
-runMain('herald', main, [
-  PidLockError,
-  PgliteFolderError,
-  EmbeddedPostgresError,
-]);
+runMain('herald', main, [PidLockError, PgliteFolderError, EmbeddedPostgresError]);
