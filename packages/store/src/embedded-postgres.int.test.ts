@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -104,6 +104,15 @@ describe('the embedded PostgreSQL', { timeout: 120_000 }, () => {
     await server.stop();
     expect(alive(server.pid)).toBe(false);
     await expect(stat(urlFile)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('reaches its data below folders only their owner may enter (a checkout in /root)', async () => {
+    // mkdtemp's folder is 0700, as /root is; so is the "home" below it.
+    const home = join(await tempDir(), 'home');
+    await mkdir(join(home, 'checkout'), { recursive: true, mode: 0o700 });
+    await chmod(home, 0o700);
+    const server = await start(join(home, 'checkout', '.herald', 'postgres'));
+    expect((await query(server.url, 'SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
 
   it('stops the server a killed Herald left running, and keeps its data', async () => {

@@ -273,9 +273,16 @@ export async function startEmbeddedPostgres(
   await mkdir(dir, { recursive: true, mode: 0o711 });
   if (user.uid !== undefined) {
     await chmod(dir, 0o711);
-    const parent = dirname(dir);
-    const mode = (await stat(parent)).mode;
-    if ((mode & 0o001) === 0) await chmod(parent, mode | 0o001);
+    // Every folder above it too (a checkout in /root, a temporary folder): others may pass
+    // through (o+x), not list or read.
+    for (let folder = dirname(dir); ; folder = dirname(folder)) {
+      const mode = (await stat(folder)).mode;
+      if ((mode & 0o001) === 0) {
+        await chmod(folder, mode | 0o001);
+        log(`let the "${SYSTEM_USER}" account pass through ${folder} (o+x) to reach its data`);
+      }
+      if (dirname(folder) === folder) break;
+    }
   }
 
   let password = await readText(join(dir, 'password'));
