@@ -1,5 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, readFile, stat, symlink } from 'node:fs/promises';
+import { mkdtemp, rm, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -354,27 +354,6 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     expect(await exited(child)).toBe(1);
     expect(err).toMatch(/Invalid configuration:\n {2}- PORT: .*"eighty"/);
     expect(err).toMatch(/RATE_LIMIT_WINDOW_MS/);
-  });
-
-  it('needs nothing but Node: on a PATH without redis-server and Postgres binaries it gets ready on the embedded PostgreSQL alone', async () => {
-    const dataDir = await tempDir();
-    // A PATH that holds node and nothing else: no redis-server, no initdb, no psql.
-    const bin = await tempDir();
-    await symlink(process.execPath, join(bin, 'node'));
-    const { child, url, output } = await start({ HERALD_DATA_DIR: dataDir, PATH: bin });
-    try {
-      const ready = await fetch(`${url}/readyz`);
-      expect(ready.status).toBe(200);
-      // Postgres alone: no Redis is checked, none was started.
-      expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
-      expect(output()).not.toMatch(/redis/i);
-      const { stdout } = await run('ps', ['-o', 'comm=', '--ppid', String(child.pid)]);
-      expect(stdout).not.toMatch(/redis/);
-      expect(stdout).toMatch(/postgres/);
-    } finally {
-      child.kill('SIGTERM');
-      expect(await exited(child)).toBe(0);
-    }
   });
 
   it('the tokens CLI creates, lists and revokes tokens that the server then accepts', async () => {
