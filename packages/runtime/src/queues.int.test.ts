@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { randomId, silentLogger, testRedis, testRedisCoordination } from '@herald/testkit';
+import { createPostgresDb } from '@herald/store';
+import {
+  TEST_DATABASE_URL,
+  randomId,
+  silentLogger,
+  testRedis,
+  testRedisCoordination,
+} from '@herald/testkit';
+import { createPostgresCoordination, migrateQueues } from './coordination.js';
 import { EventMatchEnqueuer, createEventMatchQueue, type EventMatchQueue } from './queues.js';
 
 const opened: { queue: EventMatchQueue; redis: Redis }[] = [];
@@ -87,5 +95,30 @@ describe('EventMatchEnqueuer', () => {
     const results = await Promise.allSettled([enqueuer.enqueue(['x1']), enqueuer.enqueue(['x2'])]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     await expect(enqueuer.enqueue(['x3'])).rejects.toThrow();
+  });
+});
+
+describe('the queues on Postgres alone', () => {
+  it('a queue made before its schema was migrated takes jobs once it is (a service listens first)', async () => {
+    const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 2 });
+    const prefix = randomId('herald_test');
+    const coordination = createPostgresCoordination({
+      db,
+      url: TEST_DATABASE_URL,
+      prefix,
+      logger: silentLogger(),
+    });
+    const queue = createEventMatchQueue(coordination, silentLogger());
+    try {
+      await expect(queue.waitUntilReady()).rejects.toThrow(/not initialized/);
+      await migrateQueues(TEST_DATABASE_URL, coordination.queueSchema, silentLogger());
+      await queue.add('match-event', { eventIds: ['e1'] }, { jobId: 'event-e1' });
+      expect((await queue.getJobCounts('waiting')).waiting).toBe(1);
+    } finally {
+      await queue.close();
+      await coordination.close();
+      await db.exec(`DROP SCHEMA IF EXISTS "${coordination.queueSchema}" CASCADE`);
+      await db.close();
+    }
   });
 });

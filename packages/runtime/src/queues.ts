@@ -3,7 +3,6 @@ import {
   Queue,
   RedisQueueBackend,
   Worker,
-  createPostgresBackend,
   type IQueueBackend,
   type JobsOptions,
   type Processor,
@@ -26,6 +25,7 @@ import {
 import type { Coordination } from './coordination.js';
 import { postgresProblem, redisProblem, warnOncePerCause } from './dependencies.js';
 import type { Logger } from './logger.js';
+import { createPostgresQueueBackend } from './postgres-backend.js';
 
 // The two queues' contract: names (persisted, in @herald/contract), where they live, producers,
 // job ids and job options. Workers (services/delivery) consume them with createQueueWorker.
@@ -97,7 +97,7 @@ function openQueue<Data, Name extends string>(
   const merged = { ...store.options, ...options };
   return (
     store.postgres
-      ? new Queue(name, merged as QueueOptions<never>, createPostgresBackend)
+      ? new Queue(name, merged as QueueOptions<never>, createPostgresQueueBackend)
       : new Queue(name, merged)
   ) as AnyQueue<Data, Name>;
 }
@@ -118,7 +118,7 @@ export function createQueueWorker<Data>(
   const connection = coordination.kind === 'redis' && redis ? { connection: redis } : {};
   const merged = { ...store.options, ...connection, ...options };
   return (store.postgres
-    ? new Worker(name, processor, merged as WorkerOptions<never>, createPostgresBackend)
+    ? new Worker(name, processor, merged as WorkerOptions<never>, createPostgresQueueBackend)
     : new Worker(name, processor, merged as WorkerOptions)) as unknown as Worker<
     Data,
     unknown,

@@ -1,0 +1,58 @@
+import {
+  PostgresConnection,
+  PostgresQueueBackend,
+  type BackendFactory,
+  type PostgresConnectionOptions,
+} from 'bullmq';
+
+/**
+ * BullMQ 6.7's PostgreSQL connection remembers its first readiness check, a failed one too: a
+ * queue made before its schema was migrated, or while Postgres was away (Herald's services listen
+ * before their database answers), refused every job for the rest of the process's life ("schema …
+ * is not initialized"), and its events waited for the sweeper. This one forgets a failed check,
+ * so that the next use checks again.
+ */
+class RecheckingPostgresConnection extends PostgresConnection {
+  override async waitUntilReady(): Promise<void> {
+    try {
+      await super.waitUntilReady();
+    } catch (error) {
+      forgetReadiness(this);
+      throw error;
+    }
+  }
+}
+
+/** Drops a memoized readiness promise (a private field of BullMQ's classes, pinned 6.7.0). */
+function forgetReadiness(target: object): void {
+  (target as { readyPromise?: Promise<void> }).readyPromise = undefined;
+}
+
+/**
+ * createPostgresBackend of BullMQ (the same connection naming), on a connection, and a backend,
+ * that check their readiness again after a failure.
+ */
+export const createPostgresQueueBackend: BackendFactory<
+  PostgresQueueBackend,
+  PostgresConnectionOptions
+> = (name, opts, factoryOpts = {}) => {
+  const connection = new RecheckingPostgresConnection(opts.connection);
+  // A worker's LISTEN connection is named as BullMQ names it, so that getWorkers finds it.
+  const workerName = (opts as { name?: string }).name;
+  const listenClientName = factoryOpts.withBlockingConnection
+    ? `${name}${workerName ? `:w:${workerName}` : ''}`
+    : factoryOpts.blocking
+      ? `${name}:qe`
+      : undefined;
+  const backend = new PostgresQueueBackend(connection, name, opts, true, listenClientName);
+  const ready = backend.waitUntilReady.bind(backend);
+  backend.waitUntilReady = async () => {
+    try {
+      await ready();
+    } catch (error) {
+      forgetReadiness(backend);
+      throw error;
+    }
+  };
+  return backend;
+};
