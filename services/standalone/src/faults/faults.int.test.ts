@@ -127,7 +127,9 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
   // The faults that do not need Redis, in both modes: Redis (REDIS_URL) and Postgres alone
   // (REDIS_URL unset: the queues, slots, limits and channel in Postgres), with the same criteria.
   // Postgres down stops it immediately: the crash recovery empties the coordination's UNLOGGED
-  // tables, Postgres alone's counterpart of a Redis that lost its keys.
+  // tables, Postgres alone's counterpart of a Redis that lost its keys. The faults after the loop
+  // are Redis's own: on Postgres alone nothing is left to flush or stop, and a deployment on
+  // another database has its queues in that database, so it cannot take another's prefix.
   for (const mode of ['redis', 'postgres'] as const) {
     const suffix = mode === 'redis' ? '' : ', Postgres only';
     // An empty variable counts as unset (parseEnv).
@@ -221,6 +223,88 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       );
       expect(row.problems).toEqual([]);
     });
+
+    it(`SIGTERM of ingest under load: readiness 503 first, in-flight requests finish${suffix}`, async () => {
+      const row = await fault(
+        `SIGTERM ingest under load${suffix}`,
+        'split',
+        async (s) => {
+          const ingest = s.running('ingest');
+          const readiness = watchReadiness(ingest.url);
+          const signalledAt = Date.now();
+          s.mark(`SIGTERM to ${ingest.name}`);
+          const exit = await ingest.signal('SIGTERM', 'stop');
+          s.mark(`${ingest.name} exited (${describeExit(exit)})`);
+          const seen = await readiness.stop();
+          if (exit.code !== 0) s.problems.push(`${ingest.name} ended with ${describeExit(exit)}`);
+          s.faultEnded();
+          const restartedAt = s.faultEndAt!;
+          await s.start('ingest');
+          s.afterLoad(async () => {
+            const shutdown = s.load.outcomes.filter(
+              (o) => o.at >= signalledAt && o.sentAt < restartedAt,
+            );
+            const refusedAt = Math.min(
+              seen.firstRefused ?? Infinity,
+              ...shutdown.filter((o) => o.outcome === 'ECONNREFUSED').map((o) => o.at),
+            );
+            // A load balancer needs the 503s for a while (SHUTDOWN_READINESS_DELAY_MS) to stop sending.
+            const delayMs = Number(INTERVALS['SHUTDOWN_READINESS_DELAY_MS'] ?? 0);
+            if (seen.first503 === undefined) {
+              s.problems.push('/readyz never answered 503 between SIGTERM and the exit');
+            } else if (refusedAt - seen.first503 < delayMs / 2) {
+              s.problems.push(
+                `/readyz answered 503 ${refusedAt - seen.first503} ms before connections were ` +
+                  `refused (SHUTDOWN_READINESS_DELAY_MS=${delayMs})`,
+              );
+            }
+            // A connection the kernel still had queued when the listener closed, or a keep-alive one
+            // closed idle as the request went out, is reset (or closed: undici's UND_ERR_SOCKET)
+            // rather than refused: the request never reached Herald, which its event not being
+            // stored shows (a request cut after Herald took it would have it stored). The producer
+            // sends it again, as after a refusal.
+            const cut = (outcome: string): boolean =>
+              outcome === 'ECONNRESET' || outcome === 'UND_ERR_SOCKET';
+            const reset = shutdown.filter((o) => cut(o.outcome)).map((o) => o.id);
+            const stored = await s.storedEvents(reset);
+            const bad: Record<string, number> = {};
+            for (const { id, outcome } of shutdown) {
+              if (outcome === '202' || outcome === 'ECONNREFUSED') continue;
+              if (cut(outcome) && !stored.has(id)) {
+                s.mark(`${id}: connection ${outcome} before Herald read it (not stored)`);
+                continue;
+              }
+              const kind = cut(outcome) ? `${outcome}, the event stored` : outcome;
+              bad[kind] = (bad[kind] ?? 0) + 1;
+            }
+            if (Object.keys(bad).length > 0) {
+              s.problems.push(
+                `requests during the shutdown got other than 202 or a refused connection: ${JSON.stringify(bad)}`,
+              );
+            }
+          });
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
+
+    // The single process on its embedded PostgreSQL: the kill leaves the server running on its own;
+    // the restart stops it and starts it again on the same data.
+    it(`kill -9 of the single process on the embedded PostgreSQL${suffix}`, async () => {
+      const row = await fault(
+        `kill -9 single process (embedded PostgreSQL)${suffix}`,
+        'standalone',
+        async (s) => {
+          await s.kill('standalone');
+          s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
+          s.faultEnded();
+          await s.start('standalone');
+        },
+        modeEnv,
+      );
+      expect(row.problems).toEqual([]);
+    });
   }
 
   it('Redis FLUSHALL', async () => {
@@ -269,66 +353,6 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
     expect(row.problems).toEqual([]);
   });
 
-  it('SIGTERM of ingest under load: readiness 503 first, in-flight requests finish', async () => {
-    const row = await fault('SIGTERM ingest under load', 'split', async (s) => {
-      const ingest = s.running('ingest');
-      const readiness = watchReadiness(ingest.url);
-      const signalledAt = Date.now();
-      s.mark(`SIGTERM to ${ingest.name}`);
-      const exit = await ingest.signal('SIGTERM', 'stop');
-      s.mark(`${ingest.name} exited (${describeExit(exit)})`);
-      const seen = await readiness.stop();
-      if (exit.code !== 0) s.problems.push(`${ingest.name} ended with ${describeExit(exit)}`);
-      s.faultEnded();
-      const restartedAt = s.faultEndAt!;
-      await s.start('ingest');
-      s.afterLoad(async () => {
-        const shutdown = s.load.outcomes.filter(
-          (o) => o.at >= signalledAt && o.sentAt < restartedAt,
-        );
-        const refusedAt = Math.min(
-          seen.firstRefused ?? Infinity,
-          ...shutdown.filter((o) => o.outcome === 'ECONNREFUSED').map((o) => o.at),
-        );
-        // A load balancer needs the 503s for a while (SHUTDOWN_READINESS_DELAY_MS) to stop sending.
-        const delayMs = Number(INTERVALS['SHUTDOWN_READINESS_DELAY_MS'] ?? 0);
-        if (seen.first503 === undefined) {
-          s.problems.push('/readyz never answered 503 between SIGTERM and the exit');
-        } else if (refusedAt - seen.first503 < delayMs / 2) {
-          s.problems.push(
-            `/readyz answered 503 ${refusedAt - seen.first503} ms before connections were ` +
-              `refused (SHUTDOWN_READINESS_DELAY_MS=${delayMs})`,
-          );
-        }
-        // A connection the kernel still had queued when the listener closed, or a keep-alive one
-        // closed idle as the request went out, is reset (or closed: undici's UND_ERR_SOCKET)
-        // rather than refused: the request never reached Herald, which its event not being
-        // stored shows (a request cut after Herald took it would have it stored). The producer
-        // sends it again, as after a refusal.
-        const cut = (outcome: string): boolean =>
-          outcome === 'ECONNRESET' || outcome === 'UND_ERR_SOCKET';
-        const reset = shutdown.filter((o) => cut(o.outcome)).map((o) => o.id);
-        const stored = await s.storedEvents(reset);
-        const bad: Record<string, number> = {};
-        for (const { id, outcome } of shutdown) {
-          if (outcome === '202' || outcome === 'ECONNREFUSED') continue;
-          if (cut(outcome) && !stored.has(id)) {
-            s.mark(`${id}: connection ${outcome} before Herald read it (not stored)`);
-            continue;
-          }
-          const kind = cut(outcome) ? `${outcome}, the event stored` : outcome;
-          bad[kind] = (bad[kind] ?? 0) + 1;
-        }
-        if (Object.keys(bad).length > 0) {
-          s.problems.push(
-            `requests during the shutdown got other than 202 or a refused connection: ${JSON.stringify(bad)}`,
-          );
-        }
-      });
-    });
-    expect(row.problems).toEqual([]);
-  });
-
   it('a second deployment on the same Redis prefix with another database is refused at start', async () => {
     const row = await fault('second deployment, same prefix', 'split', async (s) => {
       const database = `${s.database}_rival`;
@@ -363,22 +387,6 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       );
       s.faultEnded();
     });
-    expect(row.problems).toEqual([]);
-  });
-
-  // The single process on its embedded PostgreSQL: the kill leaves the server running on its own;
-  // the restart stops it and starts it again on the same data.
-  it('kill -9 of the single process on the embedded PostgreSQL', async () => {
-    const row = await fault(
-      'kill -9 single process (embedded PostgreSQL)',
-      'standalone',
-      async (s) => {
-        await s.kill('standalone');
-        s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-        s.faultEnded();
-        await s.start('standalone');
-      },
-    );
     expect(row.problems).toEqual([]);
   });
 });
