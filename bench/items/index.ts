@@ -132,6 +132,7 @@ async function main(): Promise<void> {
         anonymous: 1e9,
       },
       authCacheTtlMs: 60_000,
+      accessLog: { sampleRates: {} },
     },
   });
   const heraldServer = createServer(app);

@@ -37,6 +37,7 @@ export interface HttpConfig {
   RATE_LIMIT_PRODUCER: number;
   RATE_LIMIT_ANONYMOUS: number;
   AUTH_CACHE_TTL_MS: number;
+  ACCESS_LOG_SAMPLE_EVENTS: number;
 }
 
 export function httpSettings(config: HttpConfig): HttpSettings {
@@ -53,6 +54,7 @@ export function httpSettings(config: HttpConfig): HttpSettings {
       anonymous: config.RATE_LIMIT_ANONYMOUS,
     },
     authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+    accessLog: { sampleRates: { 'POST /events': config.ACCESS_LOG_SAMPLE_EVENTS } },
   };
 }
 

@@ -13,6 +13,7 @@ describe('parseEnv', () => {
     expect(config.MIGRATE_ON_START).toBe(true);
     expect(config.SHUTDOWN_READINESS_DELAY_MS).toBe(5000);
     expect(config.SHUTDOWN_GRACE_MS).toBe(10_000);
+    expect(config.ACCESS_LOG_SAMPLE_EVENTS).toBe(1);
   });
 
   it('treats empty strings as unset', () => {
@@ -41,6 +42,9 @@ describe('parseEnv', () => {
     expect(() => parseEnv(Schema, { PORT: '70000' })).toThrow(/PORT/);
     expect(() => parseEnv(Schema, { MIGRATE_ON_START: 'yes' })).toThrow(/MIGRATE_ON_START/);
     expect(() => parseEnv(Schema, { REDIS_PREFIX: 'has space' })).toThrow(/REDIS_PREFIX/);
+    expect(() => parseEnv(Schema, { ACCESS_LOG_SAMPLE_EVENTS: '1.5' })).toThrow(
+      /ACCESS_LOG_SAMPLE_EVENTS/,
+    );
     expect(() => parseEnv(Schema, { SHUTDOWN_READINESS_DELAY_MS: '-1' })).toThrow(
       /SHUTDOWN_READINESS_DELAY_MS/,
     );

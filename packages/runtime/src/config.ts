@@ -120,6 +120,11 @@ export const httpEnv = {
    * changed by another process applies here.
    */
   AUTH_CACHE_TTL_MS: int(0, 600_000).default(5000),
+  /**
+   * Share (0 to 1) of successful POST /events answers written to the access log: the hot route
+   * may log a sample. Error answers are always logged.
+   */
+  ACCESS_LOG_SAMPLE_EVENTS: z.coerce.number().min(0).max(1).default(1),
   /** Base of `doc_url` in error envelopes. */
   DOCS_URL: z.string().default('https://github.com/herald-cms/herald/blob/main/docs/errors.md'),
 };

@@ -141,6 +141,7 @@ export function testHttpSettings(overrides: Partial<HttpSettings> = {}): HttpSet
       anonymous: 100_000,
     },
     authCacheTtlMs: 0,
+    accessLog: { sampleRates: {} },
     ...overrides,
   };
 }

@@ -6,6 +6,8 @@ import type { RateLimiter } from './rate-limit.js';
 
 export interface Principal {
   tokenId: string;
+  /** The token's name, for the access log. */
+  tokenName: string;
   role: Role;
 }
 
@@ -32,7 +34,9 @@ export class TokenVerifier {
     const cached = this.#cache.get(hash);
     if (cached && cached.expires > now) return cached.principal;
     const record = await findTokenByHash(this.db, hash);
-    const principal = record ? { tokenId: record.id, role: record.role } : null;
+    const principal = record
+      ? { tokenId: record.id, tokenName: record.name, role: record.role }
+      : null;
     if (record && (record.lastUsedAt?.getTime() ?? 0) < now - MARK_USED_EVERY_MS) {
       // Only informative (GET /access_tokens shows it): a failed mark must not refuse a request.
       await markTokenUsed(this.db, record.id).catch(() => undefined);

@@ -5,6 +5,7 @@ import type { Db } from '@herald/store';
 import type { Coordination } from '../coordination.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import { accessLog, routeTemplate, type AccessLogSettings } from './access-log.js';
 import { authenticate, TokenVerifier } from './auth.js';
 import { context, type RequestContext } from './context.js';
 import { EnvironmentResolver, selectEnvironment } from './environments.js';
@@ -21,6 +22,7 @@ export interface HttpSettings {
   bodyLimitBytes: number;
   rateLimits: RateLimits;
   authCacheTtlMs: number;
+  accessLog: AccessLogSettings;
 }
 
 export interface ApiAppDeps {
@@ -66,10 +68,8 @@ const requestContext =
     res.setHeader('X-Api-Version', '3');
     res.setHeader('X-Environment', 'main');
     res.on('finish', () => {
-      const matched = req.route as { path: string } | undefined;
-      const route = matched ? `${req.baseUrl}${matched.path}` : 'unmatched';
       metrics.httpDuration.observe(
-        { method: req.method, route, status: String(res.statusCode) },
+        { method: req.method, route: routeTemplate(req), status: String(res.statusCode) },
         Number(process.hrtime.bigint() - started) / 1e9,
       );
     });
@@ -147,7 +147,7 @@ function refuseWhileStarting(lifecycle: ApiAppDeps['lifecycle']): RequestHandler
 
 /**
  * The HTTP plumbing shared by the API services (docs/api.md, Conventions), around the given
- * routers: request ids and standard headers, health and metrics, query parsing with limits, Accept,
+ * routers: request ids and standard headers, the access log, health and metrics, query parsing with limits, Accept,
  * auth and rate limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown
  * routes, and the error envelope. `publicRouters` are mounted right after health, before auth and
  * the API's header checks: for what is public by design (the console's static files).
@@ -173,6 +173,7 @@ export function createApiApp(
   const environments = deps.environments ?? new EnvironmentResolver(deps.db);
 
   app.use(requestContext(deps.metrics));
+  app.use(accessLog(deps.logger, deps.http.accessLog));
   app.use(closeWhileDraining(deps.lifecycle));
   app.use(
     healthRouter({
@@ -217,6 +218,7 @@ export function createOpsApp(
   const app = express();
   app.disable('x-powered-by');
   app.use(requestContext(deps.metrics));
+  app.use(accessLog(deps.logger, { sampleRates: {} }));
   app.use(closeWhileDraining(deps.lifecycle));
   app.use(
     healthRouter({

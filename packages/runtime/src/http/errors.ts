@@ -82,6 +82,7 @@ export function toApiError(error: unknown, logger: Logger, requestId: string): A
 export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandler {
   return (error: unknown, _req, res, _next) => {
     const apiError = toApiError(error, logger, context(res).requestId);
+    context(res).errorCode = apiError.entries[0]?.code;
     if (res.headersSent) {
       res.destroy();
       return;

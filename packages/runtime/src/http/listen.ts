@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Express } from 'express';
@@ -6,9 +7,10 @@ import type { Logger } from '../logger.js';
 
 /**
  * What Node's HTTP parser refuses before any route runs is answered in the envelope too:
- * headers over 16 KB → 431 REQUEST_TOO_LARGE, anything malformed → 400 INVALID_REQUEST.
+ * headers over 16 KB → 431 REQUEST_TOO_LARGE, anything malformed → 400 INVALID_REQUEST; with a
+ * request id of its own, logged at warn like the access log's errors (there is no route, no token).
  */
-export function answerClientErrors(server: Server, docsUrl: string): void {
+export function answerClientErrors(server: Server, docsUrl: string, logger?: Logger): void {
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -24,9 +26,15 @@ export function answerClientErrors(server: Server, docsUrl: string): void {
         )
       : new ApiError('INVALID_REQUEST', { message: 'Malformed HTTP request' }, { status });
     const body = JSON.stringify(renderErrorEnvelope(apiError, docsUrl));
+    const requestId = randomUUID();
+    logger?.warn(
+      { module: 'access', requestId, status, code: apiError.entries[0]?.code, err: error.code },
+      'request refused by the HTTP parser',
+    );
     socket.end(
       `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
         'Content-Type: application/json; charset=utf-8\r\n' +
+        `X-Request-Id: ${requestId}\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\n` +
         'Connection: close\r\n\r\n' +
         body,
@@ -42,7 +50,7 @@ export async function listen(
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
-  answerClientErrors(server, options.docsUrl);
+  answerClientErrors(server, options.docsUrl, options.logger);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
