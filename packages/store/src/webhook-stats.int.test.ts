@@ -11,6 +11,7 @@ import {
   listOpenCircuits,
   insertWebhook,
   latencyPercentile,
+  readDeliveryHealth,
   readWebhookStats,
   recordWebhookCallAttempts,
   type CircuitSettings,
@@ -500,5 +501,86 @@ describe("a webhook's own delivery_policy over the deployment's defaults", () =>
     // With a default of one day, the plain one follows; the one set to never does not.
     expect((await disableFailingWebhooks(t.db, 86_400_000)).map((w) => w.id)).toEqual([plain.id]);
     expect((await findWebhook(t.db, never.id))?.enabled).toBe(true);
+  });
+});
+
+describe('the delivery health the alerts read (readDeliveryHealth)', () => {
+  let t: TestDb;
+  const circuit = { failures: 2, cooldownMs: 60_000 };
+
+  beforeAll(async () => {
+    t = await createTestDb('postgres');
+  });
+  afterAll(() => t.cleanup());
+
+  /** Moves a webhook's health `minutes` into the past, as if its runs had lasted that long. */
+  const age = (webhookId: string, minutes: number) =>
+    t.db.query(
+      `UPDATE webhook_health SET failing_since = failing_since - $2 * interval '1 minute',
+         last_reached_at = last_reached_at - $2 * interval '1 minute'
+       WHERE webhook_id = $1`,
+      [webhookId, minutes],
+    );
+
+  it('is all zeros while every endpoint answers', async () => {
+    const healthy = (await insertWebhook(t.db, testWebhookInput())).id;
+    await recordResults(t.db, healthy, [200, 200], circuit);
+    expect(await readDeliveryHealth(t.db)).toEqual({
+      failing: 0,
+      failingLongestSeconds: 0,
+      circuitOpenLongestSeconds: 0,
+    });
+  });
+
+  it('counts the failing webhooks and how long the longest has failed and been unreached', async () => {
+    // Reached once, then every attempt 503 for 20 minutes: failing, circuit open.
+    const down = (await insertWebhook(t.db, testWebhookInput())).id;
+    await recordResults(t.db, down, [200, 503, 503, 503], circuit);
+    await age(down, 20);
+    // A 2-minute blip: failing, not yet long; a 404 is an answer, the circuit stays closed.
+    const blip = (await insertWebhook(t.db, testWebhookInput())).id;
+    await recordResults(t.db, blip, [404], circuit);
+    await age(blip, 2);
+
+    const health = await readDeliveryHealth(t.db);
+    expect(health.failing).toBe(2);
+    // (Attempts are recorded a few ms apart from now: a second's margin.)
+    expect(health.failingLongestSeconds).toBeGreaterThan(19 * 60);
+    expect(health.failingLongestSeconds).toBeLessThan(21 * 60);
+    // Since the 200 that last reached it.
+    expect(health.circuitOpenLongestSeconds).toBeGreaterThan(19 * 60);
+    expect(health.circuitOpenLongestSeconds).toBeLessThan(21 * 60);
+
+    // The blip heals: one fewer; the outage heals: all zeros again.
+    await recordResults(t.db, blip, [200], circuit);
+    expect((await readDeliveryHealth(t.db)).failing).toBe(1);
+    await recordResults(t.db, down, [200], circuit);
+    expect(await readDeliveryHealth(t.db)).toEqual({
+      failing: 0,
+      failingLongestSeconds: 0,
+      circuitOpenLongestSeconds: 0,
+    });
+  });
+
+  it('keeps circuits apart: an endpoint that answers 404 fails with its circuit closed', async () => {
+    const answering = (await insertWebhook(t.db, testWebhookInput())).id;
+    await recordResults(t.db, answering, [404, 404, 404], circuit);
+    await age(answering, 30);
+    const health = await readDeliveryHealth(t.db);
+    expect(health).toMatchObject({ failing: 1, circuitOpenLongestSeconds: 0 });
+    expect(health.failingLongestSeconds).toBeGreaterThan(29 * 60);
+    await recordResults(t.db, answering, [200], circuit);
+  });
+
+  it('leaves out disabled webhooks', async () => {
+    const off = (await insertWebhook(t.db, testWebhookInput())).id;
+    await recordResults(t.db, off, [503, 503, 503], circuit);
+    expect((await readDeliveryHealth(t.db)).failing).toBe(1);
+    await t.db.query('UPDATE webhooks SET enabled = false WHERE id = $1', [off]);
+    expect(await readDeliveryHealth(t.db)).toEqual({
+      failing: 0,
+      failingLongestSeconds: 0,
+      circuitOpenLongestSeconds: 0,
+    });
   });
 });

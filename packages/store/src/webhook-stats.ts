@@ -361,6 +361,42 @@ export async function claimCircuitProbe(
   return rowCount === 1;
 }
 
+/** What the delivery alerts watch in the webhooks' health (herald_webhooks_failing and beside). */
+export interface DeliveryHealth {
+  /** Enabled webhooks whose every attempt since their last success failed. */
+  failing: number;
+  /** How long the longest of those runs has lasted (0 when none). */
+  failingLongestSeconds: number;
+  /**
+   * How long the endpoint of the longest-open circuit of an enabled webhook has gone unreached:
+   * since an attempt last reached it (or, never reached, since its failures began); 0 when none.
+   */
+  circuitOpenLongestSeconds: number;
+}
+
+/**
+ * Reads the delivery health of all enabled webhooks at once (no ids: the alerts ask whether any
+ * endpoint is failing, the log and the stats say which), from the rows the partial indexes on
+ * failing_since and circuit_open_until keep.
+ */
+export async function readDeliveryHealth(db: Queryable): Promise<DeliveryHealth> {
+  const { rows } = await db.query<{ failing: number; failing_s: number; circuit_s: number }>({
+    name: 'herald.delivery.health',
+    text: `SELECT count(*) FILTER (WHERE h.failing_since IS NOT NULL)::int AS failing,
+         coalesce(extract(epoch FROM now() - min(h.failing_since)), 0)::float8 AS failing_s,
+         coalesce(extract(epoch FROM now() - min(coalesce(h.last_reached_at, h.failing_since))
+           FILTER (WHERE h.circuit_open_until IS NOT NULL)), 0)::float8 AS circuit_s
+       FROM webhook_health h JOIN webhooks w ON w.id = h.webhook_id
+       WHERE w.enabled AND (h.failing_since IS NOT NULL OR h.circuit_open_until IS NOT NULL)`,
+  });
+  const row = rows[0];
+  return {
+    failing: row?.failing ?? 0,
+    failingLongestSeconds: Math.max(0, row?.failing_s ?? 0),
+    circuitOpenLongestSeconds: Math.max(0, row?.circuit_s ?? 0),
+  };
+}
+
 /**
  * Disables the enabled webhooks whose attempts have all failed for longer than `afterMs`: the
  * run of failures began that long ago, and so did the webhook's last edit (re-enabling it, or

@@ -29,6 +29,7 @@ import {
   testWebhookInput,
   type TestDb,
 } from '@herald/testkit';
+import { deliveryMetrics } from './delivery/metrics.js';
 import { Sweeper, sweepUnmatchedEvents, type SweeperOptions } from './sweeper.js';
 
 let t: TestDb;
@@ -257,6 +258,12 @@ describe('the sweeper: webhook calls', () => {
       ...(claimDeployment ? { claimDeployment } : {}),
     });
 
+  /** herald_sweeper_calls_enqueued_total{reason} so far. */
+  const sweptCalls = async (reason: string) =>
+    (await deliveryMetrics(metrics.registry).sweptCalls.get()).values.find(
+      (v) => v.labels.reason === reason,
+    )?.value ?? 0;
+
   it('re-enqueues a whole backlog of stranded calls in one pass, page after page', async () => {
     const ids = await calls({
       'str-pending-1': { status: 'pending', minutesWaiting: 120 },
@@ -270,8 +277,10 @@ describe('the sweeper: webhook calls', () => {
     });
     const id = (name: string) => ids.get(name)!;
     // Five stranded calls, two per page: three pages in one pass.
+    const counted = await sweptCalls('stranded');
     const { calls: count } = await sweeper(null, { afterMs: 60_000 }).sweep();
     expect(count).toBe(5);
+    expect(await sweptCalls('stranded')).toBe(counted + 5);
     const jobIds = (await deliverQueue.getJobs(['waiting'])).map((job) => job.id).sort();
     expect(jobIds).toEqual(
       [
@@ -301,7 +310,11 @@ describe('the sweeper: webhook calls', () => {
     // ... but after a flush those jobs are gone (so are those of the calls of earlier tests), and
     // so are the match jobs of events just accepted.
     await insertEvents(t.db, [event('lost-unmatched')]);
-    await sweeper(null, { afterMs: 60_000 }).sweep({ redisLost: true });
+    const [stranded, lost] = [await sweptCalls('stranded'), await sweptCalls('redis_lost')];
+    const { calls: count } = await sweeper(null, { afterMs: 60_000 }).sweep({ redisLost: true });
+    expect(count).toBeGreaterThanOrEqual(3);
+    expect(await sweptCalls('redis_lost')).toBe(lost + count);
+    expect(await sweptCalls('stranded')).toBe(stranded);
     const matchJobs = await queue.getJobs(['waiting']);
     expect(matchJobs.some((job) => job.data.eventIds.includes('lost-unmatched'))).toBe(true);
     await queue.drain();

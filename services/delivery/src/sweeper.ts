@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import {
   enqueueDeliveries,
   enqueueDueCalls,
@@ -25,26 +25,7 @@ import {
   type Queryable,
 } from '@herald/store';
 import { errorMessage } from '@herald/contract';
-
-// One counter per (registry, name): several sweepers of one process (tests) share it.
-const counters = new WeakMap<Registry, Map<string, Counter>>();
-function counterOf(registry: Registry, name: string, help: string): Counter {
-  let byName = counters.get(registry);
-  if (!byName) counters.set(registry, (byName = new Map<string, Counter>()));
-  let counter = byName.get(name);
-  if (!counter) {
-    counter = new Counter({ name, help, registers: [registry] });
-    byName.set(name, counter);
-  }
-  return counter;
-}
-
-const sweptCounter = (registry: Registry): Counter =>
-  counterOf(
-    registry,
-    'herald_sweeper_events_enqueued_total',
-    'Stored but unmatched events the sweeper (re-)enqueued on event-match',
-  );
+import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
 
 export interface EventSweepOptions {
   db: Queryable;
@@ -69,7 +50,7 @@ export interface EventSweepOptions {
 export async function sweepUnmatchedEvents(
   options: EventSweepOptions,
 ): Promise<{ added: number; queued: number }> {
-  const counter = sweptCounter(options.registry);
+  const counter = deliveryMetrics(options.registry).sweptEvents;
   let afterSeq: string | undefined;
   const total = { added: 0, queued: 0 };
   for (;;) {
@@ -178,14 +159,10 @@ export class Sweeper {
   /** When the next pruning is due (0: at the next pass, as at start or after a capped one). */
   #pruneDueAt = 0;
   #disableDueAt = 0;
-  readonly #pruned: Counter;
+  readonly #metrics: DeliveryMetrics;
 
   constructor(private readonly options: SweeperOptions) {
-    this.#pruned = counterOf(
-      options.registry,
-      'herald_delivery_log_pruned_total',
-      'Finished webhook calls removed from the delivery log past DELIVERY_LOG_RETENTION_DAYS (months dropped, or rows deleted)',
-    );
+    this.#metrics = deliveryMetrics(options.registry);
   }
 
   start(): void {
@@ -276,7 +253,7 @@ export class Sweeper {
     if (retentionMs === null) return 0;
     const before = new Date(Date.now() - retentionMs);
     const dropped = await dropWebhookCallMonths(db, before);
-    this.#pruned.inc(dropped.calls);
+    this.#metrics.logPruned.inc(dropped.calls);
     let total = dropped.calls;
     // What a whole month could not take: the months before the retention's.
     const monthsBefore = monthStart(before);
@@ -286,7 +263,7 @@ export class Sweeper {
         break;
       }
       const deleted = await deleteFinishedWebhookCalls(db, monthsBefore, batchSize);
-      this.#pruned.inc(deleted);
+      this.#metrics.logPruned.inc(deleted);
       total += deleted;
       if (deleted < batchSize) break;
     }
@@ -320,7 +297,10 @@ export class Sweeper {
     });
     const orphans = await this.#takeOverOrphans();
     const now = new Date();
-    let calls = await this.#sweepStrandedCalls(new Date(now.getTime() - afterMs));
+    let calls = await this.#sweepStrandedCalls(
+      new Date(now.getTime() - afterMs),
+      redisLost ? 'redis_lost' : 'stranded',
+    );
     // Redis lost the delayed jobs too: the calls waiting for a time still ahead get theirs back.
     if (redisLost) calls += await this.#sweepWaitingCalls();
     if (events + orphans + calls > 0) {
@@ -351,6 +331,7 @@ export class Sweeper {
         db,
         orphans.map((c) => c.id),
       );
+      this.#metrics.sweptCalls.inc({ reason: 'orphaned' }, orphans.length);
       total += orphans.length;
       if (orphans.length < limit || this.#stopped) break;
     }
@@ -374,6 +355,7 @@ export class Sweeper {
       await enqueueDeliveries(deliverQueue, waiting.map(jobOfCall), () =>
         Math.max(0, waiting[next++]!.dueAt.getTime() - now),
       );
+      this.#metrics.sweptCalls.inc({ reason: 'redis_lost' }, waiting.length);
       total += waiting.length;
       const last = waiting.at(-1);
       if (!last || waiting.length < limit || this.#stopped) return total;
@@ -386,7 +368,7 @@ export class Sweeper {
    * rescheduled and overdue), page after page until none is left: a whole backlog in one pass
    * after a FLUSHALL, not one page per interval. Returns how many.
    */
-  async #sweepStrandedCalls(before: Date): Promise<number> {
+  async #sweepStrandedCalls(before: Date, reason: 'stranded' | 'redis_lost'): Promise<number> {
     const { db, deliverQueue, batchSize: limit } = this.options;
     let total = 0;
     for (;;) {
@@ -397,6 +379,7 @@ export class Sweeper {
         db,
         stranded.map((c) => c.id),
       );
+      this.#metrics.sweptCalls.inc({ reason }, stranded.length);
       total += stranded.length;
       if (stranded.length < limit || this.#stopped) return total;
     }

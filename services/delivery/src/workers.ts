@@ -27,6 +27,7 @@ import {
 import {
   findWebhook,
   listEnabledWebhooks,
+  readDeliveryHealth,
   type CircuitSettings,
   type Db,
   type ReleasedLaneCall,
@@ -361,6 +362,22 @@ export async function startDelivery(
     ).catch(() => undefined);
   };
   metrics.collectQueues = collectQueues;
+  // The webhooks' health the alerts watch, read from Postgres when /metrics is scraped; given up
+  // after 2 s (the gauges keep their last values), so that a Postgres away does not fail the
+  // scrape (herald_dependency_up says it is away).
+  metrics.collectHealth = async (): Promise<void> => {
+    let timer: NodeJS.Timeout | undefined;
+    const health = await Promise.race([
+      readDeliveryHealth(db),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 2000))),
+    ])
+      .catch(() => undefined)
+      .finally(() => clearTimeout(timer));
+    if (!health) return;
+    metrics.webhooksFailing.set(health.failing);
+    metrics.webhookFailingLongest.set(health.failingLongestSeconds);
+    metrics.circuitOpenLongest.set(health.circuitOpenLongestSeconds);
+  };
 
   const sweeper = new Sweeper({
     db,
@@ -422,6 +439,7 @@ export async function startDelivery(
       // held by the lease, which runs out, and another process's sweeper takes them over.
       closing = true;
       metrics.collectQueues = undefined;
+      metrics.collectHealth = undefined;
       clearInterval(reloadTimer);
       await sweeper.stop();
       // Running bulk jobs stop after their batch; they stay held and are taken over later.

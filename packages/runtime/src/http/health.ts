@@ -40,31 +40,45 @@ async function check(
 }
 
 /**
+ * Postgres, and Redis when it is the coordination, each `ok` or what is wrong in Herald's words
+ * (2 s at most). Postgres alone: the database is the coordination too, and no redis is checked.
+ */
+async function checkDependencies(deps: HealthDeps): Promise<{ database: string; redis?: string }> {
+  const { coordination } = deps;
+  const [database, redis] = await Promise.all([
+    check(() => deps.db.query('SELECT 1'), postgresProblem, 'Postgres did not answer within 2 s'),
+    coordination.kind !== 'redis'
+      ? undefined
+      : // A client that is not connected fails at once; say why it is not (its last error).
+        coordination.redis.status === 'ready'
+        ? check(
+            () => coordination.redis.ping(),
+            (error) => redisProblem(coordination.redis, error),
+            `${redisAddress(coordination.redis)} did not answer within 2 s`,
+          )
+        : redisProblem(coordination.redis),
+  ]);
+  return redis === undefined ? { database } : { database, redis };
+}
+
+/**
  * GET /healthz (alive), /readyz (started; Postgres, and Redis when it is configured, reachable; not
- * draining), /metrics.
+ * draining), /metrics (which checks them too, for herald_dependency_up).
  */
 export function healthRouter(deps: HealthDeps): Router {
   const router = Router();
+  deps.metrics.checkDependencies ??= async () => {
+    const { database, redis } = await checkDependencies(deps);
+    return redis === undefined
+      ? { postgres: database === 'ok' }
+      : { postgres: database === 'ok', redis: redis === 'ok' };
+  };
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    const { coordination } = deps;
-    const [database, redis] = await Promise.all([
-      check(() => deps.db.query('SELECT 1'), postgresProblem, 'Postgres did not answer within 2 s'),
-      // Postgres alone: the database is the coordination too.
-      coordination.kind !== 'redis'
-        ? undefined
-        : // A client that is not connected fails at once; say why it is not (its last error).
-          coordination.redis.status === 'ready'
-          ? check(
-              () => coordination.redis.ping(),
-              (error) => redisProblem(coordination.redis, error),
-              `${redisAddress(coordination.redis)} did not answer within 2 s`,
-            )
-          : redisProblem(coordination.redis),
-    ]);
-    const checks = redis === undefined ? { database } : { database, redis };
+    const checks = await checkDependencies(deps);
+    const { database, redis } = checks;
     const draining = deps.isDraining();
     const starting = deps.starting?.();
     if (!draining && !starting && Object.values(checks).every((check) => check === 'ok')) {

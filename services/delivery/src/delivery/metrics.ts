@@ -1,13 +1,25 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { ATTEMPT_TRIGGERS } from '@herald/contract';
+
+/** What an attempt came to by itself, whatever its call's status became. */
+const ATTEMPT_RESULTS = ['success', 'failure'] as const;
+
+/** Why the sweeper enqueued a call again (herald_sweeper_calls_enqueued_total). */
+const SWEPT_CALL_REASONS = ['stranded', 'orphaned', 'redis_lost'] as const;
 
 /**
  * Delivery metrics (docs/api.md, Operations). Labels are bounded: outcome (success, rescheduled,
- * failed), status_class (2xx…5xx, timeout, reset, dns, refused, blocked, error) and the queue name.
+ * failed), status_class (2xx…5xx, timeout, reset, dns, refused, blocked, error), trigger (first,
+ * retry, resend, bulk_resend, replay, test), result (success, failure) and the queue name.
  */
 export interface DeliveryMetrics {
+  /** Attempts by the status their call was left in (success, rescheduled, failed). */
   deliveries: Counter<'outcome' | 'status_class'>;
+  /** Attempts by their own result, apart from what became of their call. */
+  attempts: Counter<'trigger' | 'result'>;
   deliveryDuration: Histogram<'status_class'>;
-  endToEndLatency: Histogram;
+  /** Event accepted to a 2xx answer, by the attempt that got it (first: no retry needed). */
+  endToEndLatency: Histogram<'trigger'>;
   matchDuration: Histogram;
   inFlight: Gauge;
   firstAttemptsQueued: Gauge;
@@ -33,10 +45,35 @@ export interface DeliveryMetrics {
   notices: Counter;
   /** Items of bulk jobs finished, by outcome (succeeded, failed, skipped). */
   bulkItems: Counter<'outcome'>;
+  /** Stored but unmatched events the sweeper enqueued again. */
+  sweptEvents: Counter;
+  /** Calls the sweeper enqueued again, by reason (SWEPT_CALL_REASONS). */
+  sweptCalls: Counter<'reason'>;
+  /** Finished calls pruned from the delivery log. */
+  logPruned: Counter;
   queueDepth: Gauge<'queue'>;
   queueOldestWaiting: Gauge<'queue'>;
   /** Reads the queue gauges from Redis; set by the workers, run when /metrics is scraped. */
   collectQueues?: () => Promise<void>;
+  /** Enabled webhooks whose every attempt since their last success failed. */
+  webhooksFailing: Gauge;
+  /** How long the longest of those runs of failures has lasted. */
+  webhookFailingLongest: Gauge;
+  /** How long the endpoint of the longest-open circuit has gone unreached. */
+  circuitOpenLongest: Gauge;
+  /** Reads the three webhook health gauges from Postgres; set by the workers, run on a scrape. */
+  collectHealth?: () => Promise<void>;
+}
+
+/** One read for every gauge it fills: concurrent scrapes share it. */
+function sharedCollect(read: () => Promise<void> | undefined): () => Promise<void> {
+  let collecting: Promise<void> | undefined;
+  return async () => {
+    collecting ??= (read() ?? Promise.resolve()).finally(() => {
+      collecting = undefined;
+    });
+    await collecting;
+  };
 }
 
 const cache = new WeakMap<Registry, DeliveryMetrics>();
@@ -46,19 +83,19 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
   const existing = cache.get(registry);
   if (existing) return existing;
   const registers = [registry];
-  // Both queue gauges are filled by one read; concurrent scrapes share it.
-  let collecting: Promise<void> | undefined;
-  const collect = async (): Promise<void> => {
-    collecting ??= (metrics.collectQueues?.() ?? Promise.resolve()).finally(() => {
-      collecting = undefined;
-    });
-    await collecting;
-  };
+  const collect = sharedCollect(() => metrics.collectQueues?.());
+  const collectHealth = sharedCollect(() => metrics.collectHealth?.());
   const metrics: DeliveryMetrics = {
     deliveries: new Counter({
       name: 'herald_deliveries_total',
       help: 'Delivery attempts by the call status they led to and the response status class',
       labelNames: ['outcome', 'status_class'] as const,
+      registers,
+    }),
+    attempts: new Counter({
+      name: 'herald_attempts_total',
+      help: 'Delivery attempts by trigger (first, retry, resend, bulk_resend, replay, test) and result (success, failure), apart from what became of their call',
+      labelNames: ['trigger', 'result'] as const,
       registers,
     }),
     deliveryDuration: new Histogram({
@@ -70,7 +107,8 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
     }),
     endToEndLatency: new Histogram({
       name: 'herald_delivery_e2e_latency_seconds',
-      help: 'From the event accepted by POST /events to its 2xx answer from a webhook',
+      help: 'From the event accepted by POST /events to its 2xx answer from a webhook, by the trigger of the attempt that got it (first: no retry was needed)',
+      labelNames: ['trigger'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600],
       registers,
     }),
@@ -142,6 +180,40 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       labelNames: ['state'] as const,
       registers,
     }),
+    sweptEvents: new Counter({
+      name: 'herald_sweeper_events_enqueued_total',
+      help: 'Stored but unmatched events the sweeper (re-)enqueued on event-match',
+      registers,
+    }),
+    sweptCalls: new Counter({
+      name: 'herald_sweeper_calls_enqueued_total',
+      help: 'Calls the sweeper enqueued again, by reason: stranded (pending or overdue past DELIVERY_SWEEP_AFTER_MS), orphaned (held by a process whose lease ran out), redis_lost (Redis had lost its keys)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    logPruned: new Counter({
+      name: 'herald_delivery_log_pruned_total',
+      help: 'Finished webhook calls removed from the delivery log past DELIVERY_LOG_RETENTION_DAYS (months dropped, or rows deleted)',
+      registers,
+    }),
+    webhooksFailing: new Gauge({
+      name: 'herald_webhooks_failing',
+      help: 'Enabled webhooks whose every attempt since their last success has failed (read from Postgres)',
+      registers,
+      collect: collectHealth,
+    }),
+    webhookFailingLongest: new Gauge({
+      name: 'herald_webhook_failing_longest_seconds',
+      help: 'How long the enabled webhook failing longest has had every attempt fail (since its last success); 0 when none fails',
+      registers,
+      collect: collectHealth,
+    }),
+    circuitOpenLongest: new Gauge({
+      name: 'herald_circuit_open_longest_seconds',
+      help: 'How long the endpoint of the longest-open circuit has gone unreached (since an attempt last reached it); 0 when every circuit is closed',
+      registers,
+      collect: collectHealth,
+    }),
     queueDepth: new Gauge({
       name: 'herald_queue_depth',
       help: 'Jobs waiting, delayed or active per queue',
@@ -157,6 +229,12 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       collect,
     }),
   };
+  // Every label value known in advance has a series from the start, so that rates and sums see
+  // the first increments and alert expressions over them are never empty.
+  for (const trigger of ATTEMPT_TRIGGERS) {
+    for (const result of ATTEMPT_RESULTS) metrics.attempts.inc({ trigger, result }, 0);
+  }
+  for (const reason of SWEPT_CALL_REASONS) metrics.sweptCalls.inc({ reason }, 0);
   cache.set(registry, metrics);
   return metrics;
 }

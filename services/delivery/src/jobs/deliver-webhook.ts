@@ -589,8 +589,15 @@ async function applyOutcome(
   }
   const klass = statusClass(result);
   ctx.metrics.deliveries.inc({ outcome: outcome.status, status_class: klass });
+  ctx.metrics.attempts.inc({
+    trigger: sent.trigger,
+    result: outcome.kind === 'succeeded' ? 'success' : 'failure',
+  });
   if (outcome.kind === 'succeeded') {
-    ctx.metrics.endToEndLatency.observe((Date.now() - event.acceptedAt.getTime()) / 1000);
+    ctx.metrics.endToEndLatency.observe(
+      { trigger: sent.trigger },
+      (Date.now() - event.acceptedAt.getTime()) / 1000,
+    );
     return;
   }
   if (outcome.kind === 'retry') {

@@ -1,0 +1,86 @@
+import { describe, expect } from 'vitest';
+import type { Registry } from 'prom-client';
+import {
+  addWebhook,
+  callOf,
+  emitEvents,
+  itemEvent,
+  itemEventsIn,
+  pipelineTest,
+  webhookInput,
+} from '../harness.test-support.js';
+
+// What the alert rules (infra/prometheus/alerts.yml) read, through an endpoint's outage and its
+// recovery: attempts by their own result apart from their calls, first-attempt latency apart
+// from retries, and the failing and circuit gauges read from Postgres on a scrape.
+const it = pipelineTest({
+  circuit: { failures: 2, cooldownMs: 300 },
+  retry: { scheduleMs: [100, 100, 100, 100, 100, 100, 100, 100], jitter: 0, retryAfterMaxMs: 0 },
+});
+
+/** The value of one series in the registry's text exposition (0 when absent). */
+async function value(registry: Registry, series: string): Promise<number> {
+  const text = await registry.metrics();
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+describe('the delivery metrics the alerts read', () => {
+  it('follow an endpoint through an outage and its recovery', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    const { registry } = pipeline;
+    let down = true;
+    receiver.respond = (_req, res) => res.writeHead(down ? 503 : 200).end();
+    const env = 'metrics-env';
+    const webhook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(receiver.url, { events: itemEventsIn(env) }),
+    );
+    // Every series of the attempts counter exists before any attempt.
+    expect(await registry.metrics()).toContain(
+      'herald_attempts_total{trigger="first",result="success"} 0',
+    );
+    expect(await value(registry, 'herald_webhooks_failing')).toBe(0);
+
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    await expect
+      .poll(() => value(registry, 'herald_circuit_open_longest_seconds'), { timeout: 10_000 })
+      .toBeGreaterThan(0);
+    expect(await value(registry, 'herald_webhooks_failing')).toBe(1);
+    expect(await value(registry, 'herald_webhook_failing_longest_seconds')).toBeGreaterThan(0);
+    expect(await value(registry, 'herald_attempts_total{trigger="first",result="failure"}')).toBe(
+      1,
+    );
+    expect(
+      await value(registry, 'herald_attempts_total{trigger="retry",result="failure"}'),
+    ).toBeGreaterThanOrEqual(1);
+    // The call is not finished: rescheduled, not failed.
+    expect(
+      await value(registry, 'herald_deliveries_total{outcome="failed",status_class="5xx"}'),
+    ).toBe(0);
+
+    down = false;
+    await expect
+      .poll(async () => (await callOf(db, event.id, webhook.id)).status, { timeout: 10_000 })
+      .toBe('success');
+    expect(await value(registry, 'herald_attempts_total{trigger="retry",result="success"}')).toBe(
+      1,
+    );
+    // Its latency counts as a retry's, not a first attempt's.
+    expect(
+      await value(registry, 'herald_delivery_e2e_latency_seconds_count{trigger="retry"}'),
+    ).toBe(1);
+    expect(
+      await value(registry, 'herald_delivery_e2e_latency_seconds_count{trigger="first"}'),
+    ).toBe(0);
+    // The health follows the outcomes' rollups (within a quarter second).
+    await expect.poll(() => value(registry, 'herald_webhooks_failing')).toBe(0);
+    expect(await value(registry, 'herald_webhook_failing_longest_seconds')).toBe(0);
+    expect(await value(registry, 'herald_circuit_open_longest_seconds')).toBe(0);
+  });
+});
