@@ -8,6 +8,7 @@ source scripts/ensure-pnpm.sh
 source scripts/ensure-services.sh
 source scripts/ensure-chromium.sh
 source scripts/ensure-kubectl.sh
+source scripts/ensure-promtool.sh
 source scripts/ensure-built.sh
 
 mkdir -p .ci/out

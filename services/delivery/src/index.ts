@@ -1,4 +1,5 @@
 export { createApp, type DeliveryDeps as DeliveryAppDeps } from './app.js';
+export { deliveryMetrics } from './delivery/metrics.js';
 export {
   DeliveryConfig,
   deliveryEnv,

@@ -1,2 +1,3 @@
 export { createApp, ingestPublicRouters, ingestRouter, type IngestDeps } from './app.js';
 export { ingestEnv, IngestConfig, loadConfig } from './config.js';
+export { ingestMetrics } from './events/metrics.js';
