@@ -4,12 +4,15 @@ import { createPostgresDb, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   TEST_REDIS_URL,
+  randomId,
   serve,
   silentLogger,
   startTcpProxy,
+  testRedisCoordination,
   type TcpProxy,
   type TestServer,
 } from '@herald/testkit';
+import { createPostgresCoordination } from './coordination.js';
 import { createOpsApp } from './http/create-api-app.js';
 import { createMetrics } from './metrics.js';
 import { createRedis, type Redis } from './redis.js';
@@ -34,7 +37,7 @@ beforeAll(async () => {
   server = await serve(
     createOpsApp({
       db,
-      redis,
+      coordination: testRedisCoordination(redis),
       logger,
       metrics: createMetrics({ defaultMetrics: false }),
       lifecycle: { draining: false },
@@ -81,5 +84,32 @@ describe('/metrics', () => {
     await redisProxy.restore();
     await expect.poll(() => up('postgres'), { timeout: 10_000 }).toBe('1');
     await expect.poll(() => up('redis'), { timeout: 10_000 }).toBe('1');
+  });
+
+  it('on Postgres alone reports Postgres only: no Redis is configured to be down', async () => {
+    const coordination = createPostgresCoordination({
+      db,
+      url: TEST_DATABASE_URL,
+      prefix: randomId('herald_test'),
+      logger: silentLogger(),
+    });
+    const alone = await serve(
+      createOpsApp({
+        db,
+        coordination,
+        logger: silentLogger(),
+        metrics: createMetrics({ defaultMetrics: false }),
+        lifecycle: { draining: false },
+        docsUrl: 'https://docs.test/errors',
+      }),
+    );
+    try {
+      const text = await (await fetch(`${alone.url}/metrics`)).text();
+      expect(text).toMatch(/^herald_dependency_up\{dependency="postgres"\} 1$/m);
+      expect(text).not.toContain('dependency="redis"');
+    } finally {
+      await alone.close();
+      await coordination.close();
+    }
   });
 });

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { Router } from 'express';
 import { describe, expect, vi } from 'vitest';
-import { createTestToken, testDeps, type TestDeps } from '@herald/testkit';
+import { createTestToken, testDeps, testRedisCoordination, type TestDeps } from '@herald/testkit';
 import { integrationTest } from '@herald/testkit/fixtures';
 import { createLogger } from '../logger.js';
 import { requireRole } from './auth.js';
@@ -258,7 +258,7 @@ describe('the access log', () => {
     let draining = false;
     const app = createOpsApp({
       db,
-      redis,
+      coordination: testRedisCoordination(redis),
       logger: log.logger,
       metrics: deps.metrics,
       lifecycle: {
