@@ -209,11 +209,6 @@ export const EVENTS_PER_REQUEST_MAX = 1000;
 /** docs/api.md, POST /events and Limits: 300 KB per entity. */
 export const ENTITY_BYTES_MAX = 300 * 1024;
 
-/** The 202 body of POST /events. */
-export interface EventsAccepted {
-  data: { type: 'event'; id: string; attributes: { status: 'accepted' | 'duplicate' } }[];
-}
-
 /** Job name of the event-match queue; the data holds event ids only. */
 export const MATCH_EVENT_JOB = 'match-event';
 /** Event ids per match job: one job carries what one POST /events stored (or a sweeper page). */

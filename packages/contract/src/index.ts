@@ -1,15 +1,32 @@
 export {
   ApiError,
-  ERROR_STATUS,
   errorId,
   renderErrorEnvelope,
-  type ErrorCode,
   type ErrorDetails,
   type ErrorEntry,
-  type ErrorEnvelope,
   type FieldErrorDetails,
   type ValidationCode,
 } from './errors.js';
+export { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './error-codes.js';
+export {
+  BulkJobResource,
+  ErrorEnvelope,
+  EventCallResource,
+  EventResource,
+  EventsAccepted,
+  IncludedWebhookResource,
+  ItemResource,
+  LoggedEventResource,
+  ReplayOffer,
+  WebhookCallAttemptResource,
+  WebhookCallResource,
+  WebhookPreviewResource,
+  WebhookResource,
+  WebhookStatsResource,
+  apiErrorEntry,
+  totalCount,
+  type BlockResource,
+} from './resources.js';
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 export { AccessTokenName, ROLES, isRole, type Role } from './roles.js';
 export {
@@ -42,7 +59,6 @@ export {
   Position,
   type EntityType,
   type EventType,
-  type EventsAccepted,
   type FieldType,
 } from './events.js';
 export {
@@ -51,9 +67,6 @@ export {
   mapFieldValue,
   serializeItem,
   versionAttributes,
-  type BlockResource,
-  type ItemMetaResource,
-  type ItemResource,
   type ItemVersion,
   type ModelField,
   type ModelInfo,
@@ -103,7 +116,6 @@ export {
   type ItemEventContent,
   type ItemEventVersions,
 } from './webhook-content.js';
-export { type EventCallResource, type EventResource } from './event-log.js';
 export { DELIVER_WEBHOOK_JOB, DeliverJobData, deliverJobId, resendJobId } from './deliveries.js';
 export { errorMessage, isObject } from './values.js';
 // The browser-safe tables (webhook event types, call statuses, filter operators): a curated list

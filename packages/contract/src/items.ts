@@ -4,6 +4,7 @@
  * docs/api.md, What a webhook call sends) and ingest (which stores the blocks it extracts here). It
  * is pure: callers load the rows.
  */
+import type { BlockResource, ItemResource } from './resources.js';
 
 /** A model as far as serialization and validation need it. */
 export interface ModelField {
@@ -48,41 +49,6 @@ export interface StoredItem {
 }
 
 export type ItemVersion = 'current' | 'published';
-
-export interface ItemMetaResource {
-  created_at: string;
-  updated_at: string;
-  published_at: string | null;
-  first_published_at: string | null;
-  publication_scheduled_at: string | null;
-  unpublishing_scheduled_at: string | null;
-  status: 'draft' | 'updated' | 'published';
-  is_valid: boolean;
-  is_current_version_valid: boolean;
-  is_published_version_valid: boolean;
-  current_version: string | null;
-  stage: string | null;
-  has_children: boolean | null;
-}
-
-export interface ItemResource {
-  type: 'item';
-  id: string;
-  attributes: Record<string, unknown>;
-  relationships: {
-    item_type: { data: { type: 'item_type'; id: string } };
-    creator?: { data: { type: string; id: string } | null };
-  };
-  meta: ItemMetaResource;
-}
-
-/** A block expanded by `nested=true`: no meta (docs/api.md, GET /items). */
-export interface BlockResource {
-  type: 'item';
-  id: string;
-  attributes: Record<string, unknown>;
-  relationships: { item_type: { data: { type: 'item_type'; id: string } } };
-}
 
 /** Field types whose values reference blocks. */
 export const BLOCK_FIELD_TYPES: ReadonlySet<string> = new Set([

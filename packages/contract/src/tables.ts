@@ -29,10 +29,15 @@ export {
   ATTEMPT_TRIGGERS,
   WEBHOOK_CALL_STATUSES,
   type AttemptTrigger,
-  type WebhookCallAttemptResource,
-  type WebhookCallResource,
   type WebhookCallStatus,
-  type WebhookStatsResource,
 } from './webhook-calls.js';
 export { ITEM_FILTER_OPERATORS, type ItemFilterOperator } from './item-filters.js';
-export { type EventCallResource, type EventResource } from './event-log.js';
+// The resources' types (types only: erased from the bundle, so zod is never reached at run time).
+export type {
+  EventCallResource,
+  EventResource,
+  LoggedEventResource,
+  WebhookCallAttemptResource,
+  WebhookCallResource,
+  WebhookStatsResource,
+} from './resources.js';

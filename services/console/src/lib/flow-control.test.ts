@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { EventResource } from '@herald/contract/tables';
+import type { LoggedEventResource } from '@herald/contract/tables';
 import { flowAttributes, flowForm, flowProblems, previewEventIds } from './flow-control.js';
 
-const event = (id: string, entityType: string, entityId: string): EventResource => ({
+const event = (id: string, entityType: string, entityId: string): LoggedEventResource => ({
   type: 'event',
   id,
   attributes: {

@@ -2,7 +2,7 @@ import {
   BATCH_LIMITS,
   COALESCED_ENTITY_TYPES,
   type DeliveryOrder,
-  type EventResource,
+  type LoggedEventResource,
   type WebhookBatch,
 } from '@herald/contract/tables';
 import { isInRange } from './delivery-policy.js';
@@ -104,14 +104,14 @@ export const PREVIEW_FLOW_EVENTS = 5;
  * the batch holds; coalescing alone, the most recent events of the newest coalesced event's
  * entity. Empty when there are none: the preview uses its sample event.
  */
-export function previewEventIds(form: FlowForm, events: readonly EventResource[]): string[] {
+export function previewEventIds(form: FlowForm, events: readonly LoggedEventResource[]): string[] {
   if (form.batch) {
     const size = Number(form.maxEvents.trim() || BATCH_LIMITS.max_events.default);
     const limit = Number.isInteger(size) && size >= 1 ? size : 1;
     return events.slice(0, Math.min(limit, PREVIEW_FLOW_EVENTS)).map((event) => event.id);
   }
   if (!form.coalesce) return [];
-  const coalesced = (event: EventResource) =>
+  const coalesced = (event: LoggedEventResource) =>
     (COALESCED_ENTITY_TYPES as readonly string[]).includes(event.attributes.entity_type);
   const newest = events.find(coalesced);
   if (!newest) return [];

@@ -1,4 +1,4 @@
-import type { EventResource } from '@herald/contract/tables';
+import type { LoggedEventResource } from '@herald/contract/tables';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { navigate, useApp } from '../app-context.js';
 import { EventTypeFilters } from '../components/event-type-filters.js';
@@ -64,7 +64,10 @@ export function EventLog({ params }: { params: URLSearchParams }) {
 
   const events = useResource(
     (signal) =>
-      client.get<Collection<EventResource>>('/events', { signal, query: eventsQuery(filters) }),
+      client.get<Collection<LoggedEventResource>>('/events', {
+        signal,
+        query: eventsQuery(filters),
+      }),
     [client, key],
   );
 

@@ -1,4 +1,4 @@
-import type { EventResource } from '@herald/contract/tables';
+import type { LoggedEventResource } from '@herald/contract/tables';
 import { useApp } from '../app-context.js';
 import { Empty, LoadState, formatTime } from '../components/ui.js';
 import { useInterval, useResource } from '../hooks.js';
@@ -37,7 +37,7 @@ export function WebhookNotices({ webhookId }: { webhookId: string }) {
   const { client } = useApp();
   const notices = useResource(
     (signal) =>
-      client.get<Collection<EventResource>>('/events', {
+      client.get<Collection<LoggedEventResource>>('/events', {
         signal,
         query: {
           filter: { entity_type: 'notice', entity_id: webhookId },

@@ -1,6 +1,6 @@
 import {
   SAMPLE_EVENT_ID,
-  type EventResource,
+  type LoggedEventResource,
   type WebhookCallResource,
 } from '@herald/contract/tables';
 import type { ComponentChildren } from 'preact';
@@ -52,7 +52,7 @@ export function PreviewPanel({
   const flowEvents = useResource(
     (signal) =>
       flowOn
-        ? client.get<Collection<EventResource>>('/events', {
+        ? client.get<Collection<LoggedEventResource>>('/events', {
             signal,
             query: {
               filter: { entity_id: entity || undefined },

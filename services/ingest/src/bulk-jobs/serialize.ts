@@ -1,9 +1,10 @@
+import type { BulkJobResource } from '@herald/contract';
 import type { BulkJobRecord } from '@herald/store';
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
 /** The bulk_job resource (extension; docs/api.md, Bulk jobs). */
-export function serializeBulkJob(job: BulkJobRecord) {
+export function serializeBulkJob(job: BulkJobRecord): BulkJobResource {
   const done = job.succeeded + job.failed + job.skipped;
   return {
     type: 'bulk_job' as const,

@@ -1,10 +1,10 @@
-import type { EventCallResource, EventResource } from '@herald/contract';
+import type { EventCallResource, EventResource, LoggedEventResource } from '@herald/contract';
 import type { EventCall, LoggedEvent, StoredEvent } from '@herald/store';
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
 /** An event of GET /events (docs/api.md, The event resource): without its entity bodies. */
-export function serializeLoggedEvent(event: LoggedEvent): EventResource {
+export function serializeLoggedEvent(event: LoggedEvent): LoggedEventResource {
   return {
     type: 'event',
     id: event.id,

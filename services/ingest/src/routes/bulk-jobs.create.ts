@@ -29,7 +29,7 @@ const BulkResendAttributes = z
     filter: z
       .object({
         webhook_id: WebhookId.optional(),
-        status: z.enum(WEBHOOK_CALL_STATUSES as [string, ...string[]]).optional(),
+        status: z.enum(WEBHOOK_CALL_STATUSES).optional(),
         created_at: Range.optional(),
         entity_type: Text.optional(),
         event_type: Text.optional(),

@@ -37,7 +37,7 @@ const WebhookCallListQuery = z
             event_id: eq.optional(),
             entity_id: eq.optional(),
             status: z
-              .object({ eq: z.enum(WEBHOOK_CALL_STATUSES as [string, ...string[]]) })
+              .object({ eq: z.enum(WEBHOOK_CALL_STATUSES) })
               .strict()
               .optional(),
             created_at: instantRange.optional(),

@@ -1,3 +1,4 @@
+import type { IncludedWebhookResource, WebhookResource } from '@herald/contract';
 import { redactHeaders, redactUrl } from '@herald/payload';
 import type { WebhookRecord } from '@herald/store';
 
@@ -5,7 +6,7 @@ import type { WebhookRecord } from '@herald/store';
  * The webhook resource (docs/api.md, The webhook resource); admins only see it, so the signing
  * secret is shown.
  */
-export function serializeWebhook(webhook: WebhookRecord) {
+export function serializeWebhook(webhook: WebhookRecord): WebhookResource {
   return {
     type: 'webhook' as const,
     id: webhook.id,
@@ -43,7 +44,7 @@ export function serializeWebhook(webhook: WebhookRecord) {
  * them, `http_basic_password` as `***` when there is one, no `signing_secret`; GET /webhooks/:id
  * shows them whole. Every attribute the official client types stays, so it reads these as webhooks.
  */
-export function serializeIncludedWebhook(webhook: WebhookRecord) {
+export function serializeIncludedWebhook(webhook: WebhookRecord): IncludedWebhookResource {
   const { attributes, ...resource } = serializeWebhook(webhook);
   const { signing_secret: _secret, ...shown } = attributes;
   return {
