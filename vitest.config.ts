@@ -23,8 +23,12 @@ class FaultsFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     testTimeout: 30_000,
-    // Each test file deletes the Redis keys of the prefixes it made (testkit's vitest-setup).
-    setupFiles: ['./packages/testkit/dist/vitest-setup.js'],
+    // Each test file deletes the Redis keys of the prefixes it made (testkit's vitest-setup), and
+    // every answer the tests receive is checked against the OpenAPI document.
+    setupFiles: [
+      './packages/testkit/dist/vitest-setup.js',
+      './services/standalone/test/openapi-responses.setup.ts',
+    ],
     hookTimeout: 60_000,
     pool: 'forks',
     sequence: { sequencer: FaultsFirst },

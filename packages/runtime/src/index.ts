@@ -8,7 +8,13 @@ export { TokenVerifier, authenticate, requireRole, type Principal } from './http
 export { EnvironmentResolver, selectEnvironment } from './http/environments.js';
 export { errorHandler, toApiError } from './http/errors.js';
 export { acceptsJson, isJsonContentType } from './http/headers.js';
-export { healthRouter, type HealthDeps } from './http/health.js';
+export { healthOperations, healthRouter, type HealthDeps } from './http/health.js';
+export {
+  buildOpenApiDocument,
+  requestDocument,
+  type ApiOperation,
+  type OpenApiDocument,
+} from './http/openapi.js';
 export { parseQueryString, QUERY_MAX_DEPTH, QUERY_MAX_PARAMS } from './http/query.js';
 export { findJsonProblem, JSON_MAX_DEPTH, type JsonProblem } from './http/json-walk.js';
 export { RateLimiter, type RateLimitResult, type RateLimits } from './http/rate-limit.js';

@@ -34,6 +34,7 @@ import {
   type WebhookInput,
 } from '@herald/store';
 import { acquireEmbeddedServer } from './embedded-server.js';
+import { captureExchange } from './exchanges.js';
 import { testIds } from './test-ids.js';
 
 /** Tests talk to real services; these say where (CI and the README's test command set them). */
@@ -170,7 +171,11 @@ export async function serve(
   app: Express,
   docsUrl = 'https://docs.test/errors',
 ): Promise<TestServer> {
-  const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
+  const server = createServer({ maxHeaderSize: 16 * 1024 }, (req, res) => {
+    // Every answer the tests receive is checked against the OpenAPI document (vitest setup).
+    captureExchange(req, res);
+    app(req, res);
+  });
   answerClientErrors(server, docsUrl);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -341,3 +346,5 @@ export {
   type SeedRecord,
 } from './seed.js';
 export { testApi, type TestAnswer, type TestApi } from './api.js';
+export { recordExchanges, takeExchanges, type Exchange } from './exchanges.js';
+export { assertExchangesMatch, createResponseChecker } from './openapi-check.js';

@@ -2,8 +2,12 @@ import type { Express } from 'express';
 import { createApiApp, shareApiState } from '@herald/runtime';
 import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter, type ReadDeps } from '@herald/read';
+import { apiDocument } from './openapi.js';
 
-/** ingest and read on one port, as the gateway would route them (and the console at /console). */
+/**
+ * ingest and read on one port, as the gateway would route them (and the console at /console, the
+ * API's document at /openapi.json).
+ */
 export function createApp(
   deps: IngestDeps & Pick<ReadDeps, 'readDb' | 'readLimits' | 'indexes'>,
 ): Express {
@@ -11,6 +15,6 @@ export function createApp(
   return createApiApp(
     shared,
     [readRouter(shared), ingestRouter(shared)],
-    ingestPublicRouters(shared),
+    ingestPublicRouters({ ...shared, apiDocument: apiDocument() }),
   );
 }

@@ -1,9 +1,11 @@
 import { Router } from 'express';
+import { z } from 'zod';
 import { ApiError, renderErrorEnvelope } from '@herald/contract';
 import type { Db } from '@herald/store';
 import type { Coordination } from '../coordination.js';
 import { postgresProblem, redisAddress, redisProblem } from '../dependencies.js';
 import type { Metrics } from '../metrics.js';
+import type { ApiOperation } from './openapi.js';
 
 export interface HealthDeps {
   db: Db;
@@ -61,6 +63,45 @@ async function checkDependencies(deps: HealthDeps): Promise<{ database: string; 
   return redis === undefined ? { database } : { database, redis };
 }
 
+const Alive = z.strictObject({ status: z.literal('ok') });
+const Ready = z.strictObject({
+  status: z.literal('ready'),
+  // redis only when REDIS_URL is set: on Postgres alone the database is the coordination too.
+  checks: z.strictObject({ database: z.literal('ok'), redis: z.literal('ok').optional() }),
+});
+
+/** docs/api.md, Operations: served by every Herald process, without a token. */
+export const healthOperations: readonly ApiOperation[] = [
+  {
+    method: 'get',
+    path: '/healthz',
+    summary: 'The process is alive',
+    tag: 'Operations',
+    extension: true,
+    access: 'public',
+    responses: { 200: { description: 'Alive', schema: Alive } },
+  },
+  {
+    method: 'get',
+    path: '/readyz',
+    summary: 'The process can serve: started, Postgres (and Redis when configured) answer, not shutting down',
+    tag: 'Operations',
+    extension: true,
+    access: 'public',
+    responses: { 200: { description: 'Ready', schema: Ready } },
+    errors: ['SERVICE_UNAVAILABLE'],
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics, in the text format',
+    tag: 'Operations',
+    extension: true,
+    access: 'public',
+    responses: { 200: { description: 'The metrics', mediaType: 'text/plain' } },
+  },
+];
+
 /**
  * GET /healthz (alive), /readyz (started; Postgres, and Redis when it is configured, reachable; not
  * draining), /metrics (which checks them too, for herald_dependency_up).
@@ -74,7 +115,8 @@ export function healthRouter(deps: HealthDeps): Router {
       : { postgres: database === 'ok', redis: redis === 'ok' };
   };
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    const answer: z.infer<typeof Alive> = { status: 'ok' };
+    res.json(answer);
   });
   router.get('/readyz', async (_req, res) => {
     const checks = await checkDependencies(deps);
@@ -82,7 +124,8 @@ export function healthRouter(deps: HealthDeps): Router {
     const draining = deps.isDraining();
     const starting = deps.starting?.();
     if (!draining && !starting && Object.values(checks).every((check) => check === 'ok')) {
-      res.json({ status: 'ready', checks });
+      const answer = { status: 'ready', checks } as z.infer<typeof Ready>;
+      res.json(answer);
       return;
     }
     const waitingFor = [

@@ -1,14 +1,13 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { ApiError, WEBHOOK_CALL_STATUSES, type ErrorEntry } from '@herald/contract';
 import {
-  createBulkJob,
-  findWebhook,
-  type BulkResendFilter,
-  type Db,
-  type InstantRange,
-  type ReplayFilter,
-} from '@herald/store';
+  ApiError,
+  BulkJobResource,
+  WEBHOOK_CALL_STATUSES,
+  type ErrorEntry,
+} from '@herald/contract';
+import { requestDocument, type ApiOperation } from '@herald/runtime';
+import { createBulkJob, findWebhook, type Db, type InstantRange } from '@herald/store';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 import { instantRange } from '../validation/query-params.js';
 import { attributesError, parse } from '../validation/zod-errors.js';
@@ -54,6 +53,20 @@ const ReplayAttributes = z
 const BulkJobAttributes = z.discriminatedUnion('kind', [BulkResendAttributes, ReplayAttributes], {
   error: 'kind must be "bulk_resend" or "replay"',
 });
+
+export const createBulkJobOperation: ApiOperation = {
+  method: 'post',
+  path: '/bulk_jobs',
+  summary: 'Create a bulk resend or a replay',
+  tag: 'Bulk jobs',
+  extension: true,
+  access: { roles: [] },
+  body: { schema: requestDocument('bulk_job', BulkJobAttributes), required: true },
+  responses: {
+    202: { description: 'The job, queued', schema: z.strictObject({ data: BulkJobResource }) },
+  },
+  errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
+};
 
 /**
  * POST /bulk_jobs → 202 (extension; docs/api.md, Bulk jobs): a bulk resend or a replay, stored
@@ -101,7 +114,7 @@ export function createBulkJobRoute(deps: { db: Db }): RequestHandler {
     const created = await createBulkJob(deps.db, {
       kind: job.kind,
       webhookId: webhookId ?? null,
-      filter: job.filter as BulkResendFilter | ReplayFilter,
+      filter: job.filter,
       ratePerSecond: job.rate_per_second,
     });
     res.status(202).json({ data: serializeBulkJob(created) });

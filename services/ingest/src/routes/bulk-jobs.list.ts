@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { context } from '@herald/runtime';
+import { BulkJobResource, totalCount } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import { listBulkJobs, type Db } from '@herald/store';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 import { pageParams, parseQuery } from '../validation/query-params.js';
@@ -14,6 +15,22 @@ const BulkJobListQuery = z
       .optional(),
   })
   .strict();
+
+export const listBulkJobsOperation: ApiOperation = {
+  method: 'get',
+  path: '/bulk_jobs',
+  summary: 'The bulk jobs, newest first',
+  tag: 'Bulk jobs',
+  extension: true,
+  access: { roles: [] },
+  query: BulkJobListQuery,
+  responses: {
+    200: {
+      description: 'One page of jobs',
+      schema: z.strictObject({ data: z.array(BulkJobResource), meta: totalCount }),
+    },
+  },
+};
 
 /** GET /bulk_jobs → 200: newest first, paginated, optionally one webhook's. */
 export function listBulkJobsRoute(deps: { db: Db }): RequestHandler {

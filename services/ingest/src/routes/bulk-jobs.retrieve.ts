@@ -1,11 +1,38 @@
 import type { RequestHandler } from 'express';
-import { ApiError } from '@herald/contract';
+import { z } from 'zod';
+import { ApiError, BulkJobResource } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { cancelBulkJob, findBulkJob, type Db } from '@herald/store';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 
 /** 404 in the envelope for an unknown bulk job id. */
 const bulkJobNotFound = (id: string): ApiError =>
   new ApiError('NOT_FOUND', { message: `No bulk job with id "${id}"`, id });
+
+const BulkJobAnswer = z.strictObject({ data: BulkJobResource });
+
+export const retrieveBulkJobOperation: ApiOperation = {
+  method: 'get',
+  path: '/bulk_jobs/{id}',
+  summary: 'A bulk job and how far it got',
+  tag: 'Bulk jobs',
+  extension: true,
+  access: { roles: [] },
+  responses: { 200: { description: 'The job', schema: BulkJobAnswer } },
+  errors: ['NOT_FOUND'],
+};
+
+export const cancelBulkJobOperation: ApiOperation = {
+  method: 'post',
+  path: '/bulk_jobs/{id}/cancel',
+  summary: 'Stop a queued or running job',
+  description: 'A job already ended is answered as it is.',
+  tag: 'Bulk jobs',
+  extension: true,
+  access: { roles: [] },
+  responses: { 200: { description: 'The job', schema: BulkJobAnswer } },
+  errors: ['NOT_FOUND'],
+};
 
 /** GET /bulk_jobs/:id → 200: the job and how far it got. */
 export function retrieveBulkJob(deps: { db: Db }): RequestHandler<{ id: string }> {

@@ -2,6 +2,19 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { Router, type Response } from 'express';
 import { ApiError } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
+
+export const consoleOperation: ApiOperation = {
+  method: 'get',
+  path: '/console/',
+  summary: 'The web console (HTML and scripts; no data)',
+  description: 'Its API reference page renders GET /openapi.json: `/console/#/api`.',
+  tag: 'Operations',
+  extension: true,
+  access: 'public',
+  responses: { 200: { description: 'The console', mediaType: 'text/html' } },
+  errors: ['INVALID_ENDPOINT'],
+};
 
 /**
  * GET /console: the web console's static files (services/console's build), and GET / leading

@@ -1,9 +1,18 @@
 import type { RequestHandler } from 'express';
-import { ApiError, isEntityType, isEventTypeOf, type EventsAccepted } from '@herald/contract';
+import { z } from 'zod';
+import {
+  ApiError,
+  EVENTS_PER_REQUEST_MAX,
+  EventInput,
+  EventsAccepted,
+  isEntityType,
+  isEventTypeOf,
+} from '@herald/contract';
 import {
   EventMatchEnqueuer,
   context,
   type ApiAppDeps,
+  type ApiOperation,
   type EventMatchQueue,
   type EventWrite,
 } from '@herald/runtime';
@@ -42,6 +51,28 @@ function countRejected(deps: EventsDeps, body: unknown): void {
     });
   }
 }
+
+export const createEventsOperation: ApiOperation = {
+  method: 'post',
+  path: '/events',
+  summary: 'Report what changed in the content',
+  description:
+    'Validated whole and stored in one transaction: every event is accepted or none. The ' +
+    'entity is narrowed per entity type (docs/api.md, POST /events).',
+  tag: 'Events',
+  extension: true,
+  access: { roles: ['producer'] },
+  body: {
+    schema: z.object({
+      data: z.union([EventInput, z.array(EventInput).min(1).max(EVENTS_PER_REQUEST_MAX)]),
+    }),
+    required: true,
+  },
+  responses: {
+    202: { description: 'One entry per event, in request order', schema: EventsAccepted },
+  },
+  errors: ['INVALID_FORMAT'],
+};
 
 /**
  * POST /events (docs/api.md): validate the batch whole, store it and apply it to the record store

@@ -2,12 +2,13 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import {
   EnvironmentId,
+  LoggedEventResource,
   WEBHOOK_ENTITY_TYPES,
   WEBHOOK_EVENT_TYPES,
   isWebhookEventType,
   type WebhookEntityType,
 } from '@herald/contract';
-import { context } from '@herald/runtime';
+import { context, type ApiOperation } from '@herald/runtime';
 import { listEvents, type Db } from '@herald/store';
 import { serializeLoggedEvent } from '../events/serialize.js';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
@@ -45,6 +46,31 @@ const EventListQuery = z
     order_by: z.enum(['occurred_at_desc', 'occurred_at_asc']).default('occurred_at_desc'),
   })
   .strict();
+
+export const listEventsOperation: ApiOperation = {
+  method: 'get',
+  path: '/events',
+  summary: 'List stored events, newest first',
+  description:
+    '`meta.total_count` is exact up to 10,000 matches, an upper bound past that ' +
+    '(`meta.total_count_exact` says which).',
+  tag: 'Events',
+  extension: true,
+  access: { roles: [] },
+  query: EventListQuery,
+  responses: {
+    200: {
+      description: 'One page of events, without their entity bodies',
+      schema: z.strictObject({
+        data: z.array(LoggedEventResource),
+        meta: z.strictObject({
+          total_count: z.number().int().min(0),
+          total_count_exact: z.boolean(),
+        }),
+      }),
+    },
+  },
+};
 
 /**
  * GET /events → 200 (extension): stored events, newest first unless asked, paginated, without

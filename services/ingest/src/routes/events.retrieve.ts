@@ -1,10 +1,28 @@
 import type { RequestHandler } from 'express';
-import { ApiError, EventId } from '@herald/contract';
+import { z } from 'zod';
+import { ApiError, EventCallResource, EventId, EventResource } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { findEvent, listEventCalls, type Db } from '@herald/store';
 import { serializeEventCall, serializeStoredEvent } from '../events/serialize.js';
 
 const eventNotFound = (id: string): ApiError =>
   new ApiError('NOT_FOUND', { message: `No event with id "${id}"`, id });
+
+export const retrieveEventOperation: ApiOperation = {
+  method: 'get',
+  path: '/events/{id}',
+  summary: 'One event with its bodies and its webhook calls',
+  tag: 'Events',
+  extension: true,
+  access: { roles: [] },
+  responses: {
+    200: {
+      description: 'The event; its calls in `included`',
+      schema: z.strictObject({ data: EventResource, included: z.array(EventCallResource) }),
+    },
+  },
+  errors: ['NOT_FOUND'],
+};
 
 /**
  * GET /events/:id → 200 (extension): the event with its entity bodies, and its webhook calls in

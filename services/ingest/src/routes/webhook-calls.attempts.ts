@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import type { WebhookCallAttemptResource } from '@herald/contract';
-import { context } from '@herald/runtime';
+import { WebhookCallAttemptResource, totalCount } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import { listWebhookCallAttempts, type Db, type WebhookCallAttemptRecord } from '@herald/store';
 import { pageParams, parseQuery } from '../validation/query-params.js';
 import { webhookCallNotFound } from './webhook-calls.retrieve.js';
@@ -30,6 +30,23 @@ function serializeAttempt(attempt: WebhookCallAttemptRecord): WebhookCallAttempt
     relationships: { webhook_call: { data: { type: 'webhook_call', id: attempt.callId } } },
   };
 }
+
+export const listWebhookCallAttemptsOperation: ApiOperation = {
+  method: 'get',
+  path: '/webhook_calls/{id}/attempts',
+  summary: 'Every attempt of a call, oldest first',
+  tag: 'Webhook calls',
+  extension: true,
+  access: { roles: [] },
+  query: AttemptListQuery,
+  responses: {
+    200: {
+      description: 'One page of attempts',
+      schema: z.strictObject({ data: z.array(WebhookCallAttemptResource), meta: totalCount }),
+    },
+  },
+  errors: ['NOT_FOUND'],
+};
 
 /**
  * GET /webhook_calls/:id/attempts → 200 (extension): every attempt of the call, oldest first,

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { context } from '@herald/runtime';
+import { IncludedWebhookResource, WebhookCallResource, totalCount } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import { WEBHOOK_CALL_STATUSES, findWebhooks, listWebhookCalls, type Db } from '@herald/store';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
 import { serializeWebhookCall } from '../webhook-calls/serialize.js';
@@ -53,6 +54,28 @@ const WebhookCallListQuery = z
   })
   .strict();
 type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
+
+export const listWebhookCallsOperation: ApiOperation = {
+  method: 'get',
+  path: '/webhook_calls',
+  summary: 'List webhook calls',
+  description:
+    "`included` holds the page's webhooks; `meta.total_count` may be an upper bound past 10,000 " +
+    '(docs/api.md, total_count of GET /webhook_calls).',
+  tag: 'Webhook calls',
+  access: { roles: [] },
+  query: WebhookCallListQuery,
+  responses: {
+    200: {
+      description: 'One page of calls',
+      schema: z.strictObject({
+        data: z.array(WebhookCallResource),
+        included: z.array(IncludedWebhookResource),
+        meta: totalCount,
+      }),
+    },
+  },
+};
 
 /**
  * GET /webhook_calls → 200, paginated, with meta.total_count (exact or an upper bound: see

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { context } from '@herald/runtime';
+import { WebhookResource, totalCount } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import { listWebhooksPage } from '@herald/store';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { WebhookListCache } from '../webhooks/list-cache.js';
@@ -21,6 +22,24 @@ const WebhookListQuery = z
       .optional(),
   })
   .strict();
+
+export const listWebhooksOperation: ApiOperation = {
+  method: 'get',
+  path: '/webhooks',
+  summary: 'Every webhook, oldest first',
+  description:
+    'Not paginated unless asked. Extension: with `page` or `filter[query]`, one page of the ' +
+    'matching webhooks with `meta.total_count`.',
+  tag: 'Webhooks',
+  access: { roles: [] },
+  query: WebhookListQuery,
+  responses: {
+    200: {
+      description: 'The webhooks (one page, with meta, when asked)',
+      schema: z.strictObject({ data: z.array(WebhookResource), meta: totalCount.optional() }),
+    },
+  },
+};
 
 /**
  * GET /webhooks → every webhook, oldest first, not paginated (docs/api.md, GET /webhooks); 10,000

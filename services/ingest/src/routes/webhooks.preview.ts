@@ -1,15 +1,17 @@
 import { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
 import {
   ApiError,
   BATCH_LIMITS,
   SAMPLE_EVENT_ID,
+  WebhookPreviewResource,
   type CidrList,
   type ErrorEntry,
   type WebhookBatch,
   isObject,
 } from '@herald/contract';
 import { callContent, renderDeliveryRequest, type CallContent } from '@herald/payload';
-import { context, requireRole } from '@herald/runtime';
+import { context, requestDocument, requireRole, type ApiOperation } from '@herald/runtime';
 import {
   entityKey,
   findEvent,
@@ -20,7 +22,7 @@ import {
   type Environment,
   type StoredEvent,
 } from '@herald/store';
-import { validateUpdate } from '../webhooks/attributes.js';
+import { validateUpdate, webhookAttributeSchemas } from '../webhooks/attributes.js';
 
 /** What POST /webhooks/preview needs. */
 export interface WebhookPreviewDeps {
@@ -58,6 +60,36 @@ const EVENT_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 const EVENT_ID_RULE = 'an event id: 1–128 characters from A-Z a-z 0-9 _ . : -';
 /** At most as many events as the largest batch has entries. */
 const MAX_EVENT_IDS = BATCH_LIMITS.max_events.max;
+
+const pick = <K extends string>(keys: readonly K[]) =>
+  Object.fromEntries(keys.map((key) => [key, true])) as Record<K, true>;
+
+/** The attributes: the webhook's own, validated as on update, and which events to render. */
+const PreviewAttributes = webhookAttributeSchemas.update
+  .pick({ ...pick(RENDERED), ...pick(OPTIONAL) })
+  .required(pick(RENDERED))
+  .extend({
+    event_id: z.string().nullable().optional(),
+    event_ids: z.array(z.string()).min(1).max(MAX_EVENT_IDS).nullable().optional(),
+    webhook_id: z.string().nullable().optional(),
+  });
+
+export const previewWebhookOperation: ApiOperation = {
+  method: 'post',
+  path: '/webhooks/preview',
+  summary: 'Render the request delivery would send, without sending it',
+  tag: 'Webhooks',
+  extension: true,
+  access: { roles: [] },
+  body: { schema: requestDocument('webhook_preview', PreviewAttributes), required: true },
+  responses: {
+    200: {
+      description: 'The rendered url, headers (secrets masked) and body',
+      schema: z.strictObject({ data: WebhookPreviewResource }),
+    },
+  },
+  errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
+};
 
 /**
  * POST /webhooks/preview (docs/api.md, extension): renders the url, headers (secrets masked) and

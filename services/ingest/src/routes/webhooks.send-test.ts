@@ -1,10 +1,41 @@
 import type { RequestHandler } from 'express';
-import { ApiError, isObject, type ErrorEntry } from '@herald/contract';
-import { context, enqueueDeliveries, type DeliverQueue } from '@herald/runtime';
+import { z } from 'zod';
+import { ApiError, WebhookCallResource, isObject, type ErrorEntry } from '@herald/contract';
+import {
+  context,
+  enqueueDeliveries,
+  requestDocument,
+  type ApiOperation,
+  type DeliverQueue,
+} from '@herald/runtime';
 import { createTestWebhookCall, findWebhook, type Db } from '@herald/store';
 import { serializeWebhookCall } from '../webhook-calls/serialize.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 import { chooseEvent, readActionDocument } from './webhooks.preview.js';
+
+export const sendWebhookTestOperation: ApiOperation = {
+  method: 'post',
+  path: '/webhooks/{id}/test',
+  summary: 'Send the webhook a test now',
+  description: 'A sample event, or the stored event the body names; logged as a webhook call.',
+  tag: 'Webhooks',
+  extension: true,
+  access: { roles: [] },
+  body: {
+    schema: requestDocument(
+      'webhook_test',
+      z.strictObject({ event_id: z.string().nullable().optional() }),
+    ),
+    required: false,
+  },
+  responses: {
+    202: {
+      description: 'The new call, pending',
+      schema: z.strictObject({ data: WebhookCallResource }),
+    },
+  },
+  errors: ['NOT_FOUND', 'INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
+};
 
 /**
  * POST /webhooks/:id/test → 202 (extension): sends the webhook a sample event, or the stored

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import type { WebhookStatsResource } from '@herald/contract';
-import { context } from '@herald/runtime';
+import { WebhookStatsResource, totalCount } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import {
   STATS_WINDOWS,
   latencyPercentile,
@@ -103,6 +103,39 @@ function serializeWebhookStats(stats: WebhookStats, withBuckets: boolean): Webho
     relationships: { webhook: { data: { type: 'webhook', id: stats.webhookId } } },
   };
 }
+
+export const webhookStatsOperation: ApiOperation = {
+  method: 'get',
+  path: '/webhooks/{id}/stats',
+  summary: "A webhook's health over a window",
+  tag: 'Webhooks',
+  extension: true,
+  access: { roles: [] },
+  query: StatsQuery,
+  responses: {
+    200: {
+      description: 'The stats, with buckets',
+      schema: z.strictObject({ data: WebhookStatsResource }),
+    },
+  },
+  errors: ['NOT_FOUND'],
+};
+
+export const listWebhookStatsOperation: ApiOperation = {
+  method: 'get',
+  path: '/webhook_stats',
+  summary: "Every webhook's health, or the listed ones'",
+  tag: 'Webhooks',
+  extension: true,
+  access: { roles: [] },
+  query: StatsListQuery,
+  responses: {
+    200: {
+      description: 'The stats without buckets, ordered by webhook id',
+      schema: z.strictObject({ data: z.array(WebhookStatsResource), meta: totalCount }),
+    },
+  },
+};
 
 /** GET /webhooks/:id/stats?window=1h|24h|7d|30d → 200 with the buckets (extension); 404. */
 export function webhookStatsRoute(deps: { db: Db }): RequestHandler<{ id: string }> {

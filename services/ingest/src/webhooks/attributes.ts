@@ -130,13 +130,18 @@ const expected = (what: string) => ({
   error: (issue: { input?: unknown }) => `${what}, not ${typeName(issue.input)}`,
 });
 
-/** A JSON object, passed on as it is (z.object and z.record rebuild it, dropping a `__proto__`). */
+/**
+ * A JSON object, passed on as it is (z.object and z.record rebuild it, dropping a `__proto__`).
+ * The meta tells the OpenAPI generator what a custom check cannot.
+ */
 const jsonObject = (what: string) =>
-  z.custom<Record<string, unknown>>(isObject, {
-    ...expected(what),
-    params: { code: 'VALIDATION_TYPE' },
-    abort: true,
-  });
+  z
+    .custom<Record<string, unknown>>(isObject, {
+      ...expected(what),
+      params: { code: 'VALIDATION_TYPE' },
+      abort: true,
+    })
+    .meta({ type: 'object' });
 
 /** `schema` for a value that must be there: absent or null (or `blank`) is VALIDATION_REQUIRED. */
 const present = <T extends z.ZodType>(
@@ -682,6 +687,8 @@ type WebhookAttributeSchemas = ReturnType<typeof webhookAttributes>;
 
 /** Built once per allow list (one per app), not per request. */
 const schemas = new WeakMap<CidrList, WebhookAttributeSchemas>();
+/** The schemas as the OpenAPI document shows them: the allow list changes no shape. */
+export const webhookAttributeSchemas: WebhookAttributeSchemas = webhookAttributes([]);
 function schemasFor({ allowCidrs }: ValidationContext): WebhookAttributeSchemas {
   let built = schemas.get(allowCidrs);
   if (!built) schemas.set(allowCidrs, (built = webhookAttributes(allowCidrs)));

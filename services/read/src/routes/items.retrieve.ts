@@ -1,16 +1,28 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { ApiError } from '@herald/contract';
-import { context, requireRole } from '@herald/runtime';
+import { ApiError, ItemResource } from '@herald/contract';
+import { context, requireRole, type ApiOperation } from '@herald/runtime';
 import { retrieveItem } from '../items.js';
 import type { ItemsRouteDeps } from './items.list.js';
 
 /** GET /items/:id query parameters (docs/api.md, GET /items/:id: `nested`, `version`). */
-const ItemsRetrieveQuery = z.looseObject({
+export const ItemsRetrieveQuery = z.looseObject({
   nested: z.enum(['true', 'false']).optional(),
   version: z.enum(['published', 'current']).optional(),
 });
 type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
+
+export const itemsRetrieveOperation: ApiOperation = {
+  method: 'get',
+  path: '/items/{id}',
+  summary: 'One record',
+  description: 'Other parameters are ignored.',
+  tag: 'Records',
+  access: { roles: ['read_only'] },
+  query: ItemsRetrieveQuery,
+  responses: { 200: { description: 'The record', schema: z.strictObject({ data: ItemResource }) } },
+  errors: ['NOT_FOUND', 'QUERY_TIMEOUT'],
+};
 
 export function itemsRetrieveRoute(deps: Pick<ItemsRouteDeps, 'gate'>): Router {
   const router = Router();

@@ -1,0 +1,52 @@
+import type { ApiOperation } from '@herald/runtime';
+import { createBulkJobOperation } from './routes/bulk-jobs.create.js';
+import { listBulkJobsOperation } from './routes/bulk-jobs.list.js';
+import { cancelBulkJobOperation, retrieveBulkJobOperation } from './routes/bulk-jobs.retrieve.js';
+import { consoleOperation } from './routes/console.static.js';
+import { createEventsOperation } from './routes/events.create.js';
+import { listEventsOperation } from './routes/events.list.js';
+import { retrieveEventOperation } from './routes/events.retrieve.js';
+import { openApiOperation } from './routes/openapi.retrieve.js';
+import { listWebhookCallAttemptsOperation } from './routes/webhook-calls.attempts.js';
+import { listWebhookCallsOperation } from './routes/webhook-calls.list.js';
+import { resendWebhookCallOperation } from './routes/webhook-calls.resend.js';
+import { retrieveWebhookCallOperation } from './routes/webhook-calls.retrieve.js';
+import { createWebhookOperation } from './routes/webhooks.create.js';
+import { destroyWebhookOperation } from './routes/webhooks.destroy.js';
+import { listWebhooksOperation } from './routes/webhooks.list.js';
+import { previewWebhookOperation } from './routes/webhooks.preview.js';
+import { retrieveWebhookOperation } from './routes/webhooks.retrieve.js';
+import { rotateWebhookSecretOperation } from './routes/webhooks.rotate-secret.js';
+import { sendWebhookTestOperation } from './routes/webhooks.send-test.js';
+import { listWebhookStatsOperation, webhookStatsOperation } from './routes/webhooks.stats.js';
+import { updateWebhookOperation } from './routes/webhooks.update.js';
+
+/**
+ * ingest's operations, in the order of docs/api.md, for the OpenAPI document (the single process
+ * composes it with read's: services/standalone/src/openapi.ts).
+ */
+export const ingestOperations: readonly ApiOperation[] = [
+  createWebhookOperation,
+  listWebhooksOperation,
+  retrieveWebhookOperation,
+  updateWebhookOperation,
+  destroyWebhookOperation,
+  rotateWebhookSecretOperation,
+  sendWebhookTestOperation,
+  webhookStatsOperation,
+  listWebhookStatsOperation,
+  previewWebhookOperation,
+  listWebhookCallsOperation,
+  retrieveWebhookCallOperation,
+  resendWebhookCallOperation,
+  listWebhookCallAttemptsOperation,
+  createBulkJobOperation,
+  listBulkJobsOperation,
+  retrieveBulkJobOperation,
+  cancelBulkJobOperation,
+  createEventsOperation,
+  listEventsOperation,
+  retrieveEventOperation,
+  openApiOperation,
+  consoleOperation,
+];
