@@ -183,9 +183,12 @@ export function buildOpenApiDocument(
   });
   for (const operation of operations) registry.registerPath(routeConfig(operation));
   // The generic envelope too: what any error answer is, documented operation or not.
-  const document = new OpenApiGeneratorV31([...registry.definitions, ErrorEnvelope], {
-    sortComponents: 'alphabetically',
-  }).generateDocument({
+  const document = new OpenApiGeneratorV31(
+    [...registry.definitions, { type: 'schema', schema: ErrorEnvelope }],
+    {
+      sortComponents: 'alphabetically',
+    },
+  ).generateDocument({
     openapi: '3.1.0',
     info,
     security: [{ token: [] }],

@@ -11,14 +11,15 @@ import { requireRole } from './auth.js';
 import { context } from './context.js';
 import { createApiApp } from './create-api-app.js';
 
-// Routes that exist only to exercise the plumbing around them.
+// Routes that exist only to exercise the plumbing around them. Those at the API's paths answer in
+// their shape (the test setup checks every answer against the OpenAPI document).
 function probeRouter(): Router {
   const router = Router();
   router.get('/items', requireRole('read_only'), (_req, res) => {
     res.json({ data: [], meta: { total_count: 0 } });
   });
-  router.post('/events', requireRole('producer'), (req, res) => {
-    res.status(202).json({ data: req.body as unknown });
+  router.post('/events', requireRole('producer'), (_req, res) => {
+    res.status(202).json({ data: [] });
   });
   router.get('/admin-only', requireRole(), (_req, res) => {
     res.json({ data: { environment: context(res).environment?.id, query: context(res).query } });
