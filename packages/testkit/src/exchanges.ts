@@ -7,6 +7,8 @@ export interface Exchange {
   url: string;
   status: number;
   contentType: string | undefined;
+  /** X-Api-Version: Herald's plumbing sets it on every answer (a test's bare express app does not). */
+  apiVersion: string | undefined;
   body: Buffer;
 }
 
@@ -47,12 +49,16 @@ export function captureExchange(req: IncomingMessage, res: ServerResponse): void
     return end(chunk, ...rest);
   }) as typeof res.end;
   res.once('finish', () => {
-    const type = res.getHeader('content-type');
+    const header = (name: string): string | undefined => {
+      const value = res.getHeader(name);
+      return value === undefined ? undefined : String(value);
+    };
     recorded.push({
       method: req.method ?? 'GET',
       url: req.url ?? '/',
       status: res.statusCode,
-      contentType: type === undefined ? undefined : String(type),
+      contentType: header('content-type'),
+      apiVersion: header('x-api-version'),
       body: Buffer.concat(chunks),
     });
   });

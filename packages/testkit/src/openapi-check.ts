@@ -21,8 +21,10 @@ const pointer = (...parts: string[]): string =>
 /**
  * Checks answers against an OpenAPI 3.1 document: the status must be one the operation documents,
  * and a JSON body must match that response's schema (JSON Schema 2020-12, by ajv). An answer to a
- * path or method the document does not have (a test's own route, an unknown endpoint) is checked
- * only as an error envelope when it is a JSON error. Returns one line per problem.
+ * path or method the document does not have (an unknown endpoint, a test's own route behind
+ * Herald's plumbing) is checked only as an error envelope when it is a JSON error, and only when
+ * Herald's plumbing gave it (X-Api-Version): a test's bare express app is no part of the API.
+ * Returns one line per problem.
  */
 export function createResponseChecker(
   document: OpenApiDocumentLike,
@@ -64,7 +66,7 @@ export function createResponseChecker(
       template && (document.paths as Record<string, Record<string, unknown>>)[template.path];
     const operation = item?.[method];
     if (!template || !operation || !METHODS.has(method)) {
-      if (exchange.status < 400 || !isJson) return [];
+      if (exchange.status < 400 || !isJson || exchange.apiVersion === undefined) return [];
       return problems(name, validator(pointer('components', 'schemas', 'ErrorEnvelope')), exchange);
     }
     const responses = (operation as { responses?: Record<string, ResponseObject> }).responses ?? {};
