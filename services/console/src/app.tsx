@@ -3,6 +3,7 @@ import { AppContext } from './app-context.js';
 import { ApiClient, type ApiFailure } from './lib/api.js';
 import { parseRoute, type Route } from './lib/route.js';
 import { clearSession, loadSession, saveSession, type Session } from './lib/session.js';
+import { ApiReference } from './screens/api-reference.js';
 import { CallDetail } from './screens/call-detail.js';
 import { BulkJobs } from './screens/bulk-jobs.js';
 import { CallLog } from './screens/call-log.js';
@@ -75,6 +76,7 @@ export function App() {
     { key: 'jobs', label: 'Bulk jobs', admin: true },
     { key: 'records', label: 'Records', admin: false },
     { key: 'tokens', label: 'Tokens', admin: true },
+    { key: 'api', label: 'API', admin: false },
   ].filter((entry) => !entry.admin || session.access === 'admin');
 
   return (
@@ -167,6 +169,8 @@ function Screen({
       return <Records params={route.params} />;
     case 'tokens':
       return <Tokens />;
+    case 'api':
+      return <ApiReference />;
     default:
       return (
         <div class="state state-empty">

@@ -28,6 +28,7 @@ import {
   waitFor,
 } from '@herald/testkit';
 import { testSettings } from '../../../delivery/src/harness.test-support.js';
+import { apiDocument } from '../openapi.js';
 
 /**
  * The console, end to end: the built console (services/console/dist) served by a real Herald
@@ -180,9 +181,14 @@ beforeAll(async () => {
     siteId: 'console-e2e',
     consoleDir: CONSOLE_DIR,
   };
-  // What services/standalone serves: read and ingest on one port, the console before auth.
+  // What services/standalone serves: read and ingest on one port, the console and the API's
+  // document before auth.
   herald = await serve(
-    createApiApp(deps, [readRouter(deps), ingestRouter(deps)], ingestPublicRouters(deps)),
+    createApiApp(
+      deps,
+      [readRouter(deps), ingestRouter(deps)],
+      ingestPublicRouters({ ...deps, apiDocument: apiDocument() }),
+    ),
   );
   admin = await createTestToken(t.db, 'admin');
 
@@ -1050,6 +1056,38 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByRole('alert').getByText('LAST_ADMIN_TOKEN').waitFor();
     await own.waitFor();
     expect((await api('GET', '/access_tokens')).data).toHaveLength(1);
+  });
+
+  it('renders the API reference from GET /openapi.json, every operation and its error codes', async () => {
+    const refused: string[] = [];
+    const onConsole = (message: { type(): string; text(): string }) => {
+      if (message.type() === 'error') refused.push(message.text());
+    };
+    page.on('console', onConsole);
+    try {
+      await nav().getByRole('link', { name: 'API' }).click();
+      await page.getByRole('heading', { name: 'API reference' }).waitFor();
+      const operations = Object.values(apiDocument().paths ?? {}).flatMap((item) =>
+        Object.keys(item),
+      );
+      // The renderer is a 1.5 MB chunk of its own, loaded with the page.
+      await expect
+        .poll(() => page.locator('.opblock').count(), { timeout: 20_000 })
+        .toBe(operations.length);
+      const retrieve = page.locator('#operations-Webhooks-getWebhooksId');
+      await retrieve.locator('.opblock-summary-path').getByText('/webhooks/{id}').waitFor();
+      await retrieve.locator('.opblock-summary-control').click();
+      // Its answers: the webhook, and the envelope of each status its codes are sent with.
+      await retrieve.locator('tr.response[data-code="200"]').waitFor();
+      await retrieve.locator('tr.response[data-code="404"]').waitFor();
+      const notFound = await retrieve.locator('tr.response[data-code="404"]').textContent();
+      expect(notFound).toContain('INVALID_ENVIRONMENT, NOT_FOUND');
+      await shot('api-reference');
+      // Nothing refused by the console's Content-Security-Policy, nothing fetched from outside.
+      expect(refused).toEqual([]);
+    } finally {
+      page.off('console', onConsole);
+    }
   });
 
   it('is usable on a phone', async () => {
