@@ -9,6 +9,7 @@ export {
 } from './errors.js';
 export { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './error-codes.js';
 export {
+  AccessTokenResource,
   BulkJobResource,
   ErrorEnvelope,
   EventCallResource,
@@ -18,6 +19,7 @@ export {
   ItemResource,
   LoggedEventResource,
   ReplayOffer,
+  RoleResource,
   WebhookCallAttemptResource,
   WebhookCallResource,
   WebhookPreviewResource,

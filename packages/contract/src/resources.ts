@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
+import { ROLES } from './roles.js';
 import { ATTEMPT_TRIGGERS, WEBHOOK_CALL_STATUSES } from './webhook-calls.js';
 import {
   DELIVERY_ORDERS,
@@ -385,6 +386,64 @@ export const EventCallResource = z
   })
   .meta({ id: 'EventCall', description: 'docs/api.md, GET /events/:id (included)' });
 export type EventCallResource = z.infer<typeof EventCallResource>;
+
+// Access tokens and roles (docs/api.md, Access tokens), DatoCMS's shapes.
+
+export const AccessTokenResource = z
+  .strictObject({
+    type: z.literal('access_token'),
+    id: Id,
+    attributes: z.strictObject({
+      name: z.string(),
+      /** The token itself: only in the answers of creation and regeneration (a hash is kept). */
+      token: z.string().nullable(),
+      // A union, not .nullable(): the generator writes a nullable literal's enum without null.
+      hardcoded_type: z.union([z.literal('bootstrap'), z.null()]),
+      can_access_cma: z.literal(true),
+      can_access_cda: z.literal(false),
+      can_access_cda_preview: z.literal(false),
+      /** DatoCMS's coarse "when", in UTC. */
+      last_cma_access: z.enum([
+        'today',
+        'yesterday',
+        'this_week',
+        'last_week',
+        'this_month',
+        'last_month',
+        'never',
+      ]),
+      last_cda_access: z.literal('never'),
+      token_hint: z.string(),
+      last_used_at: NullableInstant,
+      created_at: Instant,
+      updated_at: Instant,
+    }),
+    relationships: z.strictObject({
+      role: z.strictObject({
+        data: z.strictObject({ type: z.literal('role'), id: z.enum(ROLES) }),
+      }),
+    }),
+  })
+  .meta({ id: 'AccessToken', description: 'docs/api.md, The access token resource' });
+export type AccessTokenResource = z.infer<typeof AccessTokenResource>;
+
+export const RoleResource = z
+  .strictObject({
+    type: z.literal('role'),
+    /** Its name: admin, read_only, producer. */
+    id: z.enum(ROLES),
+    attributes: z.strictObject({
+      name: z.enum(ROLES),
+      can_manage_webhooks: z.boolean(),
+      can_manage_access_tokens: z.boolean(),
+      description: z.string(),
+    }),
+    relationships: z.strictObject({
+      inherits_permissions_from: z.strictObject({ data: z.array(ref('role')).max(0) }),
+    }),
+  })
+  .meta({ id: 'Role', description: 'docs/api.md, The role resource' });
+export type RoleResource = z.infer<typeof RoleResource>;
 
 // Records (docs/api.md, GET /items).
 

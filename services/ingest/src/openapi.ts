@@ -1,4 +1,10 @@
 import type { ApiOperation } from '@herald/runtime';
+import { createAccessTokenOperation } from './routes/access-tokens.create.js';
+import { destroyAccessTokenOperation } from './routes/access-tokens.destroy.js';
+import { listAccessTokensOperation } from './routes/access-tokens.list.js';
+import { regenerateAccessTokenOperation } from './routes/access-tokens.regenerate.js';
+import { retrieveAccessTokenOperation } from './routes/access-tokens.retrieve.js';
+import { updateAccessTokenOperation } from './routes/access-tokens.update.js';
 import { createBulkJobOperation } from './routes/bulk-jobs.create.js';
 import { listBulkJobsOperation } from './routes/bulk-jobs.list.js';
 import { cancelBulkJobOperation, retrieveBulkJobOperation } from './routes/bulk-jobs.retrieve.js';
@@ -7,6 +13,8 @@ import { createEventsOperation } from './routes/events.create.js';
 import { listEventsOperation } from './routes/events.list.js';
 import { retrieveEventOperation } from './routes/events.retrieve.js';
 import { openApiOperation } from './routes/openapi.retrieve.js';
+import { listRolesOperation } from './routes/roles.list.js';
+import { retrieveRoleOperation } from './routes/roles.retrieve.js';
 import { listWebhookCallAttemptsOperation } from './routes/webhook-calls.attempts.js';
 import { listWebhookCallsOperation } from './routes/webhook-calls.list.js';
 import { resendWebhookCallOperation } from './routes/webhook-calls.resend.js';
@@ -47,6 +55,14 @@ export const ingestOperations: readonly ApiOperation[] = [
   createEventsOperation,
   listEventsOperation,
   retrieveEventOperation,
+  createAccessTokenOperation,
+  listAccessTokensOperation,
+  retrieveAccessTokenOperation,
+  updateAccessTokenOperation,
+  destroyAccessTokenOperation,
+  regenerateAccessTokenOperation,
+  listRolesOperation,
+  retrieveRoleOperation,
   openApiOperation,
   consoleOperation,
 ];

@@ -29,6 +29,15 @@ const AccessTokenDocument = z.object(
   'must be a JSON object {"data": {"type": "access_token", …}}',
 );
 
+/**
+ * The request document as the OpenAPI document shows it: this shape, `attributes` as the route's
+ * schema reads them.
+ */
+export const accessTokenDocument = (attributes: z.ZodObject) =>
+  AccessTokenDocument.extend({
+    data: AccessTokenDocument.shape.data.extend({ attributes: attributes.optional() }),
+  });
+
 /** The attributes every access token request may carry beside `name` (DatoCMS's surface flags). */
 export const SurfaceFlags = {
   // Herald's tokens are all for its API; DatoCMS's CDA flags are taken and answered false.

@@ -1,6 +1,7 @@
+import type { AccessTokenResource } from '@herald/contract';
+
 /** DatoCMS's `last_cma_access` values (docs/api.md, The access token resource). */
-export type LastAccess =
-  'today' | 'yesterday' | 'this_week' | 'last_week' | 'this_month' | 'last_month' | 'never';
+type LastAccess = AccessTokenResource['attributes']['last_cma_access'];
 
 const DAY_MS = 86_400_000;
 

@@ -1,4 +1,4 @@
-import type { Role } from '@herald/contract';
+import type { AccessTokenResource, Role, RoleResource } from '@herald/contract';
 import type { ApiToken } from '@herald/store';
 import { lastAccess } from './last-access.js';
 
@@ -6,7 +6,10 @@ import { lastAccess } from './last-access.js';
  * The access_token resource (docs/api.md, The access token resource), DatoCMS's shape. `value`,
  * the token itself, only in the answers of creation and regeneration: Herald keeps a hash.
  */
-export function serializeAccessToken(token: ApiToken, value: string | null = null) {
+export function serializeAccessToken(
+  token: ApiToken,
+  value: string | null = null,
+): AccessTokenResource {
   const used = lastAccess(token.lastUsedAt, new Date());
   return {
     type: 'access_token' as const,
@@ -38,7 +41,7 @@ const ROLE_ATTRIBUTES: Record<Role, { description: string; admin: boolean }> = {
 };
 
 /** The role resource of a built-in role; its id is its name, which never changes. */
-export function serializeRole(role: Role) {
+export function serializeRole(role: Role): RoleResource {
   const { description, admin } = ROLE_ATTRIBUTES[role];
   return {
     type: 'role' as const,

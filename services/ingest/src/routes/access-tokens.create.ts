@@ -1,9 +1,11 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { AccessTokenName, ApiError, type ErrorEntry } from '@herald/contract';
+import { AccessTokenName, AccessTokenResource, ApiError, type ErrorEntry } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { createToken } from '@herald/store';
 import {
   SurfaceFlags,
+  accessTokenDocument,
   readAccessTokenDocument,
   readRoleLinkage,
 } from '../access-tokens/document.js';
@@ -12,6 +14,22 @@ import { serializeAccessToken } from '../access-tokens/serialize.js';
 import { attributesError, parse } from '../validation/zod-errors.js';
 
 const CreateAttributes = z.object({ name: AccessTokenName, ...SurfaceFlags }).strict();
+
+export const createAccessTokenOperation: ApiOperation = {
+  method: 'post',
+  path: '/access_tokens',
+  summary: 'Create an API token',
+  tag: 'Access tokens',
+  access: { roles: [] },
+  body: { schema: accessTokenDocument(CreateAttributes), required: true },
+  responses: {
+    201: {
+      description: 'The token, its value in `token` this once',
+      schema: z.strictObject({ data: AccessTokenResource }),
+    },
+  },
+  errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
+};
 
 /**
  * POST /access_tokens → 201 with the token, its value in `token` this once (docs/api.md, Access

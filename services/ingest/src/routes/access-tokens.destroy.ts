@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { context } from '@herald/runtime';
+import { AccessTokenResource } from '@herald/contract';
+import { context, type ApiOperation } from '@herald/runtime';
 import { revokeToken } from '@herald/store';
 import { refusedChange, type AccessTokenRouteDeps } from '../access-tokens/errors.js';
 import { serializeAccessToken } from '../access-tokens/serialize.js';
@@ -13,6 +14,22 @@ const DestroyQuery = z
     destination_user_id: z.string().optional(),
   })
   .strict();
+
+export const destroyAccessTokenOperation: ApiOperation = {
+  method: 'delete',
+  path: '/access_tokens/{id}',
+  summary: 'Revoke a token',
+  tag: 'Access tokens',
+  access: { roles: [] },
+  query: DestroyQuery,
+  responses: {
+    200: {
+      description: 'The token, revoked',
+      schema: z.strictObject({ data: AccessTokenResource }),
+    },
+  },
+  errors: ['NOT_FOUND', 'LAST_ADMIN_TOKEN'],
+};
 
 /**
  * DELETE /access_tokens/:id → 200 with the token, revoked: it stops working at once on this

@@ -1,7 +1,25 @@
 import type { RequestHandler } from 'express';
+import { z } from 'zod';
+import { AccessTokenResource } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { regenerateToken } from '@herald/store';
 import { refusedChange, type AccessTokenRouteDeps } from '../access-tokens/errors.js';
 import { serializeAccessToken } from '../access-tokens/serialize.js';
+
+export const regenerateAccessTokenOperation: ApiOperation = {
+  method: 'post',
+  path: '/access_tokens/{id}/regenerate_token',
+  summary: "Replace the token's value",
+  tag: 'Access tokens',
+  access: { roles: [] },
+  responses: {
+    200: {
+      description: 'The token and its new value, shown this once',
+      schema: z.strictObject({ data: AccessTokenResource }),
+    },
+  },
+  errors: ['NOT_FOUND', 'NON_EDITABLE_ACCESS_TOKEN'],
+};
 
 /**
  * POST /access_tokens/:id/regenerate_token → 200 with the token and its new value, shown this

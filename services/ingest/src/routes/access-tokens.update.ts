@@ -1,9 +1,11 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { AccessTokenName, ApiError } from '@herald/contract';
+import { AccessTokenName, AccessTokenResource, ApiError } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { findToken, updateToken } from '@herald/store';
 import {
   SurfaceFlags,
+  accessTokenDocument,
   readAccessTokenDocument,
   readRoleLinkage,
 } from '../access-tokens/document.js';
@@ -16,6 +18,25 @@ import { serializeAccessToken } from '../access-tokens/serialize.js';
 import { attributesError, parse } from '../validation/zod-errors.js';
 
 const UpdateAttributes = z.object({ name: AccessTokenName.optional(), ...SurfaceFlags }).strict();
+
+export const updateAccessTokenOperation: ApiOperation = {
+  method: 'put',
+  path: '/access_tokens/{id}',
+  summary: 'Rename a token or change its role',
+  tag: 'Access tokens',
+  access: { roles: [] },
+  body: { schema: accessTokenDocument(UpdateAttributes), required: true },
+  responses: {
+    200: { description: 'The token', schema: z.strictObject({ data: AccessTokenResource }) },
+  },
+  errors: [
+    'NOT_FOUND',
+    'INVALID_FORMAT',
+    'INVALID_ATTRIBUTES',
+    'LAST_ADMIN_TOKEN',
+    'NON_EDITABLE_ACCESS_TOKEN',
+  ],
+};
 
 /**
  * PUT /access_tokens/:id → 200: a new name and/or role (relationships.role; absent keeps it).

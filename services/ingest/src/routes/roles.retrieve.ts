@@ -1,6 +1,20 @@
 import type { RequestHandler } from 'express';
-import { ApiError, ROLES, isRole } from '@herald/contract';
+import { z } from 'zod';
+import { ApiError, ROLES, RoleResource, isRole } from '@herald/contract';
+import type { ApiOperation } from '@herald/runtime';
 import { serializeRole } from '../access-tokens/serialize.js';
+
+export const retrieveRoleOperation: ApiOperation = {
+  method: 'get',
+  path: '/roles/{id}',
+  summary: 'One role',
+  tag: 'Access tokens',
+  access: { roles: [] },
+  responses: {
+    200: { description: 'The role', schema: z.strictObject({ data: RoleResource }) },
+  },
+  errors: ['NOT_FOUND'],
+};
 
 /** GET /roles/:id → 200, or 404 for anything but admin, read_only and producer. */
 export function retrieveRoleRoute(): RequestHandler<{ id: string }> {
