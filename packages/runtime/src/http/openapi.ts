@@ -91,7 +91,7 @@ const ERROR_ENTRIES = new Map(
 );
 
 /** The codes an operation can answer, grouped by status. */
-export function operationErrors(operation: ApiOperation): Map<number, ErrorCode[]> {
+function operationErrors(operation: ApiOperation): Map<number, ErrorCode[]> {
   const common = operation.access === 'public' ? PUBLIC_ERRORS : AUTHENTICATED_ERRORS;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set([...common, ...(operation.errors ?? [])])) {
