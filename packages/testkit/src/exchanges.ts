@@ -37,6 +37,8 @@ const toBuffer = (chunk: Chunk, encoding: unknown): Buffer =>
 /** Keeps a copy of what `res` sends, recorded once it is sent (nothing while not recording). */
 export function captureExchange(req: IncomingMessage, res: ServerResponse): void {
   if (!recording) return;
+  // As requested: the router rewrites req.url for what it mounts under a path.
+  const url = req.url ?? '/';
   const chunks: Buffer[] = [];
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
   const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
@@ -55,7 +57,7 @@ export function captureExchange(req: IncomingMessage, res: ServerResponse): void
     };
     recorded.push({
       method: req.method ?? 'GET',
-      url: req.url ?? '/',
+      url,
       status: res.statusCode,
       contentType: header('content-type'),
       apiVersion: header('x-api-version'),

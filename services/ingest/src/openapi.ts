@@ -8,7 +8,7 @@ import { updateAccessTokenOperation } from './routes/access-tokens.update.js';
 import { createBulkJobOperation } from './routes/bulk-jobs.create.js';
 import { listBulkJobsOperation } from './routes/bulk-jobs.list.js';
 import { cancelBulkJobOperation, retrieveBulkJobOperation } from './routes/bulk-jobs.retrieve.js';
-import { consoleOperation } from './routes/console.static.js';
+import { consoleOperation, rootOperation } from './routes/console.static.js';
 import { createEventsOperation } from './routes/events.create.js';
 import { listEventsOperation } from './routes/events.list.js';
 import { retrieveEventOperation } from './routes/events.retrieve.js';
@@ -64,5 +64,6 @@ export const ingestOperations: readonly ApiOperation[] = [
   listRolesOperation,
   retrieveRoleOperation,
   openApiOperation,
+  rootOperation,
   consoleOperation,
 ];

@@ -36,7 +36,10 @@ export interface ApiOperation {
   /** A JSON body, as the handler's schema reads it. */
   body?: { schema: z.ZodType; required: boolean };
   /** What it answers on success: status → JSON schema, or no schema for an empty or non-JSON body. */
-  responses: Record<number, { description: string; schema?: z.ZodType; mediaType?: string }>;
+  responses: Record<
+    number,
+    { description: string; schema?: z.ZodType; mediaType?: string | readonly string[] }
+  >;
   /** The error codes this operation adds to those every operation of its kind can give. */
   errors?: readonly ErrorCode[];
 }
@@ -120,9 +123,11 @@ function routeConfig(operation: ApiOperation): RouteConfig {
       description: answer.description,
       ...(answer.schema || answer.mediaType
         ? {
-            content: {
-              [answer.mediaType ?? 'application/json']: { schema: answer.schema ?? z.string() },
-            },
+            content: Object.fromEntries(
+              [answer.mediaType ?? 'application/json']
+                .flat()
+                .map((type) => [type, { schema: answer.schema ?? z.string() }]),
+            ),
           }
         : {}),
     };

@@ -16,6 +16,18 @@ export const consoleOperation: ApiOperation = {
   errors: ['INVALID_ENDPOINT'],
 };
 
+export const rootOperation: ApiOperation = {
+  method: 'get',
+  path: '/',
+  summary: 'Leads a browser to the console',
+  tag: 'Operations',
+  extension: true,
+  access: 'public',
+  responses: {
+    302: { description: 'To /console/', mediaType: ['text/plain', 'text/html'] },
+  },
+};
+
 /**
  * GET /console: the web console's static files (services/console's build), and GET / leading
  * there. Public: the HTML and scripts hold no data; every API call they make carries the user's
