@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { type Role } from '@herald/contract';
 import {
@@ -44,6 +44,8 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
+export { freePort } from './free-port.js';
+export { PrivatePostgres, waitUntil } from './private-postgres.js';
 
 export function randomId(prefix = 't'): string {
   const id = `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -145,19 +147,6 @@ export function testHttpSettings(overrides: Partial<HttpSettings> = {}): HttpSet
     accessLog: { sampleRates: {} },
     ...overrides,
   };
-}
-
-/** A TCP port nothing listens on right now (the OS picks it; it may be reused after a while). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 export interface TestServer {

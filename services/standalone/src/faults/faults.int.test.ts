@@ -19,7 +19,8 @@ import {
   type HeraldProcess,
   type Infrastructure,
 } from './harness.test-support.js';
-import { PrivatePostgres, PrivateRedis, freePort, waitUntil } from './servers.test-support.js';
+import { PrivatePostgres, freePort, waitUntil } from '@herald/testkit';
+import { PrivateRedis } from './servers.test-support.js';
 
 // The fault-injection suite (docs/reliability.md): under a steady load of events to a real
 // receiver, each fault is injected into built Herald processes running on a Postgres cluster and

@@ -22,12 +22,13 @@ import {
 } from '@herald/store';
 import {
   TEST_DATABASE_URL,
+  freePort,
   silentLogger,
   testRedisCoordination,
   testWebhookInput,
 } from '@herald/testkit';
 import { HeraldProcess, INTERVALS, killHeraldProcessesSync } from './harness.test-support.js';
-import { PrivateRedis, freePort } from './servers.test-support.js';
+import { PrivateRedis } from './servers.test-support.js';
 
 // Flow control under faults (issue #15): random event streams of a few records, arriving in any
 // order, to a webhook with per-entity order, coalescing or batching; a receiver that fails at

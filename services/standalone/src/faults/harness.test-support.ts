@@ -8,12 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import {
-  freePort,
-  waitUntil,
-  type PrivatePostgres,
-  type PrivateRedis,
-} from './servers.test-support.js';
+import { freePort, waitUntil, type PrivatePostgres } from '@herald/testkit';
+import type { PrivateRedis } from './servers.test-support.js';
 
 /**
  * The fault suite's harness: the built Herald entry points as child processes on the suite's own
