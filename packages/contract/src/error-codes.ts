@@ -4,6 +4,8 @@
 export const ERROR_STATUS = {
   INVALID_REQUEST: 400,
   INVALID_JSON_BODY: 400,
+  /** X-Herald-Read-After is not a token of POST /events (extension). */
+  INVALID_READ_AFTER_HEADER: 400,
   INVALID_AUTHORIZATION_HEADER: 401,
   INSUFFICIENT_PERMISSIONS: 403,
   NOT_FOUND: 404,

@@ -108,6 +108,13 @@ export {
 } from './item-filters.js';
 export { regexCostProblem } from './regex-cost.js';
 export {
+  READ_AFTER_HEADER,
+  decodeReadAfter,
+  encodeReadAfter,
+  parseLsn,
+  readAfterOf,
+} from './read-after.js';
+export {
   compileContentFilter,
   contentFilterHolds,
   describeChanges,
