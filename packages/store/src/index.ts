@@ -19,6 +19,7 @@ export {
   type EmbeddedPostgres,
   type EmbeddedPostgresOptions,
 } from './embedded-postgres.js';
+export { readCommitPosition, readReplayState, type ReplayState } from './wal.js';
 export {
   MIGRATIONS_DIR,
   loadMigrations,

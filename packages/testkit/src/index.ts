@@ -45,7 +45,12 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
 export { freePort } from './free-port.js';
-export { PrivatePostgres, waitUntil } from './private-postgres.js';
+export {
+  PrivatePostgres,
+  createReplicatedPostgres,
+  waitUntil,
+  type ReplicatedPostgres,
+} from './private-postgres.js';
 
 export function randomId(prefix = 't'): string {
   const id = `${prefix}_${randomBytes(6).toString('hex')}`;

@@ -261,3 +261,43 @@ export class PrivatePostgres {
     }
   }
 }
+
+/** A primary and its streaming replica, both of the test's own, with a database `herald`. */
+export interface ReplicatedPostgres {
+  primary: PrivatePostgres;
+  replica: PrivatePostgres;
+  /** Stops both and deletes their folders. */
+  destroy(): Promise<void>;
+}
+
+/**
+ * Starts a primary and a replica streaming from it (a few seconds). If the test process ends
+ * without destroy (interrupted, crashed), an exit handler still stops both and deletes them.
+ */
+export async function createReplicatedPostgres(): Promise<ReplicatedPostgres> {
+  const primary = await PrivatePostgres.create();
+  let replica: PrivatePostgres | undefined;
+  const destroySync = () => {
+    replica?.destroySync();
+    primary.destroySync();
+  };
+  process.once('exit', destroySync);
+  try {
+    await primary.createDatabase('herald');
+    replica = await primary.createReplica();
+  } catch (error) {
+    process.removeListener('exit', destroySync);
+    await primary.destroy();
+    throw error;
+  }
+  const started = replica;
+  return {
+    primary,
+    replica: started,
+    async destroy() {
+      await started.destroy();
+      await primary.destroy();
+      process.removeListener('exit', destroySync);
+    },
+  };
+}
