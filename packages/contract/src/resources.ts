@@ -320,6 +320,8 @@ export const EventsAccepted = z
         attributes: z.strictObject({ status: z.enum(['accepted', 'duplicate']) }),
       }),
     ),
+    /** The commit's read-after token (read-after.ts), also in the X-Herald-Read-After header. */
+    meta: z.strictObject({ read_after: z.string() }).optional(),
   })
   .meta({ id: 'EventsAccepted', description: 'docs/api.md, POST /events' });
 export type EventsAccepted = z.infer<typeof EventsAccepted>;

@@ -117,6 +117,7 @@ describe('POST /events across processes (the batch context cache)', () => {
         { type: 'event', id: 'ev-d1', attributes: { status: 'duplicate' } },
         { type: 'event', id: 'ev-d2', attributes: { status: 'accepted' } },
       ],
+      meta: { read_after: expect.any(String) as string },
     });
     expect((await findRecord(db, 'main', 'd1'))?.currentAttributes).toEqual({ title: 'once' });
   });

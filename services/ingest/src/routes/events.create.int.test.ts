@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventJobId, serializeItem, type ModelInfo } from '@herald/contract';
+import {
+  READ_AFTER_HEADER,
+  decodeReadAfter,
+  eventJobId,
+  serializeItem,
+  type ModelInfo,
+} from '@herald/contract';
 import {
   TokenVerifier,
   createEventMatchQueue,
@@ -12,6 +18,7 @@ import {
   findRecord,
   loadBlocks,
   loadModels,
+  readCommitPosition,
   textSearchConfig,
 } from '@herald/store';
 import {
@@ -147,7 +154,8 @@ interface Entry {
 }
 interface Answer {
   status: number;
-  body: { data: Entry[] };
+  headers: Headers;
+  body: { data: Entry[]; meta?: { read_after?: string } };
 }
 
 async function post(
@@ -162,7 +170,11 @@ async function post(
     },
     body: options.raw ?? JSON.stringify({ data }),
   });
-  return { status: response.status, body: (await response.json()) as Answer['body'] };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Answer['body'],
+  };
 }
 
 async function countEvents(): Promise<number> {
@@ -189,6 +201,7 @@ describe('POST /events acceptance', () => {
     expect(answer.status).toBe(202);
     expect(answer.body).toEqual({
       data: [{ type: 'event', id: event.id, attributes: { status: 'accepted' } }],
+      meta: { read_after: expect.any(String) as string },
     });
     // Visible to the store as soon as the 202 is back: no polling.
     const record = await findRecord(t.db, 'main', id);
@@ -196,6 +209,27 @@ describe('POST /events acceptance', () => {
     const job = await queue.getJob(eventJobId(event.id));
     expect(job?.data).toEqual({ eventIds: [event.id] });
     expect(job?.id).toBe(event.id.replaceAll(':', '%'));
+  });
+
+  it('answers the position of its commit: the read-after token, in a header and in meta', async () => {
+    const before = await readCommitPosition(t.db);
+    const answer = await post(itemEvent('create', randomId('r'), { title: 'x' }));
+    const after = await readCommitPosition(t.db);
+    expect(answer.status).toBe(202);
+    const token = answer.headers.get(READ_AFTER_HEADER);
+    expect(answer.body.meta).toEqual({ read_after: token });
+    const position = decodeReadAfter(token!);
+    // Read after the commit: past every commit before the request, and not past the present.
+    expect(position).toBeGreaterThan(before);
+    expect(position).toBeLessThanOrEqual(after);
+    // A batch of duplicates commits nothing new, and still answers where the stored ones are.
+    const eventId = randomId('evt');
+    const again = await post(itemEvent('create', randomId('r'), { title: 'y' }, { eventId }));
+    const duplicate = await post(itemEvent('create', randomId('r'), { title: 'y' }, { eventId }));
+    expect(duplicate.body.data[0]!.attributes.status).toBe('duplicate');
+    expect(decodeReadAfter(duplicate.body.meta!.read_after!)).toBeGreaterThanOrEqual(
+      decodeReadAfter(again.body.meta!.read_after!)!,
+    );
   });
 
   it('enqueues a batch as one match job', async () => {

@@ -5,6 +5,8 @@ import {
   EVENTS_PER_REQUEST_MAX,
   EventInput,
   EventsAccepted,
+  READ_AFTER_HEADER,
+  encodeReadAfter,
   isEntityType,
   isEventTypeOf,
 } from '@herald/contract';
@@ -16,6 +18,7 @@ import {
   type EventMatchQueue,
   type EventWrite,
 } from '@herald/runtime';
+import { readCommitPosition } from '@herald/store';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
 import { ingestMetrics } from '../events/metrics.js';
@@ -77,7 +80,8 @@ export const createEventsOperation: ApiOperation = {
 /**
  * POST /events (docs/api.md): validate the batch whole, store it and apply it to the record store
  * in one transaction, then enqueue the new ids on `event-match`. The 202 means "durably stored":
- * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later.
+ * if Redis is away the enqueue is skipped and the delivery service's sweeper does it later. It
+ * carries the commit's read-after token (docs/api.md, Read your own events).
  */
 export function eventsCreate(deps: EventsDeps): RequestHandler {
   const metrics = ingestMetrics(deps.metrics.registry);
@@ -114,6 +118,12 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
         throw error;
       }
       const enqueued = write.enqueue(result.acceptedIds);
+      // Read your own events: where the commit reached in the WAL, asked while Redis takes the
+      // ids. The events are stored whatever happens here: without it, the 202 has no token.
+      const readAfter = readCommitPosition(deps.db).then(encodeReadAfter, (error: unknown) => {
+        log.warn({ err: (error as Error).message }, 'events stored; no read-after token');
+        return undefined;
+      });
       if (result.environmentsChanged) deps.environments?.invalidate();
       // One inc per label set, not per event (a batch is usually one or two label sets).
       const tally = new Map<string, { labels: Record<string, string>; count: number }>();
@@ -140,13 +150,16 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
           'events stored but not enqueued; the sweeper will enqueue them',
         );
       }
+      const token = await readAfter;
       const answer: EventsAccepted = {
         data: result.events.map((event) => ({
           type: 'event',
           id: event.id,
           attributes: { status: event.status },
         })),
+        ...(token ? { meta: { read_after: token } } : {}),
       };
+      if (token) res.setHeader(READ_AFTER_HEADER, token);
       res.status(202).json(answer);
     } catch (error) {
       next(error);
