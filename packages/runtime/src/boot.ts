@@ -108,6 +108,25 @@ export async function prepareDatabase(
 }
 
 /**
+ * A pool on the replica of READ_DATABASE_URL (DB_POOL_SIZE connections, `statementTimeoutMs` as
+ * the read pool's), or undefined without one: the reads that may lag then use `db`. The caller
+ * closes it.
+ */
+export function openReplicaDb(
+  config: { READ_DATABASE_URL?: string | undefined; DB_POOL_SIZE: number },
+  applicationName: string,
+  statementTimeoutMs?: number,
+): Db | undefined {
+  if (!config.READ_DATABASE_URL) return undefined;
+  return createPostgresDb({
+    connectionString: config.READ_DATABASE_URL,
+    maxConnections: config.DB_POOL_SIZE,
+    applicationName,
+    ...(statementTimeoutMs ? { statementTimeoutMs } : {}),
+  });
+}
+
+/**
  * Stores the configured admin token (HERALD_ADMIN_TOKEN, or the single process's file) as the
  * `bootstrap` token named `name`, so that it authenticates, is listed and can be revoked
  * (docs/api.md, Access tokens). false, and a warning, when it was revoked: it then does not work.

@@ -95,6 +95,16 @@ export const commonEnv = {
   MIGRATE_ON_START: bool.default(true),
 };
 
+/** Variables of the services that read from a replica (read, ingest and the single process). */
+export const replicaEnv = {
+  /**
+   * PostgreSQL URL of one streaming replica of DATABASE_URL's server: GET /items and the reads
+   * that tolerate lag go there (docs/operations.md, Read replicas). Unset: every read goes to
+   * DATABASE_URL. Needs DATABASE_URL.
+   */
+  READ_DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+};
+
 /** Variables of the HTTP services (ingest, read, and the single-process mode). */
 export const httpEnv = {
   /** Port to listen on (0 = any free port). */

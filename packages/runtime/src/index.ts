@@ -1,4 +1,4 @@
-export { ConfigError, commonEnv, httpEnv, parseEnv } from './config.js';
+export { ConfigError, commonEnv, httpEnv, parseEnv, replicaEnv } from './config.js';
 export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { createRedis, type Redis } from './redis.js';
@@ -31,6 +31,7 @@ export {
   openCoordination,
   openDatabase,
   openRedis,
+  openReplicaDb,
   prepareCoordination,
   prepareDatabase,
   type CoordinationConfig,
