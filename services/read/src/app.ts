@@ -2,11 +2,12 @@ import { Router, type Express } from 'express';
 import { createApiApp, type ApiAppDeps } from '@herald/runtime';
 import type { Db } from '@herald/store';
 import { IndexManager } from './index-manager.js';
-import { itemsQueryDuration } from './metrics.js';
+import { itemsQueryDuration, readAfterServed, registerReplicaLag } from './metrics.js';
 import { ReadGate, type ReadLimits } from './read-gate.js';
 import type { ApiOperation } from '@herald/runtime';
 import { itemsListOperation, itemsListRoute } from './routes/items.list.js';
 import { itemsRetrieveOperation, itemsRetrieveRoute } from './routes/items.retrieve.js';
+import { ReadSources, ReplayWatcher, type Replica } from './replica.js';
 
 /** What the read routes need. */
 export type ReadDeps = ApiAppDeps & {
@@ -17,6 +18,13 @@ export type ReadDeps = ApiAppDeps & {
    * (openReadDb); default `db`. Auth, health and index builds keep using `db`.
    */
   readDb?: Db;
+  /**
+   * The same on the replica of READ_DATABASE_URL: the routes' reads go there, those given a
+   * read-after token once it has replayed that far (docs/api.md, Read your own events).
+   */
+  readReplicaDb?: Db | undefined;
+  /** How long a read given a read-after token waits for the replica (READ_AFTER_WAIT_MS). */
+  readAfterWaitMs?: number;
   /** Each token's share of readDb and the time budget (READ_* variables); default: none. */
   readLimits?: ReadLimits;
 };
@@ -26,8 +34,22 @@ export const readOperations: readonly ApiOperation[] = [itemsListOperation, item
 
 /** The read service's routes: GET /items, GET /items/:id. */
 export function readRouter(deps: ReadDeps): Router {
+  const primary = new ReadGate(deps.readDb ?? deps.db, deps.readLimits);
+  let replica: Replica | undefined;
+  if (deps.readReplicaDb) {
+    replica = {
+      gate: new ReadGate(deps.readReplicaDb, deps.readLimits),
+      replay: new ReplayWatcher(deps.readReplicaDb, deps.logger.child({ module: 'replica' })),
+    };
+    registerReplicaLag(deps.metrics, deps.db, deps.readReplicaDb);
+  }
   const itemsDeps = {
-    gate: new ReadGate(deps.readDb ?? deps.db, deps.readLimits),
+    sources: new ReadSources(
+      primary,
+      replica,
+      deps.readAfterWaitMs ?? 500,
+      readAfterServed(deps.metrics),
+    ),
     indexes: deps.indexes ?? new IndexManager(deps.db, deps.logger, true),
     queryDuration: itemsQueryDuration(deps.metrics),
   };

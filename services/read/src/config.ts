@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, openReplicaDb, parseEnv, replicaEnv } from '@herald/runtime';
 import { createPostgresDb, type Db } from '@herald/store';
 import type { ReadLimits } from './read-gate.js';
 
@@ -20,11 +20,15 @@ export const readEnv = {
   // Further ones wait their turn, at most twice READ_STATEMENT_TIMEOUT_MS, then 429. Keep it
   // below DB_POOL_SIZE so that one client never holds every connection.
   READ_MAX_STATEMENTS_PER_TOKEN: z.coerce.number().int().min(1).max(500).default(5),
+  // With READ_DATABASE_URL: how long a read given X-Herald-Read-After waits for the replica to
+  // replay that far before it reads the primary instead. 0: the replica is asked once, not waited for.
+  READ_AFTER_WAIT_MS: z.coerce.number().int().min(0).max(60_000).default(500),
 };
 
 export const ReadConfig = z.object({
   ...commonEnv,
   ...httpEnv,
+  ...replicaEnv,
   ...readEnv,
 });
 export type ReadConfig = z.infer<typeof ReadConfig>;
@@ -46,17 +50,27 @@ export function readLimits(
 }
 
 /**
- * The read routes' database: with Postgres, a pool of its own whose statements Postgres cancels
+ * The read routes' databases: with Postgres, a pool of its own whose statements Postgres cancels
  * past READ_STATEMENT_TIMEOUT_MS (auth, health checks and index builds stay on the service's
- * pool, without a budget, and slow reads cannot take their connections); with PGlite, `db`.
+ * pool, without a budget, and slow reads cannot take their connections), and one such pool on
+ * the replica of READ_DATABASE_URL if set; with PGlite, `db`.
  */
 export function openReadDb(
-  config: Pick<ReadConfig, 'DATABASE_URL' | 'DB_POOL_SIZE' | 'READ_STATEMENT_TIMEOUT_MS'>,
+  config: Pick<
+    ReadConfig,
+    'DATABASE_URL' | 'READ_DATABASE_URL' | 'DB_POOL_SIZE' | 'READ_STATEMENT_TIMEOUT_MS'
+  >,
   db: Db,
   applicationName: string,
-): { db: Db; close(): Promise<void> } {
+): { db: Db; replica: Db | undefined; close(): Promise<void> } {
+  const replica = openReplicaDb(
+    config,
+    db,
+    `${applicationName}-replica`,
+    config.READ_STATEMENT_TIMEOUT_MS,
+  );
   if (db.kind !== 'postgres' || !config.DATABASE_URL) {
-    return { db, close: () => Promise.resolve() };
+    return { db, replica, close: async () => replica?.close() };
   }
   const readDb = createPostgresDb({
     connectionString: config.DATABASE_URL,
@@ -64,5 +78,11 @@ export function openReadDb(
     applicationName,
     statementTimeoutMs: config.READ_STATEMENT_TIMEOUT_MS,
   });
-  return { db: readDb, close: () => readDb.close() };
+  return {
+    db: readDb,
+    replica,
+    close: async () => {
+      await Promise.all([readDb.close(), replica?.close()]);
+    },
+  };
 }

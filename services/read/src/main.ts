@@ -31,6 +31,8 @@ async function main(): Promise<void> {
     http: httpSettings(config),
     indexes: new IndexManager(db, logger, config.READ_EXPRESSION_INDEXES),
     readDb: readDb.db,
+    readReplicaDb: readDb.replica,
+    readAfterWaitMs: config.READ_AFTER_WAIT_MS,
     readLimits: readLimits(config, readDb.db),
   });
   // Listening first: while Postgres or Redis does not answer, /readyz says which and why, and the

@@ -3,11 +3,14 @@ import { z } from 'zod';
 import { ItemResource, totalCount } from '@herald/contract';
 import { context, requireRole, type ApiOperation } from '@herald/runtime';
 import { listItems, type ItemsDeps } from '../items.js';
-import type { ReadGate } from '../read-gate.js';
+import { requestDb, type ReadSources } from '../replica.js';
 import { ItemsRetrieveQuery } from './items.retrieve.js';
 
-/** What the item routes get: the gate hands each request its token's view of the database. */
-export type ItemsRouteDeps = Omit<ItemsDeps, 'db'> & { gate: ReadGate };
+/**
+ * What the item routes get: the sources pick the replica or the primary for each request (its
+ * X-Herald-Read-After), whose gate hands it its token's view of that database.
+ */
+export type ItemsRouteDeps = Omit<ItemsDeps, 'db'> & { sources: ReadSources };
 
 /**
  * The parameters of GET /items as the document names them. Their rules need the model, so
@@ -63,9 +66,9 @@ export const itemsListOperation: ApiOperation = {
  */
 export function itemsListRoute(deps: ItemsRouteDeps): Router {
   const router = Router();
-  router.get('/items', requireRole('read_only'), async (_req, res) => {
+  router.get('/items', requireRole('read_only'), async (req, res) => {
     const ctx = context(res);
-    const db = deps.gate.forToken(ctx.auth!.tokenId);
+    const db = await requestDb(deps, req, ctx.auth!.tokenId);
     const page = await listItems({ ...deps, db }, ctx.environment!, ctx.query);
     res.status(200).json(page);
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError, ItemResource } from '@herald/contract';
 import { context, requireRole, type ApiOperation } from '@herald/runtime';
 import { retrieveItem } from '../items.js';
-import type { ReadGate } from '../read-gate.js';
+import { requestDb, type ReadSources } from '../replica.js';
 
 /** GET /items/:id query parameters (docs/api.md, GET /items/:id: `nested`, `version`). */
 export const ItemsRetrieveQuery = z.looseObject({
@@ -24,7 +24,7 @@ export const itemsRetrieveOperation: ApiOperation = {
   errors: ['NOT_FOUND', 'QUERY_TIMEOUT'],
 };
 
-export function itemsRetrieveRoute(deps: { gate: ReadGate }): Router {
+export function itemsRetrieveRoute(deps: { sources: ReadSources }): Router {
   const router = Router();
   router.get('/items/:id', requireRole('read_only'), async (req, res) => {
     const ctx = context(res);
@@ -40,7 +40,7 @@ export function itemsRetrieveRoute(deps: { gate: ReadGate }): Router {
     }
     const id = String(req.params['id'] ?? '');
     const item = await retrieveItem(
-      { db: deps.gate.forToken(ctx.auth!.tokenId) },
+      { db: await requestDb(deps, req, ctx.auth!.tokenId) },
       ctx.environment!,
       id,
       parsed.data.version ?? 'published',
