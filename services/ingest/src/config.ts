@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { payloadEnv } from '@herald/payload';
-import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, replicaEnv, ssrfEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
@@ -30,6 +30,7 @@ export const ingestEnv = {
 export const IngestConfig = z.object({
   ...commonEnv,
   ...httpEnv,
+  ...replicaEnv,
   ...ingestEnv,
 });
 export type IngestConfig = z.infer<typeof IngestConfig>;

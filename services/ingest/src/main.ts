@@ -7,6 +7,7 @@ import {
   httpSettings,
   openCoordination,
   openDatabase,
+  openReplicaDb,
   prepareCoordination,
   prepareDatabase,
   registerAdminToken,
@@ -32,6 +33,9 @@ async function main(): Promise<void> {
   // Resends go on it.
   const deliverQueue = createDeliverQueue(coordination, logger);
   lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
+  // GET /events, GET /webhook_calls and GET /webhook_stats read it (EventsDeps.replicaDb).
+  const replicaDb = openReplicaDb(config, 'herald-ingest-replica');
+  if (replicaDb) lifecycle.onShutdown('replica-database', () => replicaDb.close());
   const app = createApp({
     eventMatchQueue,
     deliverQueue,
@@ -46,6 +50,7 @@ async function main(): Promise<void> {
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
     siteId: config.SITE_ID,
+    replicaDb,
   });
   // Listening first: while Postgres or Redis does not answer, /readyz says which and why, and the
   // API answers 503 until the database is ready (Redis may come later: events are stored).

@@ -18,7 +18,7 @@ import {
   type EventMatchQueue,
   type EventWrite,
 } from '@herald/runtime';
-import { readCommitPosition } from '@herald/store';
+import { readCommitPosition, type Db } from '@herald/store';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
 import { ingestMetrics } from '../events/metrics.js';
@@ -35,6 +35,11 @@ export type EventsDeps = ApiAppDeps & {
    * (ENQUEUE_WAIT_FOR_WRITES_MS); absent: 0, never.
    */
   enqueueWaitForWritesMs?: number;
+  /**
+   * The replica of READ_DATABASE_URL, for the reads that tolerate its lag (GET /events,
+   * GET /webhook_calls, GET /webhook_stats; docs/operations.md, Read replicas); default `db`.
+   */
+  replicaDb?: Db | undefined;
 };
 
 /** Counts a rejected batch, labelling each event by its types when they are valid values. */

@@ -12,7 +12,8 @@ export function eventsRouter(deps: EventsDeps): Router {
   const router = Router();
   router.post('/events', requireRole('producer'), eventsCreate(deps));
   const admin = requireRole();
-  router.get('/events', admin, listEventsRoute(deps));
+  // A log of the past: a replica's lag is tolerated (EventsDeps.replicaDb); one event by id is not.
+  router.get('/events', admin, listEventsRoute({ db: deps.replicaDb ?? deps.db }));
   router.get('/events/:id', admin, retrieveEvent(deps));
   return router;
 }

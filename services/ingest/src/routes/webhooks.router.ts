@@ -23,6 +23,8 @@ export function webhooksRouter(deps: WebhookRouteDeps): Router {
   router.delete('/webhooks/:id', admin, destroyWebhook(deps));
   router.post('/webhooks/:id/rotate_secret', admin, rotateWebhookSecretRoute(deps));
   router.get('/webhooks/:id/stats', admin, webhookStatsRoute(deps));
-  router.get('/webhook_stats', admin, listWebhookStatsRoute(deps));
+  // Every webhook's figures: a replica's lag is tolerated (EventsDeps.replicaDb). One webhook's
+  // are not: a webhook just created would be a 404 there.
+  router.get('/webhook_stats', admin, listWebhookStatsRoute({ db: deps.replicaDb ?? deps.db }));
   return router;
 }

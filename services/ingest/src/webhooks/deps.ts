@@ -9,4 +9,6 @@ export interface WebhookRouteDeps {
   logger: Logger;
   /** CIDRs exempt from the blocked address ranges at creation (SSRF_ALLOW_CIDRS). */
   ssrfAllowCidrs: CidrList;
+  /** The replica for GET /webhook_stats (EventsDeps.replicaDb); default `db`. */
+  replicaDb?: Db | undefined;
 }
