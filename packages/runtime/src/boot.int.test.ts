@@ -1,14 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createPostgresDb } from '@herald/store';
-import { TEST_DATABASE_URL, createPgliteTestDb } from '@herald/testkit';
+import { TEST_DATABASE_URL } from '@herald/testkit';
 import { openReplicaDb } from './boot.js';
-import { ConfigError } from './config.js';
 
 describe('openReplicaDb', () => {
   it('opens nothing without READ_DATABASE_URL', async () => {
     const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
     try {
-      expect(openReplicaDb({ DB_POOL_SIZE: 2 }, db, 'herald-test-replica')).toBeUndefined();
+      expect(openReplicaDb({ DB_POOL_SIZE: 2 }, 'herald-test-replica')).toBeUndefined();
     } finally {
       await db.close();
     }
@@ -17,7 +16,7 @@ describe('openReplicaDb', () => {
   it('opens a pool on READ_DATABASE_URL, named, with the statement budget given', async () => {
     const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
     const config = { READ_DATABASE_URL: TEST_DATABASE_URL, DB_POOL_SIZE: 2 };
-    const replica = openReplicaDb(config, db, 'herald-test-replica', 1234)!;
+    const replica = openReplicaDb(config, 'herald-test-replica', 1234)!;
     try {
       const { rows } = await replica.query<{ name: string; timeout: string }>(
         `SELECT current_setting('application_name') AS name,
@@ -27,19 +26,6 @@ describe('openReplicaDb', () => {
     } finally {
       await replica.close();
       await db.close();
-    }
-  });
-
-  it('refuses READ_DATABASE_URL beside PGlite, naming the variable', async () => {
-    const pglite = await createPgliteTestDb();
-    try {
-      const config = { READ_DATABASE_URL: TEST_DATABASE_URL, DB_POOL_SIZE: 2 };
-      expect(() => openReplicaDb(config, pglite.db, 'herald-test-replica')).toThrow(ConfigError);
-      expect(() => openReplicaDb(config, pglite.db, 'herald-test-replica')).toThrow(
-        /READ_DATABASE_URL: needs DATABASE_URL/,
-      );
-    } finally {
-      await pglite.cleanup();
     }
   });
 });

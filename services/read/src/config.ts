@@ -65,7 +65,6 @@ export function openReadDb(
 ): { db: Db; replica: Db | undefined; close(): Promise<void> } {
   const replica = openReplicaDb(
     config,
-    db,
     `${applicationName}-replica`,
     config.READ_STATEMENT_TIMEOUT_MS,
   );

@@ -9,7 +9,8 @@ import { apiDocument } from './openapi.js';
  * API's document at /openapi.json).
  */
 export function createApp(
-  deps: IngestDeps & Pick<ReadDeps, 'readDb' | 'readLimits' | 'indexes'>,
+  deps: IngestDeps &
+    Pick<ReadDeps, 'readDb' | 'readReplicaDb' | 'readAfterWaitMs' | 'readLimits' | 'indexes'>,
 ): Express {
   const shared = shareApiState(deps);
   return createApiApp(

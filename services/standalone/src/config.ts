@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { commonEnv, httpEnv, parseEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, replicaEnv } from '@herald/runtime';
 import { ingestEnv } from '@herald/ingest';
 import { readEnv } from '@herald/read';
 import { deliveryEnv } from '@herald/delivery';
@@ -11,6 +11,7 @@ import { deliveryEnv } from '@herald/delivery';
 export const StandaloneConfig = z.object({
   ...commonEnv,
   ...httpEnv,
+  ...replicaEnv,
   ...ingestEnv,
   ...readEnv,
   ...deliveryEnv,

@@ -8,6 +8,7 @@ import {
   httpSettings,
   openCoordination,
   openDatabase,
+  openReplicaDb,
   prepareCoordination,
   prepareDatabase,
   redisReady,
@@ -74,9 +75,13 @@ async function main(): Promise<void> {
   // Resends go on it.
   const deliverQueue = createDeliverQueue(coordination, logger);
   lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
-  // GET /items runs on a pool of its own with a time budget (Postgres only; see @herald/read).
+  // GET /items runs on a pool of its own with a time budget (Postgres only; see @herald/read),
+  // and one on the replica of READ_DATABASE_URL if set.
   const readDb = openReadDb(config, db, 'herald-standalone-items');
   lifecycle.onShutdown('read-database', () => readDb.close());
+  // The lists of ingest that tolerate a replica's lag read it too, without the items' budget.
+  const replicaDb = openReplicaDb(config, 'herald-standalone-replica');
+  if (replicaDb) lifecycle.onShutdown('replica-database', () => replicaDb.close());
   const app = createApp({
     eventMatchQueue,
     deliverQueue,
@@ -92,6 +97,9 @@ async function main(): Promise<void> {
     consoleDir: config.CONSOLE_DIR ?? fileURLToPath(new URL('../../console/dist', import.meta.url)),
     http: httpSettings(config),
     readDb: readDb.db,
+    readReplicaDb: readDb.replica,
+    readAfterWaitMs: config.READ_AFTER_WAIT_MS,
+    replicaDb,
     readLimits: readLimits(config, readDb.db),
   });
   const { url } = await serveHttp(app, config, logger, lifecycle);
