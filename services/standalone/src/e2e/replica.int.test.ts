@@ -62,17 +62,15 @@ beforeAll(async () => {
   await migrate(primary);
   pipeline = await startPipeline(primary);
   receiver = await startReceiver();
-  const { redisPrefix } = pipeline.settings;
-  const eventMatchQueue = createEventMatchQueue(pipeline.redis, redisPrefix, silentLogger());
-  const deliverQueue = createDeliverQueue(pipeline.redis, redisPrefix, silentLogger());
+  const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
+  const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
   closeQueues = async () => {
     await eventMatchQueue.close();
     await deliverQueue.close();
   };
   server = await serve(
     createApp({
-      ...testDeps(primary, pipeline.redis),
-      redisPrefix,
+      ...testDeps(primary, pipeline.coordination),
       eventMatchQueue,
       deliverQueue,
       enqueueTimeoutMs: 5000,
