@@ -84,7 +84,8 @@ export const healthOperations: readonly ApiOperation[] = [
   {
     method: 'get',
     path: '/readyz',
-    summary: 'The process can serve: started, Postgres (and Redis when configured) answer, not shutting down',
+    summary:
+      'The process can serve: started, Postgres (and Redis when configured) answer, not shutting down',
     tag: 'Operations',
     extension: true,
     access: 'public',
