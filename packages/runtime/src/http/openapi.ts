@@ -33,6 +33,8 @@ export interface ApiOperation {
   access: { roles: readonly Role[] } | 'public';
   /** The query string, parsed with brackets (`page[limit]`), as the handler's schema reads it. */
   query?: z.ZodObject;
+  /** Request headers of Herald's own the handler reads (lower-case names). */
+  headers?: z.ZodObject;
   /** A JSON body, as the handler's schema reads it. */
   body?: { schema: z.ZodType; required: boolean };
   /** What it answers on success: status → JSON schema, or no schema for an empty or non-JSON body. */
@@ -155,6 +157,7 @@ function routeConfig(operation: ApiOperation): RouteConfig {
         ? { params: z.object(Object.fromEntries(pathParams.map((name) => [name, z.string()]))) }
         : {}),
       ...(operation.query ? { query: operation.query } : {}),
+      ...(operation.headers ? { headers: operation.headers } : {}),
       ...(operation.body
         ? {
             body: {

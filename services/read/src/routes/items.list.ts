@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ItemResource, totalCount } from '@herald/contract';
 import { context, requireRole, type ApiOperation } from '@herald/runtime';
 import { listItems, type ItemsDeps } from '../items.js';
-import { requestDb, type ReadSources } from '../replica.js';
+import { ReadAfterHeaders, requestDb, type ReadSources } from '../replica.js';
 import { ItemsRetrieveQuery } from './items.retrieve.js';
 
 /**
@@ -44,6 +44,7 @@ export const itemsListOperation: ApiOperation = {
   tag: 'Records',
   access: { roles: ['read_only'] },
   query: ItemsListParameters,
+  headers: ReadAfterHeaders,
   responses: {
     200: {
       description: 'One page of records',
@@ -51,6 +52,7 @@ export const itemsListOperation: ApiOperation = {
     },
   },
   errors: [
+    'INVALID_READ_AFTER_HEADER',
     'INVALID_FILTER',
     'INVALID_FILTER_FIELDS_PARAM',
     'INVALID_ORDERING',

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError, ItemResource } from '@herald/contract';
 import { context, requireRole, type ApiOperation } from '@herald/runtime';
 import { retrieveItem } from '../items.js';
-import { requestDb, type ReadSources } from '../replica.js';
+import { ReadAfterHeaders, requestDb, type ReadSources } from '../replica.js';
 
 /** GET /items/:id query parameters (docs/api.md, GET /items/:id: `nested`, `version`). */
 export const ItemsRetrieveQuery = z.looseObject({
@@ -20,8 +20,9 @@ export const itemsRetrieveOperation: ApiOperation = {
   tag: 'Records',
   access: { roles: ['read_only'] },
   query: ItemsRetrieveQuery,
+  headers: ReadAfterHeaders,
   responses: { 200: { description: 'The record', schema: z.strictObject({ data: ItemResource }) } },
-  errors: ['NOT_FOUND', 'QUERY_TIMEOUT'],
+  errors: ['INVALID_READ_AFTER_HEADER', 'NOT_FOUND', 'QUERY_TIMEOUT'],
 };
 
 export function itemsRetrieveRoute(deps: { sources: ReadSources }): Router {
