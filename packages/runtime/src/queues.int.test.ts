@@ -5,11 +5,18 @@ import {
   TEST_DATABASE_URL,
   randomId,
   silentLogger,
+  startTcpProxy,
   testRedis,
   testRedisCoordination,
+  waitFor,
 } from '@herald/testkit';
 import { createPostgresCoordination, migrateQueues } from './coordination.js';
-import { EventMatchEnqueuer, createEventMatchQueue, type EventMatchQueue } from './queues.js';
+import {
+  EventMatchEnqueuer,
+  createEventMatchQueue,
+  createQueueWorker,
+  type EventMatchQueue,
+} from './queues.js';
 
 const opened: { queue: EventMatchQueue; redis: Redis }[] = [];
 
@@ -119,6 +126,64 @@ describe('the queues on Postgres alone', () => {
       await coordination.close();
       await db.exec(`DROP SCHEMA IF EXISTS "${coordination.queueSchema}" CASCADE`);
       await db.close();
+    }
+  });
+
+  it('a worker whose database went away takes jobs again within a second or two of its return', async () => {
+    const url = new URL(TEST_DATABASE_URL);
+    const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 2 });
+    const prefix = randomId('herald_test');
+    const direct = createPostgresCoordination({
+      db,
+      url: TEST_DATABASE_URL,
+      prefix,
+      logger: silentLogger(),
+    });
+    // The worker reaches Postgres through the proxy, which the test cuts and restores.
+    const proxied = createPostgresCoordination({
+      db,
+      url: proxy.url(TEST_DATABASE_URL),
+      prefix,
+      logger: silentLogger(),
+    });
+    await migrateQueues(TEST_DATABASE_URL, direct.queueSchema, silentLogger());
+    const queue = createEventMatchQueue(direct, silentLogger());
+    const processed: string[] = [];
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const worker = createQueueWorker<{ eventIds: string[] }>(
+      'event-match',
+      proxied,
+      async (job) => {
+        // The first job finishes while the database is away: its completion cannot be written.
+        if (job.data.eventIds[0] === 'held') await held;
+        processed.push(...job.data.eventIds);
+      },
+      { concurrency: 1 },
+    );
+    worker.on('error', () => undefined);
+    try {
+      await queue.add('match-event', { eventIds: ['held'] }, { jobId: 'event-held' });
+      await waitFor(async () => expect(await queue.getJobCounts('active')).toEqual({ active: 1 }));
+      await proxy.cut();
+      release();
+      await waitFor(() => expect(processed).toContain('held'));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await proxy.restore();
+      const restored = performance.now();
+      await queue.add('match-event', { eventIds: ['after'] }, { jobId: 'event-after' });
+      await waitFor(() => expect(processed).toContain('after'), 30_000);
+      // BullMQ's default waits 15 s (runRetryDelay) before it writes the completion again.
+      expect(performance.now() - restored).toBeLessThan(5000);
+    } finally {
+      await worker.close();
+      await queue.close();
+      await direct.close();
+      await proxied.close();
+      await db.exec(`DROP SCHEMA IF EXISTS "${direct.queueSchema}" CASCADE`);
+      await db.close();
+      await proxy.close();
     }
   });
 });

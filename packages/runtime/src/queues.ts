@@ -102,6 +102,9 @@ function openQueue<Data, Name extends string>(
   ) as AnyQueue<Data, Name>;
 }
 
+/** How soon a worker on Postgres alone tries its queue store again after a failure. */
+const POSTGRES_RUN_RETRY_DELAY_MS = 500;
+
 /**
  * A worker of one of the queues, on the backend `coordination` says. On Redis `redis` is its
  * blocking connection (the worker role); on Postgres it opens a pool of `concurrency` connections
@@ -116,7 +119,11 @@ export function createQueueWorker<Data>(
 ): Worker<Data, unknown, string, IQueueBackend, never, unknown> {
   const store = queueStore(coordination, 'worker', Math.min(20, Math.max(2, options.concurrency)));
   const connection = coordination.kind === 'redis' && redis ? { connection: redis } : {};
-  const merged = { ...store.options, ...connection, ...options };
+  // A worker whose queue store failed a fetch or a job's move waits runRetryDelay (BullMQ: 15 s)
+  // before it tries again. On Redis its commands wait for the reconnection instead of failing; on
+  // Postgres alone the store is the database, so every Postgres blip cost 15 s of standstill.
+  const retry = store.postgres ? { runRetryDelay: POSTGRES_RUN_RETRY_DELAY_MS } : {};
+  const merged = { ...store.options, ...connection, ...retry, ...options };
   return (store.postgres
     ? new Worker(name, processor, merged as WorkerOptions<never>, createPostgresQueueBackend)
     : new Worker(name, processor, merged as WorkerOptions)) as unknown as Worker<
