@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import {
   PostgresConnection,
   PostgresQueueBackend,
@@ -12,7 +13,18 @@ import {
  * is not initialized"), and its events waited for the sweeper. This one forgets a failed check,
  * so that the next use checks again.
  */
-class RecheckingPostgresConnection extends PostgresConnection {
+export class RecheckingPostgresConnection extends PostgresConnection {
+  constructor(options: PostgresConnectionOptions) {
+    super(options);
+    // node-postgres leaves a client that is checked out of its pool without an 'error' listener:
+    // a connection dropped between two of BullMQ's statements (a backend terminated, a restart)
+    // emitted 'error' with nobody listening and ended the process. Every client gets a listener
+    // for its life; the statement that next uses it fails, as a dropped connection should.
+    (this.pool as unknown as EventEmitter).on('connect', (client: EventEmitter) => {
+      client.on('error', () => undefined);
+    });
+  }
+
   override async waitUntilReady(): Promise<void> {
     try {
       await super.waitUntilReady();
