@@ -5,7 +5,9 @@
  * them, in the same clone, the baseline: what the start did before it skipped anything (pnpm
  * install, pnpm run build, then Herald), and Herald's process alone.
  *
- *   pnpm bench:start        (RUNS=3 warm restarts by default; BENCH_REDIS_URL, else 6379)
+ *   pnpm bench:start        (RUNS=3 warm restarts by default)
+ *
+ * The default start needs no Redis: the queues run on the embedded PostgreSQL.
  */
 import { execFile, spawn } from 'node:child_process';
 import { appendFile, mkdtemp, rm } from 'node:fs/promises';
@@ -13,17 +15,14 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { createLogger, createRedis } from '@herald/runtime';
 import { table } from '../lib/table.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const RUNS = Number(process.env['RUNS'] ?? 3);
-const REDIS_URL = process.env['BENCH_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const run = promisify(execFile);
 
 const work = await mkdtemp(join(tmpdir(), 'herald-bench-start-'));
 const clone = join(work, 'herald');
-const prefix = `herald_bench_start_${process.pid}`;
 
 /** Runs `command` in the clone until Herald prints its banner; seconds to it, then stops Herald. */
 async function timeToBanner(command: string): Promise<number> {
@@ -36,8 +35,6 @@ async function timeToBanner(command: string): Promise<number> {
       PORT: '0',
       HOST: '127.0.0.1',
       HERALD_DATA_DIR: join(work, 'data'),
-      REDIS_URL,
-      REDIS_PREFIX: prefix,
       LOG_LEVEL: 'warn',
       SHUTDOWN_READINESS_DELAY_MS: '0',
     },
@@ -102,13 +99,5 @@ try {
       table(['start', 'what runs', 'to the banner'], rows),
   );
 } finally {
-  const redis = createRedis(REDIS_URL, 'worker', createLogger({ name: 'bench', level: 'silent' }));
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `*${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
-  await redis.quit();
   await rm(work, { recursive: true, force: true });
 }
