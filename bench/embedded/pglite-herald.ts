@@ -93,4 +93,5 @@ const delivery = await startDelivery(
   deliverySettings(config),
 );
 lifecycle.onShutdown('delivery-workers', () => delivery.close());
+lifecycle.started();
 process.stdout.write(`\nHerald is running at ${url}\n`);
