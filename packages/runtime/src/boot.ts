@@ -29,7 +29,7 @@ export interface CommonConfig {
 
 /** The parsed HTTP variables (see httpEnv). */
 export interface HttpConfig {
-  DOCS_URL: string;
+  DOCS_URL?: string | undefined;
   HTTP_BODY_LIMIT_BYTES: number;
   RATE_LIMIT_WINDOW_MS: number;
   RATE_LIMIT_ADMIN: number;

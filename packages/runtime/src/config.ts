@@ -135,6 +135,9 @@ export const httpEnv = {
    * may log a sample. Error answers are always logged.
    */
   ACCESS_LOG_SAMPLE_EVENTS: z.coerce.number().min(0).max(1).default(1),
-  /** Base of `doc_url` in error envelopes. */
-  DOCS_URL: z.string().default('https://github.com/herald-cms/herald/blob/main/docs/errors.md'),
+  /**
+   * Base of `doc_url` in error envelopes (`<DOCS_URL>#<CODE>`). Unset: each process's own
+   * GET /docs/errors at the address the client used (docs/errors.md served as HTML).
+   */
+  DOCS_URL: z.string().min(1).optional(),
 };

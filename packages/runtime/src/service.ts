@@ -51,7 +51,7 @@ export function startService(
 /** Listens with the app and registers the server's graceful close (SHUTDOWN_GRACE_MS). */
 export async function serveHttp(
   app: Express,
-  config: { PORT: number; HOST: string; DOCS_URL: string; SHUTDOWN_GRACE_MS: number },
+  config: { PORT: number; HOST: string; DOCS_URL?: string | undefined; SHUTDOWN_GRACE_MS: number },
   logger: Logger,
   lifecycle: Lifecycle,
 ): Promise<{ server: Server; url: string }> {

@@ -358,3 +358,22 @@ describe('a database connection lost inside POST /events', () => {
     expect(await ingest.exited).toBe(0);
   });
 });
+
+describe('what the built ingest serves without a token (#32)', () => {
+  it('the error reference its doc_url points at, found from the build', async () => {
+    const ingest = await startIngest({ SHUTDOWN_READINESS_DELAY_MS: '0' });
+    try {
+      const refused = await get(`${ingest.url}/webhooks`);
+      expect(refused.status).toBe(401);
+      const body = (await refused.json()) as { data: [{ attributes: { doc_url: string } }] };
+      const docUrl = body.data[0].attributes.doc_url;
+      expect(docUrl).toBe(`${ingest.url}/docs/errors#INVALID_AUTHORIZATION_HEADER`);
+      const reference = await get(docUrl.slice(0, docUrl.indexOf('#')));
+      expect(reference.status).toBe(200);
+      expect(await reference.text()).toContain('<a id="INVALID_AUTHORIZATION_HEADER"></a>');
+    } finally {
+      ingest.child.kill('SIGTERM');
+      expect(await ingest.exited).toBe(0);
+    }
+  });
+});

@@ -9,6 +9,7 @@ import { accessLog, routeTemplate, type AccessLogSettings } from './access-log.j
 import { authenticate, TokenVerifier } from './auth.js';
 import { context, type RequestContext } from './context.js';
 import { EnvironmentResolver, selectEnvironment } from './environments.js';
+import { errorReferenceRouter } from './error-reference.js';
 import { errorHandler } from './errors.js';
 import { checkAccept, checkApiVersion, checkContentType } from './headers.js';
 import { healthRouter } from './health.js';
@@ -18,7 +19,8 @@ import { parseQueryString } from './query.js';
 import { RateLimiter, type RateLimits } from './rate-limit.js';
 
 export interface HttpSettings {
-  docsUrl: string;
+  /** DOCS_URL: the base of `doc_url`; undefined, each process's own /docs/errors (docsUrlFor). */
+  docsUrl: string | undefined;
   bodyLimitBytes: number;
   rateLimits: RateLimits;
   authCacheTtlMs: number;
@@ -147,7 +149,8 @@ function refuseWhileStarting(lifecycle: ApiAppDeps['lifecycle']): RequestHandler
 
 /**
  * The HTTP plumbing shared by the API services (docs/api.md, Conventions), around the given
- * routers: request ids and standard headers, the access log, health and metrics, query parsing with limits, Accept,
+ * routers: request ids and standard headers, the access log, health and metrics, the error
+ * reference (GET /docs/errors), query parsing with limits, Accept,
  * auth and rate limits, X-Api-Version, X-Environment, Content-Type and JSON bodies, 404 for unknown
  * routes, and the error envelope. `publicRouters` are mounted right after health, before auth and
  * the API's header checks: for what is public by design (the console's static files).
@@ -185,6 +188,7 @@ export function createApiApp(
       docsUrl: deps.http.docsUrl,
     }),
   );
+  app.use(errorReferenceRouter());
   for (const router of publicRouters) app.use(router);
   app.use(refuseWhileStarting(deps.lifecycle));
   app.use(parseQuery);
@@ -211,9 +215,12 @@ const notFound: RequestHandler = (req, _res, next) => {
   );
 };
 
-/** Health, readiness and metrics only: the delivery service has no API of its own. */
+/**
+ * Health, readiness and metrics only (and the error reference its errors point at): the delivery
+ * service has no API of its own.
+ */
 export function createOpsApp(
-  deps: Omit<ApiAppDeps, 'http' | 'environments'> & { docsUrl: string },
+  deps: Omit<ApiAppDeps, 'http' | 'environments'> & { docsUrl: string | undefined },
 ): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -230,6 +237,7 @@ export function createOpsApp(
       docsUrl: deps.docsUrl,
     }),
   );
+  app.use(errorReferenceRouter());
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.docsUrl));
   return app;

@@ -4,6 +4,7 @@ import { isDbUnavailableError } from '@herald/store';
 import { postgresProblem, warnOncePerCause } from '../dependencies.js';
 import type { Logger } from '../logger.js';
 import { context } from './context.js';
+import { docsUrlFor } from './error-reference.js';
 
 /** body-parser's error types, mapped to the contract's codes. */
 function fromBodyParser(error: {
@@ -78,9 +79,12 @@ export function toApiError(error: unknown, logger: Logger, requestId: string): A
   });
 }
 
-/** The one error middleware: renders the DatoCMS error envelope. */
-export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandler {
-  return (error: unknown, _req, res, _next) => {
+/**
+ * The one error middleware: renders the DatoCMS error envelope, `doc_url` on DOCS_URL when it is
+ * set, else on this process's /docs/errors as the client addressed it (docsUrlFor).
+ */
+export function errorHandler(logger: Logger, docsUrl: string | undefined): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
     const apiError = toApiError(error, logger, context(res).requestId);
     context(res).errorCode = apiError.entries[0]?.code;
     if (res.headersSent) {
@@ -88,6 +92,6 @@ export function errorHandler(logger: Logger, docsUrl: string): ErrorRequestHandl
       return;
     }
     for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
-    res.status(apiError.status).json(renderErrorEnvelope(apiError, docsUrl));
+    res.status(apiError.status).json(renderErrorEnvelope(apiError, docsUrlFor(req, docsUrl)));
   };
 }

@@ -5,6 +5,7 @@ import type { Db } from '@herald/store';
 import type { Coordination } from '../coordination.js';
 import { postgresProblem, redisAddress, redisProblem } from '../dependencies.js';
 import type { Metrics } from '../metrics.js';
+import { docsUrlFor, errorReferenceOperation } from './error-reference.js';
 import type { ApiOperation } from './openapi.js';
 
 export interface HealthDeps {
@@ -14,7 +15,8 @@ export interface HealthDeps {
   isDraining: () => boolean;
   /** What the start is still doing or waiting for (Lifecycle.starting); undefined once started. */
   starting?: () => string | undefined;
-  docsUrl: string;
+  /** DOCS_URL: the base of `doc_url`; unset, the process's own /docs/errors (docsUrlFor). */
+  docsUrl: string | undefined;
 }
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -101,6 +103,7 @@ export const healthOperations: readonly ApiOperation[] = [
     access: 'public',
     responses: { 200: { description: 'The metrics', mediaType: 'text/plain' } },
   },
+  errorReferenceOperation,
 ];
 
 /**
@@ -119,7 +122,7 @@ export function healthRouter(deps: HealthDeps): Router {
     const answer: z.infer<typeof Alive> = { status: 'ok' };
     res.json(answer);
   });
-  router.get('/readyz', async (_req, res) => {
+  router.get('/readyz', async (req, res) => {
     const checks = await checkDependencies(deps);
     const { database, redis } = checks;
     const draining = deps.isDraining();
@@ -143,7 +146,7 @@ export function healthRouter(deps: HealthDeps): Router {
       ...(starting ? { starting } : {}),
       checks,
     });
-    res.status(503).json(renderErrorEnvelope(error, deps.docsUrl));
+    res.status(503).json(renderErrorEnvelope(error, docsUrlFor(req, deps.docsUrl)));
   });
   router.get('/metrics', async (_req, res) => {
     res.setHeader('Content-Type', deps.metrics.registry.contentType);

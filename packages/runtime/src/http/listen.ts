@@ -4,13 +4,19 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Express } from 'express';
 import { ApiError, renderErrorEnvelope } from '@herald/contract';
 import type { Logger } from '../logger.js';
+import { ERROR_REFERENCE_PATH } from './error-reference.js';
 
 /**
  * What Node's HTTP parser refuses before any route runs is answered in the envelope too:
  * headers over 16 KB → 431 REQUEST_TOO_LARGE, anything malformed → 400 INVALID_REQUEST; with a
  * request id of its own, logged at warn like the access log's errors (there is no route, no token).
+ * Without DOCS_URL, `doc_url` is relative (`/docs/errors#CODE`): no Host header was read.
  */
-export function answerClientErrors(server: Server, docsUrl: string, logger?: Logger): void {
+export function answerClientErrors(
+  server: Server,
+  docsUrl: string | undefined,
+  logger?: Logger,
+): void {
   server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -25,7 +31,7 @@ export function answerClientErrors(server: Server, docsUrl: string, logger?: Log
           { status },
         )
       : new ApiError('INVALID_REQUEST', { message: 'Malformed HTTP request' }, { status });
-    const body = JSON.stringify(renderErrorEnvelope(apiError, docsUrl));
+    const body = JSON.stringify(renderErrorEnvelope(apiError, docsUrl ?? ERROR_REFERENCE_PATH));
     const requestId = randomUUID();
     logger?.warn(
       { module: 'access', requestId, status, code: apiError.entries[0]?.code, err: error.code },
@@ -44,7 +50,7 @@ export function answerClientErrors(server: Server, docsUrl: string, logger?: Log
 
 export async function listen(
   app: Express,
-  options: { port: number; host: string; docsUrl: string; logger: Logger },
+  options: { port: number; host: string; docsUrl: string | undefined; logger: Logger },
 ): Promise<{ server: Server; url: string }> {
   const server = createServer({ maxHeaderSize: 16 * 1024 }, app);
   server.keepAliveTimeout = 5_000;
