@@ -31,6 +31,8 @@ export {
 } from './resources.js';
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 export { AccessTokenName, ROLES, isRole, type Role } from './roles.js';
+export type { ApiOperation } from './api-operation.js';
+export { ItemsRetrieveQuery, itemOperations } from './item-operations.js';
 export {
   API_KEY_PATTERN,
   LOCALE_PATTERN,

@@ -1,12 +1,8 @@
 import { Router, type Express } from 'express';
 import type { CidrList } from '@herald/contract';
 import { HERALD_USER_AGENT } from '@herald/payload';
-import {
-  createApiApp,
-  shareApiState,
-  type DeliverQueue,
-  type OpenApiDocument,
-} from '@herald/runtime';
+import { createApiApp, shareApiState, type DeliverQueue } from '@herald/runtime';
+import { apiDocument } from './openapi.js';
 import { accessTokensRouter } from './routes/access-tokens.router.js';
 import { bulkJobsRouter } from './routes/bulk-jobs.router.js';
 import { consoleRouter } from './routes/console.static.js';
@@ -27,11 +23,6 @@ export type IngestDeps = EventsDeps & {
   siteId?: string;
   /** Folder of the built web console (CONSOLE_DIR); /console answers 404 when it is not built. */
   consoleDir?: string | undefined;
-  /**
-   * The OpenAPI document of the whole API, served at GET /openapi.json: composed where read's
-   * routes are known too (services/standalone); absent, the path is an unknown endpoint.
-   */
-  apiDocument?: OpenApiDocument;
 };
 
 /**
@@ -59,10 +50,12 @@ export function ingestRouter(deps: IngestDeps): Router {
   return router;
 }
 
-/** What ingest serves without a token, before auth: the API's document and the console. */
+/**
+ * What ingest serves without a token, before auth: the document of the whole API (read's
+ * operations included) and the console.
+ */
 export function ingestPublicRouters(deps: IngestDeps): Router[] {
-  const routers = [consoleRouter(deps.consoleDir)];
-  return deps.apiDocument ? [openApiRouter(deps.apiDocument), ...routers] : routers;
+  return [openApiRouter(apiDocument()), consoleRouter(deps.consoleDir)];
 }
 
 export function createApp(deps: IngestDeps): Express {

@@ -1,4 +1,4 @@
 export { createApp, ingestPublicRouters, ingestRouter, type IngestDeps } from './app.js';
-export { ingestOperations } from './openapi.js';
+export { apiDocument } from './openapi.js';
 export { ingestEnv, IngestConfig, loadConfig } from './config.js';
 export { ingestMetrics } from './events/metrics.js';

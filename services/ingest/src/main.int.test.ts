@@ -376,4 +376,17 @@ describe('what the built ingest serves without a token (#32)', () => {
       expect(await ingest.exited).toBe(0);
     }
   });
+
+  it('the document of the whole API, read operations included (the gateway sends it /openapi.json)', async () => {
+    const ingest = await startIngest({ SHUTDOWN_READINESS_DELAY_MS: '0' });
+    try {
+      const document = await get(`${ingest.url}/openapi.json`);
+      expect(document.status).toBe(200);
+      const paths = Object.keys(((await document.json()) as { paths: object }).paths);
+      expect(paths).toEqual(expect.arrayContaining(['/items', '/items/{id}', '/webhooks']));
+    } finally {
+      ingest.child.kill('SIGTERM');
+      expect(await ingest.exited).toBe(0);
+    }
+  });
 });

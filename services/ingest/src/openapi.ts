@@ -1,4 +1,11 @@
-import type { ApiOperation } from '@herald/runtime';
+import { itemOperations } from '@herald/contract';
+import { HERALD_VERSION } from '@herald/payload';
+import {
+  buildOpenApiDocument,
+  healthOperations,
+  type ApiOperation,
+  type OpenApiDocument,
+} from '@herald/runtime';
 import { createAccessTokenOperation } from './routes/access-tokens.create.js';
 import { destroyAccessTokenOperation } from './routes/access-tokens.destroy.js';
 import { listAccessTokensOperation } from './routes/access-tokens.list.js';
@@ -29,11 +36,8 @@ import { sendWebhookTestOperation } from './routes/webhooks.send-test.js';
 import { listWebhookStatsOperation, webhookStatsOperation } from './routes/webhooks.stats.js';
 import { updateWebhookOperation } from './routes/webhooks.update.js';
 
-/**
- * ingest's operations, in the order of docs/api.md, for the OpenAPI document (the single process
- * composes it with read's: services/standalone/src/openapi.ts).
- */
-export const ingestOperations: readonly ApiOperation[] = [
+/** ingest's operations, in the order of docs/api.md. */
+const ingestOperations: readonly ApiOperation[] = [
   createWebhookOperation,
   listWebhooksOperation,
   retrieveWebhookOperation,
@@ -67,3 +71,22 @@ export const ingestOperations: readonly ApiOperation[] = [
   rootOperation,
   consoleOperation,
 ];
+
+let built: OpenApiDocument | undefined;
+
+/**
+ * The OpenAPI 3.1 document of the whole HTTP API (GET /openapi.json), in the order of
+ * docs/api.md: read's operations (the contract's itemOperations: no service imports another),
+ * ingest's, then every process's own. Served by ingest, alone (the gateway sends it everything but
+ * /items) or in the single process. Built once.
+ */
+export function apiDocument(): OpenApiDocument {
+  built ??= buildOpenApiDocument([...itemOperations, ...ingestOperations, ...healthOperations], {
+    title: 'Herald',
+    version: HERALD_VERSION,
+    description:
+      'Self-hosted webhook delivery, wire-compatible with the DatoCMS CMA for records, webhooks ' +
+      'and the webhook call log. Errors: the DatoCMS envelope, every code in docs/errors.md.',
+  });
+  return built;
+}

@@ -4,9 +4,8 @@ import type { Db } from '@herald/store';
 import { IndexManager } from './index-manager.js';
 import { itemsQueryDuration, readAfterServed, registerReplicaLag } from './metrics.js';
 import { ReadGate, type ReadLimits } from './read-gate.js';
-import type { ApiOperation } from '@herald/runtime';
-import { itemsListOperation, itemsListRoute } from './routes/items.list.js';
-import { itemsRetrieveOperation, itemsRetrieveRoute } from './routes/items.retrieve.js';
+import { itemsListRoute } from './routes/items.list.js';
+import { itemsRetrieveRoute } from './routes/items.retrieve.js';
 import { ReadSources, ReplayWatcher, type Replica } from './replica.js';
 
 /** What the read routes need. */
@@ -28,9 +27,6 @@ export type ReadDeps = ApiAppDeps & {
   /** Each token's share of readDb and the time budget (READ_* variables); default: none. */
   readLimits?: ReadLimits;
 };
-
-/** The read service's operations, for the OpenAPI document (ingest serves it for the API). */
-export const readOperations: readonly ApiOperation[] = [itemsListOperation, itemsRetrieveOperation];
 
 /** The read service's routes: GET /items, GET /items/:id. */
 export function readRouter(deps: ReadDeps): Router {

@@ -1,4 +1,4 @@
-export { createApp, readOperations, readRouter, type ReadDeps } from './app.js';
+export { createApp, readRouter, type ReadDeps } from './app.js';
 export { readEnv, ReadConfig, loadConfig, openReadDb, readLimits } from './config.js';
 export { ReadGate, type ReadLimits } from './read-gate.js';
 export { IndexManager } from './index-manager.js';

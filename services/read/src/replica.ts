@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request } from 'express';
-import { z } from 'zod';
 import { errorMessage, readAfterOf } from '@herald/contract';
 import { warnOncePerCause, type Logger } from '@herald/runtime';
 import { readReplayState, type Queryable } from '@herald/store';
@@ -135,15 +134,3 @@ export async function requestDb(
   const gate = await deps.sources.gateFor(readAfterOf(req.headers['x-herald-read-after']));
   return gate.forToken(tokenId);
 }
-
-/** The header the item routes read, as the OpenAPI document names it (docs/api.md). */
-export const ReadAfterHeaders = z.object({
-  'x-herald-read-after': z
-    .string()
-    .optional()
-    .meta({
-      description:
-        'The token of a 202 of POST /events (meta.read_after): read data at least that new ' +
-        '(docs/api.md, Read your own events)',
-    }),
-});

@@ -2,7 +2,6 @@ import type { Express } from 'express';
 import { createApiApp, shareApiState } from '@herald/runtime';
 import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter, type ReadDeps } from '@herald/read';
-import { apiDocument } from './openapi.js';
 
 /**
  * ingest and read on one port, as the gateway would route them (and the console at /console, the
@@ -16,6 +15,6 @@ export function createApp(
   return createApiApp(
     shared,
     [readRouter(shared), ingestRouter(shared)],
-    ingestPublicRouters({ ...shared, apiDocument: apiDocument() }),
+    ingestPublicRouters(shared),
   );
 }

@@ -1,18 +1,23 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { Router } from 'express';
 import { describe, expect } from 'vitest';
-import { ingestPublicRouters, ingestRouter } from '@herald/ingest';
+import {
+  apiDocument,
+  createApp as createIngestApp,
+  ingestPublicRouters,
+  ingestRouter,
+} from '@herald/ingest';
 import { readRouter } from '@herald/read';
 import { createApiApp } from '@herald/runtime';
 import {
   assertExchangesMatch,
   createResponseChecker,
+  serve,
   takeExchanges,
   testWebhookInput,
 } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from './app.js';
-import { apiDocument } from './openapi.js';
 
 // The OpenAPI document (#32 item 1): valid OpenAPI 3.1, served without a token, covering every
 // route, and the response check of the test setup catching an answer that does not match it.
@@ -39,12 +44,32 @@ describe('the OpenAPI document', () => {
     expect(await response.json()).toEqual(JSON.parse(JSON.stringify(apiDocument())));
   });
 
+  it("is served the same by the split stack's ingest (the gateway sends it /openapi.json)", async ({
+    api,
+    deps,
+  }) => {
+    // ingest alone, as services/ingest/src/main.ts makes it: no read routes, no read import.
+    const ingest = await serve(createIngestApp(deps));
+    try {
+      const split = await fetch(`${ingest.url}/openapi.json`);
+      expect(split.status).toBe(200);
+      const single = await fetch(`${api.url}/openapi.json`);
+      const document = await split.text();
+      expect(document).toBe(await single.text());
+      expect(Object.keys((JSON.parse(document) as { paths: Paths }).paths)).toContain(
+        '/items/{id}',
+      );
+    } finally {
+      await ingest.close();
+    }
+  });
+
   it('documents every route ingest and read mount, and nothing else', ({ deps }) => {
     // The single process's app: read's and ingest's routes behind the plumbing.
     const app = createApiApp(
       deps,
       [readRouter(deps), ingestRouter(deps)],
-      ingestPublicRouters({ ...deps, apiDocument: apiDocument() }),
+      ingestPublicRouters(deps),
     );
     type Layer = { route?: { path: string | string[]; methods: object }; handle?: Router };
     const walk = (stack: Layer[]): string[] =>

@@ -20,7 +20,7 @@ async function checkAnswers(): Promise<void> {
   const exchanges = takeExchanges();
   if (exchanges.length === 0) return;
   if (!check) {
-    const { apiDocument } = await import('../src/openapi.js');
+    const { apiDocument } = await import('@herald/ingest');
     check = createResponseChecker(apiDocument());
   }
   assertExchangesMatch(check, exchanges);

@@ -10,41 +10,13 @@ import {
   ERROR_STATUS,
   ErrorEnvelope,
   apiErrorEntry,
+  type ApiOperation,
   type ErrorCode,
-  type Role,
 } from '@herald/contract';
 
-/**
- * One operation of the HTTP API as the OpenAPI document (GET /openapi.json) states it, declared
- * beside its handler with the zod schemas the handler validates with and answers by.
- */
-export interface ApiOperation {
-  method: 'get' | 'post' | 'put' | 'delete';
-  /** As OpenAPI writes it: `/webhooks/{id}` (express: `/webhooks/:id`). */
-  path: string;
-  summary: string;
-  /** The section of docs/api.md: Records, Webhooks, Webhook calls, Bulk jobs, Events, Operations. */
-  tag: string;
-  /** More than the summary says (Markdown). */
-  description?: string;
-  /** Herald's, not the DatoCMS CMA's (docs/api.md, DatoCMS compatibility). */
-  extension?: boolean;
-  /** Who may call it: `admin` always, these roles too; `public` needs no token. */
-  access: { roles: readonly Role[] } | 'public';
-  /** The query string, parsed with brackets (`page[limit]`), as the handler's schema reads it. */
-  query?: z.ZodObject;
-  /** Request headers of Herald's own the handler reads (lower-case names). */
-  headers?: z.ZodObject;
-  /** A JSON body, as the handler's schema reads it. */
-  body?: { schema: z.ZodType; required: boolean };
-  /** What it answers on success: status → JSON schema, or no schema for an empty or non-JSON body. */
-  responses: Record<
-    number,
-    { description: string; schema?: z.ZodType; mediaType?: string | readonly string[] }
-  >;
-  /** The error codes this operation adds to those every operation of its kind can give. */
-  errors?: readonly ErrorCode[];
-}
+// Declared in the contract, so that a service can describe another's operations without importing
+// it (ingest serves the whole document: services/ingest/src/openapi.ts); the routes name it here.
+export type { ApiOperation };
 
 /**
  * A request body `{"data": {"type": <type>, "attributes": {...}}}` (docs/api.md, Documents), as the

@@ -20,7 +20,8 @@ export const openApiOperation: ApiOperation = {
 
 /**
  * GET /openapi.json: the document of the whole API, read's routes included (the gateway sends
- * everything but /items here). Public, like the console that renders it: it holds no data.
+ * everything but /items here), the same in the split stack and the single process. Public, like
+ * the console that renders it: it holds no data.
  */
 export function openApiRouter(document: OpenApiDocument): Router {
   const router = Router();

@@ -1,30 +1,13 @@
 import { Router } from 'express';
-import { z } from 'zod';
-import { ApiError, ItemResource } from '@herald/contract';
-import { context, requireRole, type ApiOperation } from '@herald/runtime';
+import { ApiError, ItemsRetrieveQuery } from '@herald/contract';
+import { context, requireRole } from '@herald/runtime';
 import { retrieveItem } from '../items.js';
-import { ReadAfterHeaders, requestDb, type ReadSources } from '../replica.js';
+import { requestDb, type ReadSources } from '../replica.js';
 
-/** GET /items/:id query parameters (docs/api.md, GET /items/:id: `nested`, `version`). */
-export const ItemsRetrieveQuery = z.looseObject({
-  nested: z.enum(['true', 'false']).optional(),
-  version: z.enum(['published', 'current']).optional(),
-});
-type ItemsRetrieveQuery = z.infer<typeof ItemsRetrieveQuery>;
-
-export const itemsRetrieveOperation: ApiOperation = {
-  method: 'get',
-  path: '/items/{id}',
-  summary: 'One record',
-  description: 'Other parameters are ignored.',
-  tag: 'Records',
-  access: { roles: ['read_only'] },
-  query: ItemsRetrieveQuery,
-  headers: ReadAfterHeaders,
-  responses: { 200: { description: 'The record', schema: z.strictObject({ data: ItemResource }) } },
-  errors: ['INVALID_READ_AFTER_HEADER', 'NOT_FOUND', 'QUERY_TIMEOUT'],
-};
-
+/**
+ * GET /items/:id. Its query schema and OpenAPI operation are the contract's (item-operations.ts:
+ * ingest serves the document too).
+ */
 export function itemsRetrieveRoute(deps: { sources: ReadSources }): Router {
   const router = Router();
   router.get('/items/:id', requireRole('read_only'), async (req, res) => {

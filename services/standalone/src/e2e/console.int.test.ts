@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { HERALD_VERSION } from '@herald/payload';
-import { ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
+import { apiDocument, ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
 import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
@@ -28,7 +28,6 @@ import {
   waitFor,
 } from '@herald/testkit';
 import { testSettings } from '../../../delivery/src/harness.test-support.js';
-import { apiDocument } from '../openapi.js';
 
 /**
  * The console, end to end: the built console (services/console/dist) served by a real Herald
@@ -184,11 +183,7 @@ beforeAll(async () => {
   // What services/standalone serves: read and ingest on one port, the console and the API's
   // document before auth.
   herald = await serve(
-    createApiApp(
-      deps,
-      [readRouter(deps), ingestRouter(deps)],
-      ingestPublicRouters({ ...deps, apiDocument: apiDocument() }),
-    ),
+    createApiApp(deps, [readRouter(deps), ingestRouter(deps)], ingestPublicRouters(deps)),
   );
   admin = await createTestToken(t.db, 'admin');
 
