@@ -3,8 +3,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-// The docs stay true to the tree: the architecture's "Where is what" names files that exist, and
-// every relative link of the README and of docs/ leads to a file that exists.
+// The docs stay true to the tree: the architecture's "Where is what" names files that exist,
+// every relative link of the README and of docs/ leads to a file that exists, and the Docker image
+// keeps docs/errors.md, which every process serves.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DOCS = [
   'README.md',
@@ -35,5 +36,15 @@ describe('the docs', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('go into the Docker image where every process reads the error reference (GET /docs/errors)', () => {
+    const dockerfile = readFileSync(join(ROOT, 'infra/Dockerfile'), 'utf8');
+    const runtime = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toContain('WORKDIR /app\n');
+    expect(runtime).toMatch(/^COPY --from=build \/app\/docs\/errors\.md \.\/docs\/errors\.md$/m);
+    // The runtime package finds it four levels above its src/http/ or dist/http/ file.
+    const source = readFileSync(join(ROOT, 'packages/runtime/src/http/error-reference.ts'), 'utf8');
+    expect(source).toContain("new URL('../../../../docs/errors.md', import.meta.url)");
   });
 });
