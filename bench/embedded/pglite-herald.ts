@@ -21,6 +21,7 @@ import {
   httpSettings,
   createRedis,
   parseEnv,
+  registerAdminToken,
   serveHttp,
   startService,
 } from '@herald/runtime';
@@ -44,6 +45,9 @@ const db =
     : await createPgliteDb({ dataDir });
 lifecycle.onShutdown('database', () => db.close());
 await migrate(db);
+if (config.HERALD_ADMIN_TOKEN) {
+  await registerAdminToken(db, config.HERALD_ADMIN_TOKEN, 'HERALD_ADMIN_TOKEN', logger);
+}
 await createWebhookCallMonths(db);
 const records = Number(process.env['BENCH_RECORDS'] ?? 0);
 if (records > 0) {
