@@ -95,6 +95,22 @@ export const commonEnv = {
   MIGRATE_ON_START: bool.default(true),
 };
 
+/**
+ * Variables that turn tracing on (docs/operations.md, Traces). The OpenTelemetry SDK reads these
+ * and the other standard OTEL_* variables itself; Herald reads them only to know whether to start
+ * it.
+ */
+export const tracingEnv = {
+  /** OTLP/HTTP endpoint (base URL; the SDK appends /v1/traces). Unset: no tracing, no SDK. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http:', 'https:']).optional(),
+  /** OTLP/HTTP endpoint of traces alone (the full URL), instead of the one above. */
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http:', 'https:']).optional(),
+  /** true: no tracing, whatever the endpoint. */
+  OTEL_SDK_DISABLED: bool.default(false),
+  /** The service's name in its spans (default: herald-ingest, herald-delivery, herald). */
+  OTEL_SERVICE_NAME: z.string().optional(),
+};
+
 /** Variables of the services that read from a replica (read, ingest and the single process). */
 export const replicaEnv = {
   /**

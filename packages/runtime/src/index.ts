@@ -1,4 +1,4 @@
-export { ConfigError, commonEnv, httpEnv, parseEnv, replicaEnv } from './config.js';
+export { ConfigError, commonEnv, httpEnv, parseEnv, replicaEnv, tracingEnv } from './config.js';
 export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export { createRedis, type Redis } from './redis.js';
@@ -80,5 +80,6 @@ export {
   type Subscription,
 } from './coordination.js';
 export { ssrfEnv } from './ssrf-env.js';
+export { contextOf, startTracing, traceparentOf, tracer, type TracingConfig } from './tracing.js';
 export { postgresProblem, redisProblem, redisReady, warnOncePerCause } from './dependencies.js';
 export { runMain, serveHttp, startService } from './service.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { HERALD_USER_AGENT, payloadEnv } from '@herald/payload';
-import { commonEnv, httpEnv, parseEnv, ssrfEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, ssrfEnv, tracingEnv } from '@herald/runtime';
 import { createPostgresDb, type Db } from '@herald/store';
 import type { DeliverySettings } from './workers.js';
 
@@ -120,6 +120,7 @@ export const deliveryEnv = {
 
 export const DeliveryConfig = z.object({
   ...commonEnv,
+  ...tracingEnv,
   ...deliveryEnv,
   /** Port of the health and metrics endpoints. */
   PORT: httpEnv.PORT.default(3002),

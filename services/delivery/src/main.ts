@@ -8,6 +8,7 @@ import {
   runMain,
   serveHttp,
   startService,
+  startTracing,
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { deliverySettings, loadConfig, openWorkerDb } from './config.js';
@@ -16,6 +17,7 @@ import { startDelivery } from './workers.js';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const { logger, lifecycle } = startService('delivery', config);
+  await startTracing('herald-delivery', config, logger, lifecycle);
 
   const db = openDatabase(config, 'delivery', logger, lifecycle);
   const coordination = openCoordination(config, db, logger, lifecycle);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { payloadEnv } from '@herald/payload';
-import { commonEnv, httpEnv, parseEnv, replicaEnv, ssrfEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, replicaEnv, ssrfEnv, tracingEnv } from '@herald/runtime';
 
 /** The ingest service's own variables (beside commonEnv and httpEnv). */
 export const ingestEnv = {
@@ -31,6 +31,7 @@ export const IngestConfig = z.object({
   ...commonEnv,
   ...httpEnv,
   ...replicaEnv,
+  ...tracingEnv,
   ...ingestEnv,
 });
 export type IngestConfig = z.infer<typeof IngestConfig>;

@@ -14,6 +14,7 @@ import {
   runMain,
   serveHttp,
   startService,
+  startTracing,
 } from '@herald/runtime';
 import { createApp } from './app.js';
 import { loadConfig } from './config.js';
@@ -21,6 +22,7 @@ import { loadConfig } from './config.js';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const { logger, lifecycle } = startService('ingest', config);
+  await startTracing('herald-ingest', config, logger, lifecycle);
 
   const db = openDatabase(config, 'ingest', logger, lifecycle);
   const coordination = openCoordination(config, db, logger, lifecycle);

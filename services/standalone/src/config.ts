@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { commonEnv, httpEnv, parseEnv, replicaEnv } from '@herald/runtime';
+import { commonEnv, httpEnv, parseEnv, replicaEnv, tracingEnv } from '@herald/runtime';
 import { ingestEnv } from '@herald/ingest';
 import { readEnv } from '@herald/read';
 import { deliveryEnv } from '@herald/delivery';
@@ -12,6 +12,7 @@ export const StandaloneConfig = z.object({
   ...commonEnv,
   ...httpEnv,
   ...replicaEnv,
+  ...tracingEnv,
   ...ingestEnv,
   ...readEnv,
   ...deliveryEnv,

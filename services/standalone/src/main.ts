@@ -16,6 +16,7 @@ import {
   runMain,
   serveHttp,
   startService,
+  startTracing,
 } from '@herald/runtime';
 import { deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
 import { openReadDb, readLimits } from '@herald/read';
@@ -34,6 +35,7 @@ import { PidLockError, acquirePidLock } from './pid-lock.js';
 async function main(): Promise<void> {
   const settings = loadConfig(process.env);
   const { logger, lifecycle } = startService('herald', settings);
+  await startTracing('herald', settings, logger, lifecycle);
 
   let databaseUrl = settings.DATABASE_URL;
   if (!databaseUrl) {
