@@ -112,6 +112,9 @@ export const WebhookResource = z
       delivery_order: z.enum(DELIVERY_ORDERS),
       coalesce: z.boolean(),
       batch: WebhookBatchSchema.nullable(),
+      // Extension: requests carry the traceparent of their attempt's span (docs/operations.md,
+      // Traces).
+      trace_context: z.boolean(),
       signing_secret: z.string(),
       disabled_reason: z.string().nullable(),
       disabled_at: NullableInstant,

@@ -16,6 +16,11 @@ export interface NewEvent {
   entityJson?: string;
   previousEntity: unknown;
   relatedEntities: unknown[];
+  /**
+   * The W3C traceparent of the span that stored the event (migration 028): its match and its
+   * calls' attempts continue that trace. Absent or null: not traced.
+   */
+  traceparent?: string | null;
 }
 
 /** A stored event, as the match worker and delivery read it. */
@@ -54,6 +59,7 @@ function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
     entity: e.entity,
     previous_entity: e.previousEntity ?? null,
     related_entities: e.relatedEntities,
+    traceparent: e.traceparent ?? null,
   }));
 }
 
@@ -61,14 +67,14 @@ function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
 function insertEventsSql(param: string): string {
   return `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
        entity_id, item_type_id, item_type_api_key, occurred_at, entity, previous_entity,
-       related_entities)
+       related_entities, traceparent)
      SELECT x.id, x.environment, x.is_environment_primary, x.entity_type, x.event_type,
        x.entity_id, x.item_type_id, x.item_type_api_key, x.occurred_at, x.entity,
-       x.previous_entity, x.related_entities
+       x.previous_entity, x.related_entities, x.traceparent
      FROM json_to_recordset(${param}::json) AS x(id text, environment text,
        is_environment_primary boolean, entity_type text, event_type text, entity_id text,
        item_type_id text, item_type_api_key text, occurred_at timestamptz, entity jsonb,
-       previous_entity jsonb, related_entities jsonb, n integer)
+       previous_entity jsonb, related_entities jsonb, traceparent text, n integer)
      ORDER BY x.n
      ON CONFLICT (id) DO NOTHING
      RETURNING id`;
@@ -108,11 +114,12 @@ interface EventRow extends Record<string, unknown> {
   model_version: string | null;
   previous_attributes: Record<string, unknown> | null;
   record_status: string | null;
+  traceparent: string | null;
 }
 
 const EVENT_COLUMNS = `id, seq, environment, is_environment_primary, entity_type, event_type,
   entity_id, item_type_id, item_type_api_key, occurred_at, accepted_at, entity, previous_entity,
-  related_entities, matched_at, previous_attributes, record_status,
+  related_entities, matched_at, previous_attributes, record_status, traceparent,
   (SELECT m.xmin::text FROM item_types m
    WHERE m.environment = events.environment AND m.id = events.item_type_id) AS model_version`;
 
@@ -168,6 +175,7 @@ const toStoredEvent = (row: EventRow): StoredEvent => ({
   modelVersion: row.model_version,
   previousAttributes: row.previous_attributes,
   recordStatus: row.record_status,
+  traceparent: row.traceparent,
 });
 
 export async function findEvent(db: Queryable, id: string): Promise<StoredEvent | null> {

@@ -498,6 +498,8 @@ function itemBatchJson(events: readonly NewEvent[], records: readonly RecordWrit
       `"previous_entity":${JSON.stringify(e.previousEntity ?? null)},` +
       `"related_entities":${JSON.stringify(e.relatedEntities)},` +
       `"entity":${e.entityJson ?? JSON.stringify(e.entity)}`;
+    // Absent (tracing off) reads as NULL.
+    if (e.traceparent) row += `,"traceparent":${str(e.traceparent)}`;
     if (w) {
       const entityAttributes = (e.entity as { attributes?: unknown } | null)?.attributes;
       row +=

@@ -33,6 +33,8 @@ export interface WebhookRecord {
   coalesceEvents: boolean;
   /** Extension, flow control: the events of a window go out as one call (null: one per event). */
   batch: WebhookBatch | null;
+  /** Extension: requests carry the traceparent of their attempt's span (migration 028). */
+  traceContext: boolean;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -65,6 +67,8 @@ export interface WebhookInput {
   deliveryOrder?: DeliveryOrder;
   coalesceEvents?: boolean;
   batch?: WebhookBatch | null;
+  /** Absent: true. */
+  traceContext?: boolean;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -86,12 +90,13 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   deliveryOrder: { column: 'delivery_order' },
   coalesceEvents: { column: 'coalesce_events' },
   batch: { column: 'batch', json: true },
+  traceContext: { column: 'trace_context' },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  delivery_policy, payload_changes, delivery_order, coalesce_events, batch, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
+  delivery_policy, payload_changes, delivery_order, coalesce_events, batch, trace_context, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -114,6 +119,7 @@ export interface WebhookRow extends Record<string, unknown> {
   delivery_order: DeliveryOrder;
   coalesce_events: boolean;
   batch: WebhookBatch | null;
+  trace_context: boolean;
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -143,6 +149,7 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   deliveryOrder: row.delivery_order,
   coalesceEvents: row.coalesce_events,
   batch: row.batch,
+  traceContext: row.trace_context,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -172,9 +179,10 @@ export async function insertWebhook(
   const { rows } = await db.query<WebhookRow>(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
        http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-       signing_secret, delivery_policy, payload_changes, delivery_order, coalesce_events, batch)
+       signing_secret, delivery_policy, payload_changes, delivery_order, coalesce_events, batch,
+       trace_context)
      VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json,
-       $15, $16, $17, $18::jsonb)
+       $15, $16, $17, $18::jsonb, $19)
      ${RETURNING}`,
     [
       input.name,
@@ -195,6 +203,7 @@ export async function insertWebhook(
       input.deliveryOrder ?? 'any',
       input.coalesceEvents ?? false,
       input.batch ? JSON.stringify(input.batch) : null,
+      input.traceContext ?? true,
     ],
   );
   return toWebhook(rows[0]!);
