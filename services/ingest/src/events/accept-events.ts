@@ -40,6 +40,7 @@ interface Batch {
   ids: readonly string[];
   requestEnvironment: string;
   now: Date;
+  traceparent: string | null;
 }
 
 /**
@@ -55,10 +56,12 @@ export async function acceptEvents(
   requestEnvironment: string,
   now = new Date(),
   cache?: BatchContextCache,
+  /** The traceparent of the request's span, stored with the events (docs/operations.md, Traces). */
+  traceparent: string | null = null,
 ): Promise<AcceptResult> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await acceptOnce(db, events, requestEnvironment, now, cache);
+      return await acceptOnce(db, events, requestEnvironment, now, cache, traceparent);
     } catch (error) {
       // Two requests writing the same records in other orders can deadlock; Postgres rolls one
       // back whole (nothing of it is stored), so it is simply done again, after a short pause.
@@ -79,12 +82,14 @@ async function acceptOnce(
   requestEnvironment: string,
   now: Date,
   cache: BatchContextCache | undefined,
+  traceparent: string | null,
 ): Promise<AcceptResult> {
   const batch: Batch = {
     events,
     ids: events.map((e) => e.id ?? randomUUID()),
     requestEnvironment,
     now,
+    traceparent,
   };
   const onlyItems = events.every((event) => event.kind === 'item');
   if (cache && onlyItems) {

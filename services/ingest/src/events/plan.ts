@@ -45,6 +45,8 @@ export interface PlanInput {
   requestEnvironment: string;
   /** The acceptance time, for the dates an event leaves out. */
   now: Date;
+  /** The traceparent of the request's span, stored with each event (null: not traced). */
+  traceparent?: string | null;
   environments: readonly Environment[];
   /** By environment, by id: at least the models of modelKeys(events) that exist. */
   models: ReadonlyMap<string, ReadonlyMap<string, ModelInfo>>;
@@ -162,9 +164,11 @@ class Planner {
   private recordModels: Map<string, Map<string, RecordModel>> | undefined;
   private readonly now: Date;
   private readonly requestEnvironment: string;
+  private readonly traceparent: string | null;
 
   constructor(input: PlanInput) {
     this.now = input.now;
+    this.traceparent = input.traceparent ?? null;
     this.requestEnvironment = input.requestEnvironment;
     for (const env of input.environments) {
       this.environments.set(env.id, { locales: env.locales, isPrimary: env.isPrimary });
@@ -251,6 +255,7 @@ class Planner {
       previousEntity: event.attributes.previous_entity ?? null,
       relatedEntities: event.attributes.related_entities,
     };
+    if (this.traceparent) row.traceparent = this.traceparent;
     return { row, effect };
   }
 

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, propagation, type Span } from '@opentelemetry/api';
 import { z } from 'zod';
 import {
   ApiError,
@@ -13,6 +14,8 @@ import {
 import {
   EventMatchEnqueuer,
   context,
+  traceparentOf,
+  tracer,
   type ApiAppDeps,
   type ApiOperation,
   type EventMatchQueue,
@@ -102,6 +105,16 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
     deps.enqueueWaitForWritesMs,
   );
   return async (req, res, next) => {
+    // The producer's traceparent, if it sent one, is this span's parent; the events keep this
+    // span's, so that their match and attempts continue the trace (tracing off: a no-op span).
+    const span = tracer().startSpan(
+      'POST /events',
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': 'POST', 'http.route': '/events' },
+      },
+      propagation.extract(ROOT_CONTEXT, req.headers),
+    );
     try {
       const body: unknown = req.body;
       let result;
@@ -116,6 +129,7 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
           context(res).environment?.id ?? 'main',
           new Date(),
           contextCache,
+          traceparentOf(span),
         );
       } catch (error) {
         write?.end();
@@ -166,8 +180,39 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
       };
       if (token) res.setHeader(READ_AFTER_HEADER, token);
       res.status(202).json(answer);
+      if (span.isRecording()) endSpan(span, 202, result.events);
     } catch (error) {
+      if (span.isRecording()) {
+        endSpan(span, error instanceof ApiError ? error.status : 500, [], error);
+      }
       next(error);
     }
   };
+}
+
+/**
+ * Ends the request's span with bounded attributes: the answer's status, how many events and of
+ * which types (never their ids, entities or the error's message, which may quote them).
+ */
+function endSpan(
+  span: Span,
+  status: number,
+  events: readonly { entityType: string; eventType: string; status: string }[],
+  error?: unknown,
+): void {
+  span.setAttribute('http.response.status_code', status);
+  if (events.length > 0) {
+    const types = new Set(events.map((event) => `${event.entityType}.${event.eventType}`));
+    span.setAttributes({
+      'herald.event.count': events.length,
+      'herald.event.accepted': events.filter((event) => event.status === 'accepted').length,
+      'herald.event.types': [...types].sort().slice(0, 20),
+    });
+  }
+  if (error !== undefined) {
+    const type = error instanceof ApiError ? (error.entries[0]?.code ?? 'ERROR') : 'INTERNAL_ERROR';
+    span.setAttribute('error.type', type);
+    if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+  }
+  span.end();
 }

@@ -53,6 +53,7 @@ const WRITABLE = {
   delivery_order: 'deliveryOrder',
   coalesce: 'coalesceEvents',
   batch: 'batch',
+  trace_context: 'traceContext',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -74,6 +75,7 @@ const OPTIONAL_ON_CREATE = {
   delivery_order: true,
   coalesce: true,
   batch: true,
+  trace_context: true,
 } as const;
 
 const DEFAULTS = {
@@ -85,6 +87,7 @@ const DEFAULTS = {
   deliveryOrder: 'any',
   coalesceEvents: false,
   batch: null,
+  traceContext: true,
 } as const;
 
 const LIMITS = {
@@ -676,6 +679,7 @@ function webhookAttributes(allowCidrs: CidrList) {
     delivery_order: DeliveryOrderSchema,
     coalesce: flag('coalesce'),
     batch: BatchSchema,
+    trace_context: flag('trace_context'),
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;
   for (const key of Object.keys(fields) as WireAttribute[])

@@ -29,6 +29,7 @@ export function serializeWebhook(webhook: WebhookRecord): WebhookResource {
       delivery_order: webhook.deliveryOrder,
       coalesce: webhook.coalesceEvents,
       batch: webhook.batch,
+      trace_context: webhook.traceContext,
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
