@@ -43,6 +43,11 @@ export interface DeliveryRequestInput {
   now: Date;
   /** Where models are read (default: one query per entity). */
   models?: ModelSource;
+  /**
+   * The W3C traceparent of the attempt's span, sent as `traceparent` in place of any the
+   * webhook's own headers set (docs/operations.md, Traces). Absent or null: none is added.
+   */
+  traceparent?: string | null;
 }
 
 export interface DeliveryRequest {
@@ -229,6 +234,14 @@ function buildHeaders(input: DeliveryRequestInput, body: string): Record<string,
     }
     const credentials = `${webhook.httpBasicUser}:${webhook.httpBasicPassword ?? ''}`;
     headers['Authorization'] = `Basic ${Buffer.from(credentials).toString('base64')}`;
+  }
+  if (input.traceparent) {
+    // The trace context is the attempt's, not a fixed value the webhook may have set.
+    for (const name of Object.keys(headers)) {
+      const lower = name.toLowerCase();
+      if (lower === 'traceparent' || lower === 'tracestate') delete headers[name];
+    }
+    headers['traceparent'] = input.traceparent;
   }
   const timestamp = Math.floor(now.getTime() / 1000);
   return {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, type Job } from 'bullmq';
+import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import {
   DELIVER_WEBHOOK_JOB,
   DeliverJobData,
@@ -15,7 +16,15 @@ import {
   type CallContent,
   type DeliveryRequest,
 } from '@herald/payload';
-import { enqueueDeliveries, enqueueRetry, type DeliverQueue, type Logger } from '@herald/runtime';
+import {
+  contextOf,
+  enqueueDeliveries,
+  enqueueRetry,
+  traceparentOf,
+  tracer,
+  type DeliverQueue,
+  type Logger,
+} from '@herald/runtime';
 import {
   activeSigningSecrets,
   claimFlowCall,
@@ -458,9 +467,69 @@ async function attempt(
   /** Hears that the endpoint answered (or the request failed), before the outcome is written. */
   answered?: () => void,
 ): Promise<Outcome> {
+  const trigger = jobTrigger
+    ? jobTrigger
+    : data.resend
+      ? ('resend' as const)
+      : call.test
+        ? ('test' as const)
+        : data.retry
+          ? ('retry' as const)
+          : ('first' as const);
+  // The attempt's span continues its event's trace (a call carrying several: the latest one's);
+  // the request carries its traceparent unless the webhook opts out (docs/operations.md, Traces).
+  const span = tracer().startSpan(
+    'herald.attempt',
+    { kind: SpanKind.CLIENT },
+    contextOf(content.event.traceparent),
+  );
+  try {
+    const outcome = await attemptTraced(ctx, data, call, webhook, content, trigger, span, answered);
+    if (span.isRecording()) endAttemptSpan(span, outcome);
+    return outcome;
+  } catch (error) {
+    if (span.isRecording()) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the attempt did not complete' });
+      span.end();
+    }
+    throw error;
+  }
+}
+
+/** Ends an attempt's span with its outcome (success, rescheduled, failed). */
+function endAttemptSpan(span: Span, outcome: Outcome): void {
+  span.setAttribute('herald.attempt.outcome', outcome.status);
+  if (outcome.status !== 'success') {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.status });
+  }
+  span.end();
+}
+
+/** attempt, within its span. */
+async function attemptTraced(
+  ctx: DeliverContext,
+  data: DeliverJobData,
+  call: Parameters<typeof attempt>[2],
+  webhook: WebhookRecord,
+  content: CallContent,
+  trigger: AttemptTrigger,
+  span: Span,
+  answered: (() => void) | undefined,
+): Promise<Outcome> {
   const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
   const sentAt = new Date();
   const { event, entries } = content;
+  if (span.isRecording()) {
+    span.setAttributes({
+      'herald.webhook.id': webhook.id,
+      'herald.webhook_call.id': call.id,
+      'herald.event.id': event.id,
+      'herald.event.type': `${event.entityType}.${event.eventType}`,
+      'herald.attempt.number': retriesCount + 1,
+      'herald.attempt.trigger': trigger,
+      'http.request.method': 'POST',
+    });
+  }
   const request = await renderDeliveryRequest(ctx.db, {
     webhook,
     event,
@@ -473,12 +542,14 @@ async function attempt(
       signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
     now: sentAt,
     models: ctx.loaders.models.forEvent(event),
+    traceparent: webhook.traceContext ? traceparentOf(span) : null,
   });
 
   // A rate-limited request counts its spacing from now if it starts later than it was admitted
   // (told alongside the request, not before it).
   const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
-  if (perSecond && !call.test && (jobTrigger !== undefined || !data.resend)) {
+  const bulk = trigger === 'bulk_resend' || trigger === 'replay';
+  if (perSecond && !call.test && (bulk || !data.resend)) {
     ctx.rateLimiter.started(webhook.id, perSecond).catch((error: unknown) => {
       ctx.logger.warn({ err: errorMessage(error), webhookId: webhook.id }, 'rate limit not told');
     });
@@ -486,6 +557,10 @@ async function attempt(
   const started = performance.now();
   const result = await ctx.client.send(request.url, request.headers, request.body);
   answered?.();
+  if (span.isRecording()) {
+    if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
+    else span.setAttribute('error.type', result.error);
+  }
   const seconds = (performance.now() - started) / 1000;
   ctx.metrics.deliveryDuration.observe({ status_class: statusClass(result) }, seconds);
 
@@ -506,15 +581,7 @@ async function attempt(
     webhook,
     event,
     retriesCount,
-    trigger: jobTrigger
-      ? jobTrigger
-      : data.resend
-        ? ('resend' as const)
-        : call.test
-          ? ('test' as const)
-          : data.retry
-            ? ('retry' as const)
-            : ('first' as const),
+    trigger,
     sentAt,
     durationMs: seconds * 1000,
     request,

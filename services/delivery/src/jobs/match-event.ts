@@ -1,11 +1,12 @@
 import type { Job } from 'bullmq';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import {
   EventMatchJobData,
   MATCH_EVENT_JOB,
   QUEUE_EVENT_MATCH,
   errorMessage,
 } from '@herald/contract';
-import type { Logger } from '@herald/runtime';
+import { contextOf, tracer, type Logger } from '@herald/runtime';
 import {
   createWebhookCalls,
   findEvents,
@@ -109,6 +110,55 @@ async function matchAndCreate(
     return { event, webhookIds };
   });
   const byId = new Map(events.map((event) => [event.id, event]));
+  const startTime = new Date();
+  let calls: NewCall[];
+  try {
+    calls = await createCalls(ctx, matches, byId);
+  } catch (error) {
+    traceMatches(matches, startTime, error);
+    throw error;
+  }
+  traceMatches(matches, startTime);
+  return calls;
+}
+
+/**
+ * One span per traced event (its traceparent stored by POST /events): the match continues each
+ * event's own trace, whichever job carried it. Bounded attributes only.
+ */
+function traceMatches(
+  matches: readonly { event: StoredEvent; webhookIds: readonly string[] }[],
+  startTime: Date,
+  error?: unknown,
+): void {
+  for (const { event, webhookIds } of matches) {
+    if (!event.traceparent) continue;
+    const span = tracer().startSpan(
+      'herald.match',
+      {
+        kind: SpanKind.CONSUMER,
+        startTime,
+        attributes: {
+          'herald.event.id': event.id,
+          'herald.event.type': `${event.entityType}.${event.eventType}`,
+          'herald.match.webhooks': webhookIds.length,
+        },
+      },
+      contextOf(event.traceparent),
+    );
+    if (error !== undefined) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the calls were not made' });
+    }
+    span.end();
+  }
+}
+
+/** Makes the calls of the matches and holds them under the lease; returns those to start here. */
+async function createCalls(
+  ctx: MatchContext,
+  matches: { event: StoredEvent; webhookIds: string[] }[],
+  byId: ReadonlyMap<string, StoredEvent>,
+): Promise<NewCall[]> {
   // Calls of webhooks with flow control are placed in their lanes in the statement's transaction.
   const flow = matches.some(({ webhookIds }) =>
     webhookIds.some((id) => {
