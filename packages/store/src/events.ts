@@ -59,18 +59,22 @@ function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
     entity: e.entity,
     previous_entity: e.previousEntity ?? null,
     related_entities: e.relatedEntities,
-    traceparent: e.traceparent ?? null,
+    ...(e.traceparent ? { traceparent: e.traceparent } : {}),
   }));
 }
 
-/** Inserts the events of the recordset in `param`, skipping stored ids; returns the new ids. */
-function insertEventsSql(param: string): string {
+/**
+ * Inserts the events of the recordset in `param`, skipping stored ids; returns the new ids.
+ * `traced`: with the events' traceparent (migration 028); without, the statement is the one of
+ * an untraced deployment, as before tracing.
+ */
+function insertEventsSql(param: string, traced: boolean): string {
   return `INSERT INTO events (id, environment, is_environment_primary, entity_type, event_type,
        entity_id, item_type_id, item_type_api_key, occurred_at, entity, previous_entity,
-       related_entities, traceparent)
+       related_entities${traced ? ', traceparent' : ''})
      SELECT x.id, x.environment, x.is_environment_primary, x.entity_type, x.event_type,
        x.entity_id, x.item_type_id, x.item_type_api_key, x.occurred_at, x.entity,
-       x.previous_entity, x.related_entities, x.traceparent
+       x.previous_entity, x.related_entities${traced ? ', x.traceparent' : ''}
      FROM json_to_recordset(${param}::json) AS x(id text, environment text,
        is_environment_primary boolean, entity_type text, event_type text, entity_id text,
        item_type_id text, item_type_api_key text, occurred_at timestamptz, entity jsonb,
@@ -89,7 +93,8 @@ export async function insertEvents(
   events: readonly NewEvent[],
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
-  const { rows: inserted } = await db.query<{ id: string }>(insertEventsSql('$1'), [
+  const traced = events.some((event) => event.traceparent);
+  const { rows: inserted } = await db.query<{ id: string }>(insertEventsSql('$1', traced), [
     JSON.stringify(eventRows(events)),
   ]);
   return new Set(inserted.map((row) => row.id));
