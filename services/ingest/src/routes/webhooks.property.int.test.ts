@@ -129,6 +129,7 @@ const attributes = fc.record(
     nested_items_in_payload: fc.oneof(fc.boolean(), value),
     auto_retry: fc.oneof(fc.boolean(), value),
     payload_changes: fc.oneof(fc.boolean(), value),
+    trace_context: fc.oneof(fc.boolean(), value),
     delivery_order: fc.oneof(pick('any', 'per_entity', 'ordered'), value),
     coalesce: fc.oneof(fc.boolean(), value),
     batch: fc.oneof(batch, value),
@@ -215,6 +216,7 @@ const wellShaped = fc.record({
         http_basic_password: fc.oneof(fc.constant(null), fc.string({ unit: 'binary' })),
         enabled: fc.boolean(),
         payload_changes: fc.boolean(),
+        trace_context: fc.boolean(),
         delivery_order: pick('any', 'per_entity'),
         coalesce: fc.boolean(),
         batch: fc.oneof(

@@ -505,6 +505,8 @@ const RULES: Rule[] = [
     'payload_changes',
     'VALIDATION_TYPE',
   ],
+  ['trace_context not a boolean', { trace_context: 'no' }, 'trace_context', 'VALIDATION_TYPE'],
+  ['trace_context null', { trace_context: null }, 'trace_context', 'VALIDATION_TYPE'],
   // Flow control (extensions)
   ['delivery_order not a string', { delivery_order: 1 }, 'delivery_order', 'VALIDATION_TYPE'],
   ['delivery_order null', { delivery_order: null }, 'delivery_order', 'VALIDATION_TYPE'],
