@@ -15,6 +15,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { nodeOnlyPath } from '@herald/testkit';
 import { table } from '../lib/table.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -23,6 +24,8 @@ const run = promisify(execFile);
 
 const work = await mkdtemp(join(tmpdir(), 'herald-bench-start-'));
 const clone = join(work, 'herald');
+// A newcomer's machine: Node and the usual tools on the PATH, no Redis or PostgreSQL programs.
+const PATH = await nodeOnlyPath(join(work, 'bin'));
 
 /** Runs `command` in the clone until Herald prints its banner; seconds to it, then stops Herald. */
 async function timeToBanner(command: string): Promise<number> {
@@ -30,7 +33,7 @@ async function timeToBanner(command: string): Promise<number> {
   const child = spawn('bash', ['-c', command], {
     cwd: clone,
     env: {
-      PATH: process.env['PATH'] ?? '',
+      PATH,
       HOME: process.env['HOME'] ?? '',
       PORT: '0',
       HOST: '127.0.0.1',

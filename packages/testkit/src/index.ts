@@ -45,6 +45,7 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
 export { freePort } from './free-port.js';
+export { nodeOnlyPath } from './node-only-path.js';
 export {
   PrivatePostgres,
   createReplicatedPostgres,

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '@herald/testkit';
+import { freePort, nodeOnlyPath } from '@herald/testkit';
 
 /**
  * The README's quick start as a newcomer runs it: `npm start` on a machine where Node is all there
@@ -36,26 +36,6 @@ const exited = (child: ChildProcess) =>
     child.once('exit', (code) => resolve(code));
   });
 
-/** The programs of this machine's PATH, without any Redis or PostgreSQL one. */
-async function pathWithoutServers(dir: string): Promise<string> {
-  const hidden = /^(redis-|psql$|pg_|postgres|initdb$|createdb$|dropdb$)/;
-  const seen = new Set<string>();
-  for (const from of (process.env['PATH'] ?? '').split(':')) {
-    let names: string[];
-    try {
-      names = await readdir(from);
-    } catch {
-      continue;
-    }
-    for (const name of names) {
-      if (hidden.test(name) || seen.has(name)) continue;
-      seen.add(name);
-      await symlink(join(from, name), join(dir, name));
-    }
-  }
-  return dir;
-}
-
 /** The README's "Five minutes with Herald" shell block. */
 async function walkthrough(): Promise<string> {
   const readme = await readFile(join(repo, 'README.md'), 'utf8');
@@ -69,8 +49,7 @@ describe('the quick start, verbatim', { timeout: 240_000 }, () => {
   it('npm start on a machine with Node only, then the walkthrough: the receiver gets the record, the call log shows its attempt, the console answers', async () => {
     const home = await mkdtemp(join(tmpdir(), 'herald-quick-start-'));
     dirs.push(home);
-    await mkdir(join(home, 'bin'));
-    const bin = await pathWithoutServers(join(home, 'bin'));
+    const bin = await nodeOnlyPath(join(home, 'bin'));
     const dataDir = join(home, '.herald');
     const [port, receiverPort] = [await freePort(), await freePort()];
     const env = { PATH: bin, HOME: home, LANG: 'C.UTF-8' };
