@@ -179,6 +179,13 @@ async function sweep(counts: number[]): Promise<void> {
   const config = loadConfig({ ...process.env, SSRF_ALLOW_CIDRS: '127.0.0.0/8' });
   const settings = deliverySettings(config);
   const postmaster = await postmasterPid(monitor);
+  const { rows: serverSettings } = await monitor.query<{ name: string; setting: string }>(
+    `SELECT name, current_setting(name) AS setting FROM pg_settings
+     WHERE name IN ('server_version', 'fsync', 'synchronous_commit', 'full_page_writes',
+       'shared_buffers', 'max_connections', 'wal_level', 'checkpoint_timeout')
+     ORDER BY name`,
+  );
+  const redisVersion = (await redisInfo(admin)).get('redis_version');
   const token = await createTestToken(testDb.db, 'admin');
   const servers: TestServer[] = [];
   const rows: Row[] = [];
@@ -555,7 +562,7 @@ async function sweep(counts: number[]): Promise<void> {
 
     const loadAfter = loadavg();
     printTables(rows, {
-      settings: `DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, MATCH_CONCURRENCY=${settings.matchConcurrency}, DELIVERY_CONNECTIONS_PER_ORIGIN=${settings.connectionsPerOrigin}, DB_POOL_SIZE=${config.DB_POOL_SIZE}`,
+      settings: `DELIVERY_CONCURRENCY=${settings.deliverConcurrency}, MATCH_CONCURRENCY=${settings.matchConcurrency}, DELIVERY_CONNECTIONS_PER_ORIGIN=${settings.connectionsPerOrigin}, DB_POOL_SIZE=${config.DB_POOL_SIZE}, DELIVERY_SYNCHRONOUS_COMMIT=${config.DELIVERY_SYNCHRONOUS_COMMIT}. PostgreSQL: ${serverSettings.map((r) => `${r.name}=${r.setting}`).join(', ')}; Redis ${redisVersion}`,
       bodyBytes,
       load: `machine: ${cpus().length} cores; load average before ${loadText(loadBefore)}, after ${loadText(loadAfter)} (other work on the machine slows every rate; CPU per event moves far less)`,
     });
