@@ -4,7 +4,8 @@
  * app in this process, on Redis and on Postgres alone; beside them, measured in the same run, the
  * raw undici baseline and the floor's fan-out (./floor.ts) against the same receiver.
  *
- *   pnpm bench:delivery --processes 1,2,3     (CAPACITY_EVENTS=1000 LATENCY_SECONDS=5,
+ *   pnpm bench:delivery --processes 1,2,3     (CAPACITY_EVENTS=1000 CAPACITY_BATCH=20
+ *                                              LATENCY_SECONDS=5 IDLE_SECONDS=3
  *                                              CAPACITY_MODES=redis,postgres)
  *
  * It runs on servers of its own (../lib/own-servers.ts: a PostgreSQL cluster with
@@ -14,11 +15,16 @@
  * sweep in a child of itself pointed at them (testkit reads TEST_DATABASE_URL on import).
  *
  * Each row: CAPACITY_EVENTS events of 10 webhooks each (10 deliveries an event) posted
- * CAPACITY_BATCH (20) per POST /events, two POSTs in flight; delivered/s from the first POST to the last delivery received; CPU, statements,
- * rows, WAL and Redis commands from the first POST until every outcome is written. Then the
- * latency at 200 events/s, one event per POST, one webhook each (as bench:delivery's latency
- * rows). CPU per event is the figure to carry to another machine: rates move with whatever else
- * runs here, CPU per unit of work hardly does.
+ * CAPACITY_BATCH per POST /events, two POSTs in flight; delivered/s from the first POST to the
+ * last delivery received; CPU, statements, rows, WAL, Redis commands and the tables' growth from
+ * the first POST until every outcome is written. Then the latency at 200 events/s, one event per
+ * POST, one webhook each (as bench:delivery's latency rows), and its cost; then IDLE_SECONDS with
+ * nothing to do. CPU per event is the figure to carry to another machine: rates move with
+ * whatever else runs here, CPU per unit of work much less.
+ *
+ * In Redis mode the workers' process opens the workers' pools only, not the service's pool that
+ * services/delivery/src/main.ts also opens (idle in a delivery process but for /readyz and the
+ * prefix claim); on Postgres alone it opens that one too, which coordination runs on.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
