@@ -10,6 +10,8 @@
  *   pnpm bench:delivery --flow   (or FLOW_ONLY=1): only the flow control rows (./flow.ts), which
  *                                the default run prints last
  *   pnpm bench:delivery --no-flow   (or FLOW=0): all but the flow control rows
+ *   pnpm bench:delivery --processes 1,2,3   (or PROCESSES=1,2,3): instead of all that, the
+ *                                           capacity sweep (./capacity.ts, docs/scaling.md)
  *
  * Beside Herald's latency runs, the floor (./floor.ts): the same one-event POSTs, stored, matched,
  * delivered and logged by hand (node:http + pg + undici) in Herald's tables, in this process,
@@ -32,6 +34,7 @@ import {
   postEvents,
   postInBatches,
 } from './fixtures.js';
+import { capacity, processCounts } from './capacity.js';
 import { startFloor, type FloorFanOutRun, type FloorRun } from './floor.js';
 import { flowRows, prepareFlow } from './flow.js';
 import { matchingBench, matchingRows } from './matching.js';
@@ -696,6 +699,8 @@ async function flowSection(h: Harness): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  const processes = processCounts(process.argv);
+  if (processes) return capacity(processes);
   const loadBefore = loadavg();
   const matching = FLOW_ONLY ? undefined : matchingBench();
   if (matching) process.stdout.write(`${matchingRows(matching).join('\n')}\n`);
