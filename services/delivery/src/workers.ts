@@ -33,15 +33,15 @@ import {
   type ReleasedLaneCall,
 } from '@herald/store';
 import type { Registry } from 'prom-client';
-import { Circuits } from './delivery/circuits.js';
-import { AttemptRollups } from './delivery/rollups.js';
-import { HttpClient } from './delivery/http-client.js';
-import { deliveryCoordination } from './delivery/coordination.js';
-import { Lease } from './delivery/lease.js';
-import { deliveryLoaders } from './delivery/loaders.js';
-import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
-import type { RetryPolicy } from './delivery/schedule.js';
-import { Semaphore } from './delivery/semaphore.js';
+import { Circuits } from './systems/limits/circuits.js';
+import { AttemptRollups } from './systems/limits/rollups.js';
+import { HttpClient } from './systems/attempt/http-client.js';
+import { deliveryCoordination } from './systems/limits/coordination.js';
+import { Lease } from './systems/recovery/lease.js';
+import { deliveryLoaders } from './shared/loaders.js';
+import { deliveryMetrics, type DeliveryMetrics } from './metrics.js';
+import type { RetryPolicy } from './systems/attempt/schedule.js';
+import { Semaphore } from './systems/limits/semaphore.js';
 import {
   attemptForJob,
   createFirstAttempts,
@@ -50,10 +50,10 @@ import {
   type NewCall,
 } from './jobs/deliver-webhook.js';
 import { matchEvent, type MatchContext } from './jobs/match-event.js';
-import { BulkJobs } from './bulk-jobs.js';
-import { Notices } from './notices.js';
-import { Sweeper } from './sweeper.js';
-import { WebhookIndex } from './webhook-index.js';
+import { BulkJobs } from './systems/background/bulk-jobs.js';
+import { Notices } from './systems/background/notices.js';
+import { Sweeper } from './systems/recovery/sweeper.js';
+import { WebhookIndex } from './systems/match/webhook-index.js';
 
 /** Everything the delivery workers need, parsed from DeliveryConfig by main.ts. */
 /** How often a delivery process writes its attempts' stats rollups (AttemptRollups). */

@@ -44,17 +44,17 @@ import {
   statusClass,
   tripsCircuit,
   type Outcome,
-} from '../delivery/decide-outcome.js';
-import type { DeliveryLoaders } from '../delivery/loaders.js';
-import type { HttpClient, SendResult } from '../delivery/http-client.js';
-import type { InFlightSlots, RateTurns } from '../delivery/coordination.js';
-import type { Lease } from '../delivery/lease.js';
-import type { DeliveryMetrics } from '../delivery/metrics.js';
-import { putOffUntilDatabaseReturns, writeUntilStored } from '../delivery/outage.js';
-import type { RetryPolicy } from '../delivery/schedule.js';
-import type { Circuits } from '../delivery/circuits.js';
-import { FirstAttempts } from '../delivery/first-attempts.js';
-import type { Semaphore } from '../delivery/semaphore.js';
+} from '../systems/attempt/decide-outcome.js';
+import type { DeliveryLoaders } from '../shared/loaders.js';
+import type { HttpClient, SendResult } from '../systems/attempt/http-client.js';
+import type { InFlightSlots, RateTurns } from '../systems/limits/coordination.js';
+import type { Lease } from '../systems/recovery/lease.js';
+import type { DeliveryMetrics } from '../metrics.js';
+import { putOffUntilDatabaseReturns, writeUntilStored } from '../shared/outage.js';
+import type { RetryPolicy } from '../systems/attempt/schedule.js';
+import type { Circuits } from '../systems/limits/circuits.js';
+import { FirstAttempts } from '../systems/attempt/first-attempts.js';
+import type { Semaphore } from '../systems/limits/semaphore.js';
 
 export interface DeliverContext {
   db: Db;

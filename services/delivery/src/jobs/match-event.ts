@@ -20,12 +20,12 @@ import {
   type ReleasedCall,
   type StoredEvent,
 } from '@herald/store';
-import type { Lease } from '../delivery/lease.js';
-import type { ModelCache } from '../delivery/loaders.js';
-import type { DeliveryMetrics } from '../delivery/metrics.js';
-import { putOffUntilDatabaseReturns } from '../delivery/outage.js';
-import { contentFor } from '../event-content.js';
-import type { WebhookIndex } from '../webhook-index.js';
+import type { Lease } from '../systems/recovery/lease.js';
+import type { ModelCache } from '../shared/loaders.js';
+import type { DeliveryMetrics } from '../metrics.js';
+import { putOffUntilDatabaseReturns } from '../shared/outage.js';
+import { contentFor } from '../systems/match/event-content.js';
+import type { WebhookIndex } from '../systems/match/webhook-index.js';
 import type { NewCall } from './deliver-webhook.js';
 
 export interface MatchContext {

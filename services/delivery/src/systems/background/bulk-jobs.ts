@@ -26,10 +26,10 @@ import {
   type ReplayFilter,
   type WebhookRecord,
 } from '@herald/store';
-import type { ModelCache } from './delivery/loaders.js';
-import { contentFor } from './event-content.js';
-import type { JobItemGate, JobItemResult } from './jobs/deliver-webhook.js';
-import { WebhookIndex } from './webhook-index.js';
+import type { ModelCache } from '../../shared/loaders.js';
+import { contentFor } from '../match/event-content.js';
+import type { JobItemGate, JobItemResult } from '../../jobs/deliver-webhook.js';
+import { WebhookIndex } from '../match/webhook-index.js';
 
 /** Events read per page of a replay's selection. */
 const SELECT_PAGE = 1000;

@@ -1,6 +1,6 @@
 import type { ModelInfo } from '@herald/contract';
 import type { ModelSource } from '@herald/payload';
-import type { AttemptRollups } from './rollups.js';
+import type { AttemptRollups } from '../systems/limits/rollups.js';
 import {
   findEvents,
   findWebhookCalls,

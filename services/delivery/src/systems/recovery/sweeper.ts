@@ -25,7 +25,7 @@ import {
   type Queryable,
 } from '@herald/store';
 import { errorMessage } from '@herald/contract';
-import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import { deliveryMetrics, type DeliveryMetrics } from '../../metrics.js';
 
 export interface EventSweepOptions {
   db: Queryable;
