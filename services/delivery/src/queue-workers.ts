@@ -16,6 +16,21 @@ import {
   type Logger,
 } from '@herald/runtime';
 
+/** A job kind (jobs/*.ts): its data's schema, and its handler, given a context. */
+interface JobKind<Context, Data> {
+  schema: { parse(data: unknown): Data };
+  handler(ctx: Context, data: Data, job: Job<Data>, token: string | undefined): Promise<void>;
+}
+
+/** A worker's processor for jobs of `kind`: parses the job's data, then runs the handler. */
+export function processorOf<Context, Data>(
+  kind: JobKind<Context, Data>,
+  context: Context,
+): Processor<Data> {
+  return (job: Job<Data>, token?: string) =>
+    kind.handler(context, kind.schema.parse(job.data), job, token);
+}
+
 export interface QueueWorkerSettings {
   /** BullMQ's job lock; a dead worker's jobs run again within about 1.5 times this. */
   jobLockMs: number;
@@ -31,7 +46,7 @@ export interface QueueWorkers {
 }
 
 /**
- * The match and deliver workers, each job handed to its handler. Deliver jobs are retries,
+ * The match and deliver workers, each job handed to its processor (processorOf). Deliver jobs are retries,
  * resends, calls that waited for their webhook's limits and the sweeper's re-adds; first attempts
  * start from the match worker.
  */
@@ -39,10 +54,7 @@ export function startQueueWorkers(
   coordination: Coordination,
   logger: Logger,
   settings: QueueWorkerSettings,
-  handlers: {
-    match: (job: Job<EventMatchJobData>, token?: string) => Promise<void>;
-    deliver: (job: Job<DeliverJobData>, token?: string) => Promise<void>;
-  },
+  processors: { match: Processor<EventMatchJobData>; deliver: Processor<DeliverJobData> },
 ): QueueWorkers {
   // On Redis the workers block on a connection of their own (the worker role).
   const workerConnection =
@@ -63,10 +75,14 @@ export function startQueueWorkers(
       { ...workerOptions, concurrency },
       workerConnection,
     );
-  const matchWorker = start(QUEUE_EVENT_MATCH, handlers.match, settings.matchConcurrency);
+  const matchWorker = start(QUEUE_EVENT_MATCH, processors.match, settings.matchConcurrency);
   // The process's pool (DELIVERY_CONCURRENCY) counts the attempts in flight, wherever they come
   // from.
-  const deliverWorker = start(QUEUE_WEBHOOK_DELIVER, handlers.deliver, settings.deliverConcurrency);
+  const deliverWorker = start(
+    QUEUE_WEBHOOK_DELIVER,
+    processors.deliver,
+    settings.deliverConcurrency,
+  );
   for (const worker of [matchWorker, deliverWorker]) {
     worker.on('error', (error) =>
       warnOncePerCause(

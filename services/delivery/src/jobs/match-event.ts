@@ -4,6 +4,7 @@ import { findEvents, isDbUnavailableError, type Db } from '@herald/store';
 import type { DeliveryMetrics } from '../metrics.js';
 import type { NewCall } from '../shared/calls.js';
 import { putOffUntilDatabaseReturns } from '../shared/outage.js';
+import type { FirstAttempts } from '../systems/attempt/first-attempts.js';
 import type { Matcher } from '../systems/match/match.js';
 import type { Lease } from '../systems/recovery/lease.js';
 
@@ -13,10 +14,10 @@ interface MatchJobContext {
   metrics: Pick<DeliveryMetrics, 'eventsMissing' | 'jobsWaitingForDatabase'>;
   /** This process's lease: while it is not valid, nothing new is held by it. */
   lease: Pick<Lease, 'valid'>;
-  /** Queues the first attempts of new calls in this process (FirstAttempts). */
-  startAttempts: (calls: readonly NewCall[]) => void;
-  /** Resolves when this process has room for more attempts (back-pressure on matching). */
-  roomForAttempts: () => Promise<void>;
+  /** This process's first attempts, where the new calls start. */
+  firstAttempts: Pick<FirstAttempts<NewCall>, 'add' | 'below'>;
+  /** Matching waits while this many first attempts are queued or in flight (back-pressure). */
+  maxFirstAttempts: number;
 }
 
 /**
@@ -48,7 +49,7 @@ async function handler(
   job: Job,
   token: string | undefined,
 ): Promise<void> {
-  await ctx.roomForAttempts();
+  await ctx.firstAttempts.below(ctx.maxFirstAttempts);
   // A lease that could not be renewed may be taken over at any moment: hold nothing new by it.
   if (!ctx.lease.valid) return waitForDatabase(ctx, job, token);
   let missing: number;
@@ -61,7 +62,7 @@ async function handler(
     if (isDbUnavailableError(error)) return waitForDatabase(ctx, job, token);
     throw error;
   }
-  ctx.startAttempts(started);
+  ctx.firstAttempts.add(started);
   if (missing > 0) {
     ctx.metrics.eventsMissing.inc(missing);
     throw new EventsNotFoundError(missing, data.eventIds.length);

@@ -1,37 +1,29 @@
 import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
-import type { DeliverJobData, WebhookChangedMessage } from '@herald/contract';
+import type { DeliverJobData } from '@herald/contract';
 import {
   renderDeliveryRequest,
   signWebhook,
   type CallContent,
   type DeliveryRequest,
 } from '@herald/payload';
-import {
-  contextOf,
-  enqueueRetry,
-  traceparentOf,
-  tracer,
-  type DeliverQueue,
-  type Logger,
-} from '@herald/runtime';
+import { contextOf, enqueueRetry, traceparentOf, tracer } from '@herald/runtime';
 import {
   activeSigningSecrets,
   disableWebhook,
   type AttemptTrigger,
-  type Db,
   type ReleasedLaneCall,
   type StoredEvent,
   type WebhookCallRecord,
   type WebhookRecord,
 } from '@herald/store';
 import type { DeliveryMetrics } from '../../metrics.js';
-import type { ModelCache } from '../../shared/loaders.js';
+import type { DeliverySettings } from '../../settings.js';
 import { writeUntilStored } from '../../shared/outage.js';
 import type { Limits } from '../limits/limits.js';
+import type { SystemResources } from '../resources.js';
 import { decideOutcome, statusClass, tripsCircuit, type Outcome } from './decide-outcome.js';
-import type { HttpClient, SendResult } from './http-client.js';
+import { HttpClient, type SendResult } from './http-client.js';
 import type { OutcomeRecorder } from './record-outcomes.js';
-import type { RetryPolicy } from './schedule.js';
 
 /** The call an attempt is made of, as its job or its caller knows it. */
 export type AttemptedCall = Pick<
@@ -50,27 +42,32 @@ export interface Attempted {
   released: ReleasedLaneCall[];
 }
 
-export interface AttemptDeps {
-  /** Renders the request (the entities it reads) and disables a webhook that answered 410. */
-  db: Db;
-  client: HttpClient;
+export type AttemptDeps = Pick<
+  SystemResources,
+  'db' | 'deliverQueue' | 'models' | 'logger' | 'announce' | 'closing'
+> & {
+  metrics: Pick<
+    DeliveryMetrics,
+    'deliveryDuration' | 'deliveries' | 'attempts' | 'endToEndLatency'
+  >;
   /** Where the outcome is recorded. */
   outcomes: OutcomeRecorder;
   /** Told when a rate-limited request starts. */
   limits: Pick<Limits, 'rateStarted'>;
-  /** Where retries are scheduled. */
-  deliverQueue: DeliverQueue;
-  models: ModelCache;
-  metrics: DeliveryMetrics;
-  logger: Logger;
-  siteId: string;
-  userAgent: string;
-  retry: RetryPolicy;
-  /** Tells every process of a webhook change (the channel the API publishes on). */
-  announce: (message: WebhookChangedMessage) => Promise<void>;
-  /** True once the process is shutting down: writes stop waiting for a database that is away. */
-  closing: () => boolean;
-}
+};
+
+/** The service's settings an attempt reads: the request's, its client's and the retries'. */
+export type AttemptSettings = Pick<
+  DeliverySettings,
+  | 'siteId'
+  | 'userAgent'
+  | 'retry'
+  | 'connectTimeoutMs'
+  | 'timeoutMs'
+  | 'allowCidrs'
+  | 'responseMaxBytes'
+  | 'connectionsPerOrigin'
+>;
 
 /**
  * One attempt of a call: renders and sends it, decides its outcome (decideOutcome) and records
@@ -78,7 +75,26 @@ export interface AttemptDeps {
  * calls the outcome released, for the caller to start.
  */
 export class Attempts {
-  constructor(private readonly deps: AttemptDeps) {}
+  /** One undici Agent per process, shared by every attempt. */
+  readonly #client: HttpClient;
+
+  constructor(
+    private readonly deps: AttemptDeps,
+    private readonly settings: AttemptSettings,
+  ) {
+    this.#client = new HttpClient({
+      connectTimeoutMs: settings.connectTimeoutMs,
+      totalTimeoutMs: settings.timeoutMs,
+      allowCidrs: settings.allowCidrs,
+      maxResponseBytes: settings.responseMaxBytes,
+      connectionsPerOrigin: settings.connectionsPerOrigin,
+    });
+  }
+
+  /** Closes the client's connections (once no attempt is in flight). */
+  close(): Promise<void> {
+    return this.#client.close();
+  }
 
   async make(
     data: DeliverJobData,
@@ -129,7 +145,7 @@ export class Attempts {
     span: Span,
     answered: (() => void) | undefined,
   ): Promise<Attempted> {
-    const { deps } = this;
+    const { deps, settings } = this;
     const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
     const sentAt = new Date();
     const { event, entries } = content;
@@ -149,8 +165,8 @@ export class Attempts {
       event,
       entries,
       callId: call.id,
-      siteId: deps.siteId,
-      userAgent: deps.userAgent,
+      siteId: settings.siteId,
+      userAgent: settings.userAgent,
       attemptedAutoRetriesCount: retriesCount,
       sign: (id, timestamp, signed) =>
         signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
@@ -165,7 +181,7 @@ export class Attempts {
       deps.limits.rateStarted(webhook.id, perSecond);
     }
     const started = performance.now();
-    const result = await deps.client.send(request.url, request.headers, request.body);
+    const result = await this.#client.send(request.url, request.headers, request.body);
     answered?.();
     if (span.isRecording()) {
       if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
@@ -183,7 +199,7 @@ export class Attempts {
         resend: data.resend === true,
         autoRetry: webhook.autoRetry && !call.test,
       },
-      { retry: deps.retry, now: Date.now(), random: Math.random },
+      { retry: settings.retry, now: Date.now(), random: Math.random },
     );
     const sent = {
       callId: call.id,

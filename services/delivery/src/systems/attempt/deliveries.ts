@@ -1,20 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage, type DeliverJobData } from '@herald/contract';
 import type { CallContent } from '@herald/payload';
-import { enqueueDeliveries, type DeliverQueue, type Logger } from '@herald/runtime';
-import {
-  dropWebhookCall,
-  type Db,
-  type ReleasedLaneCall,
-  type WebhookCallRecord,
-} from '@herald/store';
+import { enqueueDeliveries } from '@herald/runtime';
+import { dropWebhookCall, type ReleasedLaneCall, type WebhookCallRecord } from '@herald/store';
 import type { DeliveryMetrics } from '../../metrics.js';
 import type { NewCall } from '../../shared/calls.js';
-import type { DeliveryLoaders } from '../../shared/loaders.js';
 import type { JobItemGate, JobItemResult } from '../background/bulk-jobs.js';
 import type { Lanes } from '../flow/lanes.js';
 import type { Limits, PutOff } from '../limits/limits.js';
-import type { Lease } from '../recovery/lease.js';
+import type { SystemResources } from '../resources.js';
 import type { Attempts } from './attempt.js';
 import type { Outcome } from './decide-outcome.js';
 import { FirstAttempts } from './first-attempts.js';
@@ -27,22 +21,20 @@ import { FirstAttempts } from './first-attempts.js';
 export type DeliverJobResult =
   { kind: 'done' } | { kind: 'wait'; until: Date } | { kind: 'put-off'; putOff: PutOff };
 
-export interface DeliveriesDeps {
-  /** Ends calls that can no longer go (their webhook or event gone). */
-  db: Db;
-  loaders: Pick<DeliveryLoaders, 'calls' | 'webhooks' | 'events'>;
+/**
+ * `db` ends calls that can no longer go (their webhook or event gone); `deliverQueue` gets the
+ * calls that must wait; `index` says whether a webhook is still enabled as far as this process
+ * heard.
+ */
+export type DeliveriesDeps = Pick<
+  SystemResources,
+  'db' | 'loaders' | 'lease' | 'deliverQueue' | 'logger' | 'index'
+> & {
+  metrics: Pick<DeliveryMetrics, 'inFlight' | 'firstAttemptsQueued' | 'putOff' | 'flowClaims'>;
   limits: Limits;
   lanes: Lanes;
   attempts: Attempts;
-  /** This process's lease on the calls whose first attempts it holds. */
-  lease: Lease;
-  /** Where calls that must wait become delayed jobs. */
-  deliverQueue: DeliverQueue;
-  metrics: DeliveryMetrics;
-  logger: Logger;
-  /** Whether the webhook is enabled as far as this process heard (the match index). */
-  isWebhookEnabled: (webhookId: string) => boolean;
-}
+};
 
 /** Whether this job still has work to do, given the call's stored state. */
 function isDue(call: WebhookCallRecord, data: DeliverJobData): boolean {
@@ -208,7 +200,7 @@ export class Deliveries {
     if (!webhook) return dropWebhookCall(db, call.id, 'the webhook was deleted');
     // Disabled or deleted since the call was made: the change already ended the call in Postgres
     // (and announced itself, which is how the index heard); this only keeps it from being sent.
-    if (!webhook.enabled || !this.deps.isWebhookEnabled(webhook.id)) {
+    if (!webhook.enabled || !this.deps.index.has(webhook.id)) {
       return dropWebhookCall(db, call.id, 'the webhook is disabled');
     }
     const admission = await limits.admit(webhook, false);

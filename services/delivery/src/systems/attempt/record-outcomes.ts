@@ -1,13 +1,12 @@
 import {
   recordFlowOutcomes,
   recordWebhookCallAttempts,
-  type Db,
   type ReleasedLaneCall,
   type WebhookCallAttempt,
 } from '@herald/store';
 import { BatchWriter } from '../../shared/batch-loader.js';
 import type { AttemptRollups } from '../limits/rollups.js';
-import type { Lease } from '../recovery/lease.js';
+import type { SystemResources } from '../resources.js';
 
 /** An attempt's outcome as recorded: the call's new state and the attempt's log row. */
 export type OutcomeRecord = WebhookCallAttempt & {
@@ -16,13 +15,11 @@ export type OutcomeRecord = WebhookCallAttempt & {
   lane: boolean;
 };
 
-export interface OutcomeRecorderDeps {
-  db: Db;
+/** `lease` holds the lane calls an outcome releases for this process (see recordOutcome). */
+export type OutcomeRecorderDeps = Pick<SystemResources, 'db' | 'lease'> & {
   /** Where the attempts' stats go once their outcomes are recorded (and the circuits follow). */
   rollups: Pick<AttemptRollups, 'add'>;
-  /** Holds the lane calls an outcome releases for this process (see recordOutcome). */
-  lease: Pick<Lease, 'id' | 'create'>;
-}
+};
 
 /**
  * Records attempts' outcomes, several per statement (BatchWriter). Those of lane calls (flow

@@ -1,18 +1,17 @@
 import { errorMessage } from '@herald/contract';
 import { callContent, type CallContent } from '@herald/payload';
-import { enqueueDueCalls, type DeliverQueue, type Logger } from '@herald/runtime';
+import { enqueueDueCalls } from '@herald/runtime';
 import {
   claimFlowCall,
   isSequential,
-  type Db,
   type ReleasedLaneCall,
   type StoredEvent,
   type WebhookRecord,
 } from '@herald/store';
 import type { DeliveryMetrics } from '../../metrics.js';
+import type { DeliverySettings } from '../../settings.js';
 import type { NewCall } from '../../shared/calls.js';
-import type { DeliveryLoaders } from '../../shared/loaders.js';
-import type { Lease } from '../recovery/lease.js';
+import type { SystemResources } from '../resources.js';
 
 /** What a lane call's claim came to: it goes with this content, waits until then, or not. */
 export type Claimed =
@@ -21,21 +20,16 @@ export type Claimed =
   | { kind: 'stop' }
   | { kind: 'free' };
 
-export interface LanesDeps {
-  db: Db;
-  loaders: Pick<DeliveryLoaders, 'events' | 'webhooks'>;
-  /** Holds the released calls this process attempts; lets go of the others. */
-  lease: Pick<Lease, 'letGo' | 'release'>;
-  /** Released batches whose window is still open become jobs due when it ends. */
-  deliverQueue: DeliverQueue;
+/**
+ * `lease` holds the released calls this process attempts and lets go of the others;
+ * `deliverQueue` gets the jobs of released batches whose window is still open.
+ */
+export type LanesDeps = Pick<
+  SystemResources,
+  'db' | 'loaders' | 'lease' | 'deliverQueue' | 'logger'
+> & {
   metrics: Pick<DeliveryMetrics, 'flowClaims'>;
-  logger: Logger;
-  /**
-   * How long an attempt's claim of a lane call keeps another attempt of it waiting (longer than
-   * any attempt lasts; a dead process's claim lapses so).
-   */
-  claimBusyMs: number;
-}
+};
 
 /**
  * Flow control (docs/api.md, Flow control): a lane call's claim before its attempt, the events a
@@ -43,7 +37,19 @@ export interface LanesDeps {
  * returns them).
  */
 export class Lanes {
-  constructor(private readonly deps: LanesDeps) {}
+  /**
+   * How long an attempt's claim of a lane call keeps another attempt of it waiting (longer than
+   * any attempt lasts; a dead process's claim lapses so).
+   */
+  readonly #claimBusyMs: number;
+
+  constructor(
+    private readonly deps: LanesDeps,
+    settings: Pick<DeliverySettings, 'timeoutMs'>,
+  ) {
+    // An attempt lasts at most the timeout: a claim older than twice that is a dead process's.
+    this.#claimBusyMs = 2 * settings.timeoutMs + 1000;
+  }
 
   /**
    * Claims a lane call for its attempt (claimFlowCall) and reads the events it carries. Parked
@@ -51,8 +57,8 @@ export class Lanes {
    * that earlier call's outcome enqueues it).
    */
   async claim(callId: string, webhook: WebhookRecord, known?: StoredEvent): Promise<Claimed> {
-    const { db, metrics, claimBusyMs } = this.deps;
-    const claimed = await claimFlowCall(db, callId, isSequential(webhook), claimBusyMs);
+    const { db, metrics } = this.deps;
+    const claimed = await claimFlowCall(db, callId, isSequential(webhook), this.#claimBusyMs);
     metrics.flowClaims.inc({ state: claimed.state });
     switch (claimed.state) {
       case 'go': {

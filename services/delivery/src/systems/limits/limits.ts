@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '@herald/contract';
-import type { Coordination, Logger } from '@herald/runtime';
-import type { CircuitSettings, Db, WebhookRecord } from '@herald/store';
+import type { Logger } from '@herald/runtime';
+import type { WebhookRecord } from '@herald/store';
 import type { DeliveryMetrics } from '../../metrics.js';
+import type { DeliverySettings } from '../../settings.js';
+import type { SystemResources } from '../resources.js';
 import { Circuits } from './circuits.js';
 import { deliveryCoordination, type InFlightSlots, type RateTurns } from './coordination.js';
 import { AttemptRollups } from './rollups.js';
@@ -52,7 +54,7 @@ export interface LimitsDeps {
  * pool, the webhook's rate limit and its circuit breaker.
  */
 export class Limits {
-  constructor(readonly deps: LimitsDeps) {}
+  constructor(private readonly deps: LimitsDeps) {}
 
   get inFlight(): InFlightSlots {
     return this.deps.inFlight;
@@ -150,22 +152,15 @@ export class Limits {
   }
 }
 
-export interface LimitSettings {
-  maxInFlightPerWebhook: number;
-  timeoutMs: number;
-  circuit: CircuitSettings;
-  deliverConcurrency: number;
-}
-
 /** The limits on the process's coordination (Redis, or Postgres alone), their circuits started. */
 export async function startLimits(
-  deps: {
-    db: Db;
-    coordination: Coordination;
+  deps: Pick<SystemResources, 'db' | 'coordination' | 'logger'> & {
     metrics: Pick<DeliveryMetrics, 'inFlight' | 'circuitsOpen'>;
-    logger: Logger;
   },
-  settings: LimitSettings,
+  settings: Pick<
+    DeliverySettings,
+    'maxInFlightPerWebhook' | 'timeoutMs' | 'circuit' | 'deliverConcurrency'
+  >,
 ): Promise<Limits> {
   const { db, coordination, metrics, logger } = deps;
   const { inFlight, rateTurns } = deliveryCoordination(coordination, {

@@ -1,17 +1,10 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { errorMessage } from '@herald/contract';
-import {
-  contextOf,
-  enqueueDueCalls,
-  tracer,
-  type DeliverQueue,
-  type Logger,
-} from '@herald/runtime';
+import { contextOf, enqueueDueCalls, tracer } from '@herald/runtime';
 import {
   createWebhookCalls,
   hasFlowControl,
   placeFlowCalls,
-  type Db,
   type NewWebhookCall,
   type Placement,
   type Queryable,
@@ -20,23 +13,20 @@ import {
 } from '@herald/store';
 import type { DeliveryMetrics } from '../../metrics.js';
 import type { NewCall } from '../../shared/calls.js';
-import type { ModelCache } from '../../shared/loaders.js';
-import type { Lease } from '../recovery/lease.js';
+import type { SystemResources } from '../resources.js';
 import { contentFor } from './event-content.js';
-import type { WebhookIndex } from './webhook-index.js';
 
-export interface MatcherDeps {
-  db: Db;
-  index: WebhookIndex;
-  /** Models of the events whose matching needs their content (field-aware entries). */
-  models: ModelCache;
+/**
+ * `models`: of the events whose matching needs their content (field-aware entries); `lease` holds
+ * the new calls until their first attempt is made; `deliverQueue` gets the jobs of batches whose
+ * window is open, due when it ends (flow control).
+ */
+export type MatcherDeps = Pick<
+  SystemResources,
+  'db' | 'index' | 'models' | 'logger' | 'lease' | 'deliverQueue'
+> & {
   metrics: Pick<DeliveryMetrics, 'matchDuration' | 'flowEvents'>;
-  logger: Logger;
-  /** This process's lease: the new calls are held by it until their first attempt is made. */
-  lease: Pick<Lease, 'id' | 'create'>;
-  /** Where batches whose window is open get their jobs, due when it ends (flow control). */
-  deliverQueue: DeliverQueue;
-}
+};
 
 /** Matches events to webhooks (the index) and makes their calls, placed in their lanes. */
 export class Matcher {
