@@ -66,8 +66,8 @@ export interface BulkJobsOptions {
   /** Models of the events a replay's field-aware entries read (event-content.ts). */
   models: ModelCache;
   /**
-   * Sends one item's call (Deliveries.attemptForJob): `stopping` gives
-   * up waiting for the webhook's limits, `mayStart` is asked last, just before the request goes.
+   * Sends one item's call (Deliveries.attemptForJob): `stopping` gives up waiting for the
+   * webhook's limits, `mayStart` is asked last, just before the request goes.
    */
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },
