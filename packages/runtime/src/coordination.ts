@@ -29,7 +29,7 @@ export interface Subscription {
  * What Herald's processes share besides Postgres's tables and the queues, behind one interface:
  * Redis when REDIS_URL is set, else Postgres alone (tables of migration 027, LISTEN/NOTIFY,
  * advisory locks). Delivery's in-flight slots and rate-limit turns are built on either kind
- * (services/delivery, delivery/coordination.ts).
+ * (services/delivery, systems/limits/coordination.ts).
  */
 interface CoordinationBase {
   readonly kind: 'redis' | 'postgres';

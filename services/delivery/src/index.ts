@@ -1,5 +1,5 @@
 export { createApp, type DeliveryDeps as DeliveryAppDeps } from './app.js';
-export { deliveryMetrics } from './delivery/metrics.js';
+export { deliveryMetrics } from './metrics.js';
 export {
   DeliveryConfig,
   deliveryEnv,
@@ -18,5 +18,5 @@ export {
   sweepUnmatchedEvents,
   type EventSweepOptions,
   type SweeperOptions,
-} from './sweeper.js';
-export { WebhookIndex, type MatchableEvent } from './webhook-index.js';
+} from './systems/recovery/sweeper.js';
+export { WebhookIndex, type MatchableEvent } from './systems/match/webhook-index.js';

@@ -351,7 +351,7 @@ describe('the metric registries', () => {
     }
     expect(makers.sort()).toEqual([
       'packages/runtime/src/metrics.ts',
-      'services/delivery/src/delivery/metrics.ts',
+      'services/delivery/src/metrics.ts',
       'services/ingest/src/events/metrics.ts',
       'services/read/src/metrics.ts',
     ]);

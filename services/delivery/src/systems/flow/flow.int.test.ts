@@ -17,7 +17,7 @@ import {
   pipelineTest,
   webhookInput,
   type Pipeline,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 /** Flow control (issue #15 items 1–3): ordered, coalesced and batched calls, end to end. */
 

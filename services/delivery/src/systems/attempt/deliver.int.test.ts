@@ -14,7 +14,7 @@ import {
   startPipeline,
   waitForCall,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // File-scoped fixtures are made at the top level: a pipeline (and database) per mode.
 const tests = { redis: pipelineTest({}, 'redis'), postgres: pipelineTest({}, 'postgres') };

@@ -8,7 +8,7 @@ import {
   itemEventsIn,
   pipelineTest,
   webhookInput,
-} from '../harness.test-support.js';
+} from './harness.test-support.js';
 
 // What the alert rules (infra/prometheus/alerts.yml) read, through an endpoint's outage and its
 // recovery: attempts by their own result apart from their calls, first-attempt latency apart

@@ -9,7 +9,7 @@ import {
   itemEventsIn,
   pipelineTest,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // The circuit breaker end to end: a receiver that goes down, then comes back.
 const COOLDOWN_MS = 800;

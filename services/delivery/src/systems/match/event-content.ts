@@ -1,6 +1,6 @@
 import { describeItemEvent, type ItemEventContent } from '@herald/contract';
 import type { StoredEvent } from '@herald/store';
-import type { ModelCache } from './delivery/loaders.js';
+import type { ModelCache } from '../../shared/loaders.js';
 import type { MatchableEvent, WebhookIndex } from './webhook-index.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { SlotRequest } from './in-flight.js';
-import type { Semaphore } from './semaphore.js';
+import type { SlotRequest } from '../limits/in-flight.js';
+import type { Semaphore } from '../limits/semaphore.js';
 
 /** A call to attempt, and the webhook whose in-flight limit it counts against. */
 export interface PendingAttempt {

@@ -14,7 +14,7 @@ import {
   startPipeline,
   waitForCall,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 const withUpdates = (mode: CoordinationMode) =>
   pipelineTest({}, mode).extend('updates', async ({ db, pipeline, receiver }) => {

@@ -8,7 +8,7 @@ import {
   itemEventsIn,
   pipelineTest,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // An open circuit holds retries that were planned before it opened (docs/api.md, the circuit
 // breaker: "first attempts and retries alike, wait"), whatever the order in which a retry wakes

@@ -1,35 +1,25 @@
 import type { ModelInfo } from '@herald/contract';
 import type { ModelSource } from '@herald/payload';
-import type { AttemptRollups } from './rollups.js';
 import {
   findEvents,
   findWebhookCalls,
   findWebhooks,
   loadModels,
-  recordFlowOutcomes,
-  recordWebhookCallAttempts,
-  type ReleasedLaneCall,
   type Db,
   type VersionedModel,
-  type WebhookCallAttempt,
   type StoredEvent,
   type WebhookCallRecord,
   type WebhookRecord,
 } from '@herald/store';
-import { BatchLoader, BatchWriter } from './batch-loader.js';
+import { BatchLoader } from './batch-loader.js';
 
-/** The workers' reads by id and attempt writes, batched (see BatchLoader, BatchWriter). */
+/** The workers' reads by id, batched (see BatchLoader). */
 export interface DeliveryLoaders {
   calls: BatchLoader<WebhookCallRecord>;
   webhooks: BatchLoader<WebhookRecord>;
   events: BatchLoader<StoredEvent>;
   /** Models for serializing entities (ModelCache). */
   models: ModelCache;
-  /**
-   * Attempts' outcomes, written several per statement; those of lane calls (flow control) in
-   * one transaction with the release of their lanes' next calls (recordFlowOutcomes).
-   */
-  attempts: BatchWriter<WebhookCallAttempt & { webhookId: string; lane: boolean }>;
 }
 
 const modelKey = (environment: string, id: string) => `${environment}\u0000${id}`;
@@ -100,27 +90,8 @@ export class ModelCache {
   }
 }
 
-/**
- * The lane calls an outcome releases (flow control): those due now are held by `holder` in the
- * outcome's transaction, and counted as in memory by `hold` (Lease.create) from its commit, for
- * `onReleased` to attempt here or enqueue.
- */
-export interface FlowRelease {
-  holder: string;
-  hold: (statement: () => Promise<ReleasedLaneCall[]>) => Promise<ReleasedLaneCall[]>;
-  onReleased: (calls: ReleasedLaneCall[]) => Promise<void>;
-}
-
-/**
- * `rollups`: where the attempts' stats go once their outcomes are recorded (AttemptRollups);
- * without it, each batch's statement writes them itself.
- */
-export function deliveryLoaders(
-  db: Db,
-  rollups?: AttemptRollups,
-  /** Flow control: what becomes of the lane calls an outcome releases (see FlowRelease). */
-  flow?: FlowRelease,
-): DeliveryLoaders {
+/** The workers' reads by id, batched (BatchLoader), and the models they render with. */
+export function deliveryLoaders(db: Db): DeliveryLoaders {
   return {
     calls: new BatchLoader(
       (ids) => findWebhookCalls(db, ids),
@@ -135,33 +106,5 @@ export function deliveryLoaders(
       (event) => event.id,
     ),
     models: new ModelCache(db),
-    attempts: new BatchWriter(async (items) => {
-      const attempts = items.map(({ id, value }) => ({ id, attempt: value }));
-      const lanes = items.filter(({ value }) => value.lane);
-      if (lanes.length === 0) {
-        await recordWebhookCallAttempts(db, attempts, undefined, rollups === undefined);
-      } else {
-        const finished = lanes.filter(({ value }) => value.status !== 'rescheduled');
-        const record = () =>
-          recordFlowOutcomes(
-            db,
-            finished.map(({ id }) => id),
-            (tx) => recordWebhookCallAttempts(tx, attempts, undefined, rollups === undefined),
-            flow?.holder ?? null,
-          );
-        const released = flow ? await flow.hold(record) : await record();
-        // Lost (Redis away, a crash), a released call is taken over or re-enqueued by the sweeper.
-        await flow?.onReleased(released).catch(() => undefined);
-      }
-      rollups?.add(
-        items.map(({ value }) => ({
-          webhookId: value.webhookId,
-          status: value.status,
-          lastSentAt: value.lastSentAt,
-          durationMs: value.durationMs,
-          tripsCircuit: value.tripsCircuit,
-        })),
-      );
-    }),
   };
 }

@@ -56,26 +56,27 @@ export class BatchLoader<V> {
 /**
  * The same for writes keyed by id: the items handed in while a write runs go together in the next
  * one, each id at most once per write (a second item for an id waits for the next write, so
- * writes of one id keep their order). `write` resolves once its item is committed.
+ * writes of one id keep their order). `write` resolves once its item is committed, with what
+ * `writeMany` answered for it (an array in the order of the items), if anything.
  */
-interface PendingWrite<T> {
+interface PendingWrite<T, R> {
   id: string;
   value: T;
-  resolve: () => void;
+  resolve: (result: R | undefined) => void;
   reject: (e: unknown) => void;
 }
 
-export class BatchWriter<T> {
-  #waiting: PendingWrite<T>[] = [];
+export class BatchWriter<T, R = void> {
+  #waiting: PendingWrite<T, R>[] = [];
   #inFlight = 0;
 
   constructor(
-    private readonly writeMany: (items: { id: string; value: T }[]) => Promise<void>,
+    private readonly writeMany: (items: { id: string; value: T }[]) => Promise<readonly R[] | void>,
     private readonly maxInFlight = 2,
     private readonly maxBatch = 500,
   ) {}
 
-  write(id: string, value: T): Promise<void> {
+  write(id: string, value: T): Promise<R | undefined> {
     return new Promise((resolve, reject) => {
       this.#waiting.push({ id, value, resolve, reject });
       this.#pump();
@@ -85,8 +86,8 @@ export class BatchWriter<T> {
   #pump(): void {
     while (this.#inFlight < this.maxInFlight && this.#waiting.length > 0) {
       const ids = new Set<string>();
-      const batch: PendingWrite<T>[] = [];
-      const rest: PendingWrite<T>[] = [];
+      const batch: PendingWrite<T, R>[] = [];
+      const rest: PendingWrite<T, R>[] = [];
       for (const item of this.#waiting) {
         if (batch.length < this.maxBatch && !ids.has(item.id)) {
           ids.add(item.id);
@@ -96,8 +97,8 @@ export class BatchWriter<T> {
       this.#waiting = rest;
       this.#inFlight++;
       this.writeMany(batch.map(({ id, value }) => ({ id, value })))
-        .then(() => {
-          for (const item of batch) item.resolve();
+        .then((results) => {
+          batch.forEach((item, i) => item.resolve(results?.[i]));
         })
         .catch((error: unknown) => {
           for (const item of batch) item.reject(error);

@@ -29,7 +29,7 @@ import {
   testWebhookInput,
   type TestDb,
 } from '@herald/testkit';
-import { deliveryMetrics } from './delivery/metrics.js';
+import { deliveryMetrics } from '../../metrics.js';
 import { Sweeper, sweepUnmatchedEvents, type SweeperOptions } from './sweeper.js';
 
 let t: TestDb;

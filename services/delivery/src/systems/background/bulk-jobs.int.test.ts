@@ -17,7 +17,7 @@ import {
   pipelineTest,
   waitForCall,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // Bulk jobs end to end (docs/api.md, Bulk jobs): a delivery process takes the job, selects,
 // sends at its pace and records each item; a real receiver counts what arrives.

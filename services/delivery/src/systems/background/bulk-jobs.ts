@@ -26,15 +26,28 @@ import {
   type ReplayFilter,
   type WebhookRecord,
 } from '@herald/store';
-import type { ModelCache } from './delivery/loaders.js';
-import { contentFor } from './event-content.js';
-import type { JobItemGate, JobItemResult } from './jobs/deliver-webhook.js';
-import { WebhookIndex } from './webhook-index.js';
+import type { ModelCache } from '../../shared/loaders.js';
+import { contentFor } from '../match/event-content.js';
+import { WebhookIndex } from '../match/webhook-index.js';
 
 /** Events read per page of a replay's selection. */
 const SELECT_PAGE = 1000;
 /** Items taken per batch at most (a paced job takes about a second's worth). */
 const MAX_BATCH = 500;
+
+/**
+ * What a bulk job's item came to: sent and succeeded or not, skipped (not sent: its call is on
+ * its way, or it, its webhook or its event is gone), or stopped (not sent: the job is stopping).
+ */
+export type JobItemResult = BulkItemOutcome | 'stopped';
+
+/** What lets a bulk job's item go: see Deliveries.attemptForJob. */
+export interface JobItemGate {
+  /** True once the job is stopping here (the process stops, its lease is lost): give up waiting. */
+  stopping: () => boolean;
+  /** Asked just before the request is sent: false when the job was cancelled meanwhile. */
+  mayStart: () => Promise<boolean>;
+}
 
 export interface BulkJobsOptions {
   db: Db;
@@ -53,8 +66,8 @@ export interface BulkJobsOptions {
   /** Models of the events a replay's field-aware entries read (event-content.ts). */
   models: ModelCache;
   /**
-   * Sends one item's call (attemptForJob with the process's delivery context): `stopping` gives
-   * up waiting for the webhook's limits, `mayStart` is asked last, just before the request goes.
+   * Sends one item's call (Deliveries.attemptForJob): `stopping` gives up waiting for the
+   * webhook's limits, `mayStart` is asked last, just before the request goes.
    */
   attempt: (
     item: { callId: string; newCall: boolean; trigger: 'bulk_resend' | 'replay' },

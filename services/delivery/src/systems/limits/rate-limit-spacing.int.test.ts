@@ -10,7 +10,7 @@ import {
   pipelineTest,
   waitForCall,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // A rate limit's spacing counts from the later of a request's admission and its actual start
 // (docs/api.md, Rate limit). One attempt at a time in the process (its pool), two per webhook: a

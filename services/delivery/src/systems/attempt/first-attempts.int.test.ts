@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomId, testRedis, waitFor } from '@herald/testkit';
 import { FirstAttempts, type PendingAttempt } from './first-attempts.js';
-import { InFlightLimiter } from './in-flight.js';
-import { Semaphore } from './semaphore.js';
+import { InFlightLimiter } from '../limits/in-flight.js';
+import { Semaphore } from '../limits/semaphore.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).
 const redis = testRedis('worker');

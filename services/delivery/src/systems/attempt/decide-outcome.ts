@@ -26,7 +26,7 @@ export interface OutcomeSettings {
 
 /**
  * What one attempt led to: each case with the call status it stores (and the retry time and
- * failure reason stored with it). applyOutcome carries it out.
+ * failure reason stored with it). Attempts (attempt.ts) carries it out.
  */
 export type Outcome =
   /** success: a 2xx. The call is done; a retry still planned (a resend's call) is dropped. */

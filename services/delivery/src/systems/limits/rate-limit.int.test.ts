@@ -11,7 +11,7 @@ import {
   pipelineTest,
   startPipeline,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 /** The deliveries a process made, from its own metrics. */
 async function deliveriesOf(registry: Registry): Promise<number> {

@@ -9,7 +9,7 @@ import {
   itemEventsIn,
   pipelineTest,
   webhookInput,
-} from './harness.test-support.js';
+} from '../../harness.test-support.js';
 
 // Notices end to end (docs/api.md, Notices): Herald's own events about a webhook's health and
 // its bulk jobs, delivered through the pipeline to the webhooks that subscribe to them.

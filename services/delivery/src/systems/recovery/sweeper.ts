@@ -25,7 +25,9 @@ import {
   type Queryable,
 } from '@herald/store';
 import { errorMessage } from '@herald/contract';
-import { deliveryMetrics, type DeliveryMetrics } from './delivery/metrics.js';
+import { deliveryMetrics, type DeliveryMetrics } from '../../metrics.js';
+import type { DeliverySettings } from '../../settings.js';
+import type { SystemResources } from '../resources.js';
 
 export interface EventSweepOptions {
   db: Queryable;
@@ -384,4 +386,49 @@ export class Sweeper {
       if (stranded.length < limit || this.#stopped) return total;
     }
   }
+}
+
+/** Starts the process's one sweeper, on the service's settings. */
+export function startSweeper(
+  resources: Pick<
+    SystemResources,
+    'db' | 'coordination' | 'matchQueue' | 'deliverQueue' | 'logger' | 'lease' | 'announce'
+  > & { registry: Registry },
+  settings: Pick<
+    DeliverySettings,
+    | 'sweepIntervalMs'
+    | 'sweepAfterMs'
+    | 'eventSweepGraceMs'
+    | 'sweepBatchSize'
+    | 'sweepEnqueueTimeoutMs'
+    | 'logRetentionMs'
+    | 'logPruneIntervalMs'
+    | 'leaseMs'
+    | 'disableAfterFailingMs'
+  >,
+): Sweeper {
+  const { db, coordination, lease, announce } = resources;
+  const sweeper = new Sweeper({
+    db,
+    matchQueue: resources.matchQueue,
+    deliverQueue: resources.deliverQueue,
+    logger: resources.logger.child({ module: 'sweeper' }),
+    registry: resources.registry,
+    intervalMs: settings.sweepIntervalMs,
+    afterMs: settings.sweepAfterMs,
+    eventGraceMs: settings.eventSweepGraceMs,
+    batchSize: settings.sweepBatchSize,
+    enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
+    retentionMs: settings.logRetentionMs,
+    pruneIntervalMs: settings.logPruneIntervalMs,
+    leaseMs: settings.leaseMs,
+    healthyForMs: () => lease.healthyForMs(),
+    leaseId: lease.id,
+    // Redis forgets the claim when it is flushed or restarted empty: write it again.
+    claimDeployment: () => coordination.claimDeployment(db),
+    disableAfterFailingMs: settings.disableAfterFailingMs,
+    onDisabled: (webhook) => announce({ id: webhook.id, change: 'updated' }),
+  });
+  sweeper.start();
+  return sweeper;
 }

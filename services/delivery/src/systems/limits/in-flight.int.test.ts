@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, testRedis, type TestDb } from '@herald/testkit';
-import { COORDINATION_MODES, testCoordination } from '../harness.test-support.js';
+import { COORDINATION_MODES, testCoordination } from '../../harness.test-support.js';
 import { deliveryCoordination, type InFlightSlots } from './coordination.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).

@@ -1,5 +1,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ATTEMPT_TRIGGERS } from '@herald/contract';
+import type { DeliverQueue, EventMatchQueue } from '@herald/runtime';
+import { readDeliveryHealth, type Db } from '@herald/store';
 
 /** What an attempt came to by itself, whatever its call's status became. */
 const ATTEMPT_RESULTS = ['success', 'failure'] as const;
@@ -237,4 +239,53 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
   for (const reason of SWEPT_CALL_REASONS) metrics.sweptCalls.inc({ reason }, 0);
   cache.set(registry, metrics);
   return metrics;
+}
+
+/** Queue depth and oldest waiting age, read from the queues' store when /metrics is scraped. */
+export function queueCollector(
+  metrics: Pick<DeliveryMetrics, 'queueDepth' | 'queueOldestWaiting'>,
+  queues: readonly (EventMatchQueue | DeliverQueue)[],
+): () => Promise<void> {
+  return async () => {
+    await Promise.all(
+      queues.map(async (queue) => {
+        const counts = await queue.getJobCounts('waiting', 'delayed', 'active', 'prioritized');
+        const depth = Object.values(counts).reduce((a, b) => a + b, 0);
+        metrics.queueDepth.set({ queue: queue.name }, depth);
+        const [oldest] = await queue.getJobs(['waiting'], 0, 0, true);
+        const since = oldest ? oldest.timestamp + (oldest.opts.delay ?? 0) : Date.now();
+        metrics.queueOldestWaiting.set(
+          { queue: queue.name },
+          Math.max(0, Date.now() - since) / 1000,
+        );
+      }),
+    ).catch(() => undefined);
+  };
+}
+
+/**
+ * The webhooks' health the alerts watch, read from Postgres when /metrics is scraped; given up
+ * after 2 s (the gauges keep their last values), so that a Postgres away does not fail the
+ * scrape (herald_dependency_up says it is away).
+ */
+export function healthCollector(
+  metrics: Pick<
+    DeliveryMetrics,
+    'webhooksFailing' | 'webhookFailingLongest' | 'circuitOpenLongest'
+  >,
+  db: Db,
+): () => Promise<void> {
+  return async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const health = await Promise.race([
+      readDeliveryHealth(db),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 2000))),
+    ])
+      .catch(() => undefined)
+      .finally(() => clearTimeout(timer));
+    if (!health) return;
+    metrics.webhooksFailing.set(health.failing);
+    metrics.webhookFailingLongest.set(health.failingLongestSeconds);
+    metrics.circuitOpenLongest.set(health.circuitOpenLongestSeconds);
+  };
 }

@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorMessage } from '@herald/contract';
+import type { Logger } from '@herald/runtime';
+import type { WebhookRecord } from '@herald/store';
+import type { DeliveryMetrics } from '../../metrics.js';
+import type { DeliverySettings } from '../../settings.js';
+import type { SystemResources } from '../resources.js';
+import { Circuits } from './circuits.js';
+import { deliveryCoordination, type InFlightSlots, type RateTurns } from './coordination.js';
+import { AttemptRollups } from './rollups.js';
+import { Semaphore } from './semaphore.js';
+
+/** How often a delivery process writes its attempts' stats rollups (AttemptRollups). */
+const ROLLUP_INTERVAL_MS = 250;
+
+/**
+ * The longest wait for a rate limit's turn spent in the process (holding the attempt's in-flight
+ * slot) rather than as a delayed job, whose promotion and pickup take tens of milliseconds.
+ */
+const RATE_WAIT_HERE_MS = 300;
+
+/** Why an attempt waits, how long, and whether it then has its turn in the rate limit's queue. */
+export type PutOff = {
+  send: false;
+  waitMs: number;
+  reason: 'rate_limit' | 'circuit';
+  rateSlot: boolean;
+};
+
+/** A fresh in-flight slot token for an attempt of `callId`. */
+let attempts = 0;
+const processTag = randomBytes(4).toString('hex');
+
+export interface LimitsDeps {
+  /** Each webhook's in-flight slots, across processes. */
+  inFlight: InFlightSlots;
+  /** Each webhook's rate limit (delivery_policy.rate_limit_per_second), across processes. */
+  rate: RateTurns;
+  /** The webhooks' circuit breakers: whether an attempt may go now. */
+  circuits: Circuits;
+  /** Where the attempts' stats go, which the circuits follow. */
+  rollups: AttemptRollups;
+  /** The process's attempts in flight (DELIVERY_CONCURRENCY). */
+  pool: Semaphore;
+  /** How long an attempt whose webhook is at its in-flight limit steps aside (at least). */
+  inFlightWaitMs: number;
+  metrics: Pick<DeliveryMetrics, 'inFlight'>;
+  logger: Logger;
+}
+
+/**
+ * Every limit an attempt goes through, in one place: the webhook's in-flight slots, the process's
+ * pool, the webhook's rate limit and its circuit breaker.
+ */
+export class Limits {
+  constructor(private readonly deps: LimitsDeps) {}
+
+  get inFlight(): InFlightSlots {
+    return this.deps.inFlight;
+  }
+
+  get pool(): Semaphore {
+    return this.deps.pool;
+  }
+
+  get rollups(): AttemptRollups {
+    return this.deps.rollups;
+  }
+
+  get inFlightWaitMs(): number {
+    return this.deps.inFlightWaitMs;
+  }
+
+  /** A fresh in-flight slot token for an attempt of `callId`. */
+  slotToken(callId: string): string {
+    return `${callId}:${processTag}:${(attempts++).toString(36)}`;
+  }
+
+  /** How long an attempt whose webhook is at its in-flight limit steps aside. */
+  // Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
+  inFlightWait(): number {
+    return Math.ceil(this.deps.inFlightWaitMs * (1 + Math.random()));
+  }
+
+  /**
+   * Whether an attempt of `webhook` may go now: its rate limit first (`rateSlot`: the call waited
+   * for its turn), then its circuit breaker.
+   */
+  async admit(
+    webhook: WebhookRecord,
+    rateSlot: boolean,
+    /** An auto retry: its circuit is read afresh (see Circuits). */
+    retry = false,
+  ): Promise<{ send: true } | PutOff> {
+    const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
+    for (let hasTurn = rateSlot; perSecond;) {
+      const { waitMs, turn } = await this.deps.rate.admit(webhook.id, perSecond, hasTurn);
+      if (waitMs === 0) break;
+      // A turn soon is waited for here: a delayed job's round trip takes longer than that.
+      if (waitMs > RATE_WAIT_HERE_MS) {
+        return { send: false, waitMs, reason: 'rate_limit', rateSlot: turn };
+      }
+      await sleep(waitMs);
+      hasTurn = turn;
+    }
+    const circuit = await this.deps.circuits.admit(webhook.id, { fresh: retry });
+    if (circuit.send) return circuit;
+    return { send: false, waitMs: circuit.waitMs, reason: 'circuit', rateSlot: false };
+  }
+
+  /**
+   * A rate-limited request counts its spacing from now if it starts later than it was admitted
+   * (told alongside the request, not before it).
+   */
+  rateStarted(webhookId: string, perSecond: number): void {
+    this.deps.rate.started(webhookId, perSecond).catch((error: unknown) => {
+      this.deps.logger.warn({ err: errorMessage(error), webhookId }, 'rate limit not told');
+    });
+  }
+
+  /**
+   * Runs a delivery whose in-flight slot is taken, within the process's pool; frees the slot once
+   * the endpoint has answered (`run` calls `answered`: the slot counts requests in flight, not the
+   * outcome's write), or when `run` ends.
+   */
+  async holding<T>(
+    webhookId: string,
+    slot: string,
+    run: (answered: () => void) => Promise<T>,
+  ): Promise<T> {
+    const { inFlight, pool, metrics } = this.deps;
+    let freed: Promise<void> | undefined;
+    const free = (): Promise<void> => (freed ??= inFlight.release(webhookId, slot));
+    try {
+      return await pool.run(async () => {
+        metrics.inFlight.inc();
+        try {
+          return await run(() => void free().catch(() => undefined));
+        } finally {
+          metrics.inFlight.dec();
+        }
+      });
+    } finally {
+      await free();
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.deps.circuits.stop();
+    await this.deps.rollups.stop();
+  }
+}
+
+/** The limits on the process's coordination (Redis, or Postgres alone), their circuits started. */
+export async function startLimits(
+  deps: Pick<SystemResources, 'db' | 'coordination' | 'logger'> & {
+    metrics: Pick<DeliveryMetrics, 'inFlight' | 'circuitsOpen'>;
+  },
+  settings: Pick<
+    DeliverySettings,
+    'maxInFlightPerWebhook' | 'timeoutMs' | 'circuit' | 'deliverConcurrency'
+  >,
+): Promise<Limits> {
+  const { db, coordination, metrics, logger } = deps;
+  const { inFlight, rateTurns } = deliveryCoordination(coordination, {
+    maxInFlightPerWebhook: settings.maxInFlightPerWebhook,
+    // A dead process's slots come free a second after its longest attempt could have ended.
+    slotTtlMs: settings.timeoutMs + 1000,
+  });
+  const circuits = new Circuits({
+    db,
+    logger: logger.child({ module: 'circuits' }),
+    pollMs: Math.min(1000, Math.max(100, settings.circuit.cooldownMs / 4)),
+    // An attempt lasts at most the timeout: a claim older than twice that is a dead process's.
+    probeTimeoutMs: 2 * settings.timeoutMs + 1000,
+    probeWaitMs: Math.min(1000, Math.max(100, settings.circuit.cooldownMs / 4)),
+    openGauge: metrics.circuitsOpen,
+  });
+  await circuits.start();
+  // Stats, health and circuits follow the outcomes within a quarter second (a failure that
+  // counts towards a circuit at once), and this process's circuits follow its rollups.
+  const rollups = new AttemptRollups(
+    db,
+    logger.child({ module: 'rollups' }),
+    settings.circuit,
+    ROLLUP_INTERVAL_MS,
+    (written) => circuits.heard(written),
+  );
+  rollups.start();
+  return new Limits({
+    inFlight,
+    rate: rateTurns,
+    circuits,
+    rollups,
+    pool: new Semaphore(settings.deliverConcurrency),
+    inFlightWaitMs: Math.min(1000, Math.max(100, settings.timeoutMs / 8)),
+    metrics,
+    logger: logger.child({ module: 'deliver' }),
+  });
+}

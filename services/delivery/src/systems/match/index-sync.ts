@@ -1,0 +1,85 @@
+import { errorMessage, webhooksChangedChannel, type WebhookChangedMessage } from '@herald/contract';
+import type { Coordination, Logger } from '@herald/runtime';
+import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
+import { WebhookIndex } from './webhook-index.js';
+
+export interface WebhookIndexSyncDeps {
+  db: Db;
+  /** The webhooks-changed channel (Redis pub/sub, or Postgres alone). */
+  coordination: Pick<Coordination, 'prefix' | 'publish' | 'subscribe'>;
+  logger: Logger;
+  /** How often the whole index is read again (WEBHOOK_INDEX_RELOAD_MS). */
+  reloadMs: number;
+}
+
+/**
+ * The match index kept in sync with Postgres: loaded at start, each webhook read again when a
+ * change of it is announced on the webhooks-changed channel, and the whole index again every
+ * `reloadMs` and after the channel reconnects (announcements may have been missed).
+ */
+export class WebhookIndexSync {
+  readonly index = new WebhookIndex();
+  readonly #channel: string;
+  #subscription: { close(): Promise<void> } | undefined;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: WebhookIndexSyncDeps) {
+    this.#channel = webhooksChangedChannel(deps.coordination.prefix);
+  }
+
+  async start(): Promise<void> {
+    const { coordination, logger, reloadMs } = this.deps;
+    await this.#reload();
+    this.#subscription = await coordination.subscribe(
+      this.#channel,
+      (text) => this.#heard(text),
+      () => {
+        this.#reload().catch(() => undefined);
+      },
+    );
+    this.#timer = setInterval(() => {
+      this.#reload().catch((error: unknown) =>
+        logger.warn({ err: errorMessage(error) }, 'webhook index reload failed'),
+      );
+    }, reloadMs);
+  }
+
+  /** Tells every process of a webhook change (the channel the API publishes on). */
+  async announce(message: WebhookChangedMessage): Promise<void> {
+    // Postgres holds the change; a lost announcement is caught up by the periodic reload.
+    await this.deps.coordination
+      .publish(this.#channel, JSON.stringify(message))
+      .catch((error: unknown) => {
+        this.deps.logger.warn({ err: errorMessage(error) }, 'could not announce a webhook change');
+      });
+  }
+
+  /** Stops the periodic reload (announcements are still heard until `stop`). */
+  stopReloading(): void {
+    clearInterval(this.#timer);
+  }
+
+  async stop(): Promise<void> {
+    this.stopReloading();
+    await this.#subscription?.close();
+  }
+
+  async #reload(): Promise<void> {
+    this.index.replaceAll(await listEnabledWebhooks(this.deps.db));
+  }
+
+  #heard(text: string): void {
+    let message: WebhookChangedMessage;
+    try {
+      message = JSON.parse(text) as WebhookChangedMessage;
+    } catch {
+      return;
+    }
+    const { db, logger } = this.deps;
+    findWebhook(db, message.id)
+      .then((webhook) => this.index.upsert(message.id, webhook))
+      .catch((error: unknown) =>
+        logger.warn({ err: errorMessage(error) }, 'webhook index refresh failed'),
+      );
+  }
+}
