@@ -31,8 +31,8 @@ export type RoleName = 'ingest' | 'read' | 'delivery';
 
 /** What the startup routine opens once and hands to every role. */
 export interface Infrastructure {
-  /** The process's name in its pools' application_name: `herald-<name>`, `herald-<name>-items`. */
-  name: string;
+  /** Its pools' application_name: `herald-<poolName>`, `herald-<poolName>-items`. */
+  poolName: string;
   db: Db;
   /** Redis or Postgres alone: the queues and the state the processes share. */
   coordination: Coordination;
@@ -59,7 +59,7 @@ export interface RoleApi {
 /** One of Herald's roles, as its service exports it (ingestRole, readRole, deliveryRole). */
 export interface Role {
   name: RoleName;
-  /** It uses the queues: the process migrates their tables (Postgres alone) and claims REDIS_PREFIX. */
+  /** Uses the queues: the process migrates their tables (Postgres alone), claims REDIS_PREFIX. */
   queues: boolean;
   /** Its routes; a process whose roles have none serves health, readiness and metrics only. */
   api?: RoleApi;
@@ -110,11 +110,11 @@ export interface ProcessHost<C> {
 }
 
 export interface ProcessOptions<C extends ProcessConfig> {
-  /** Its logger's name, its traces' (`herald-<name>`, or `herald`) and its `<name> listening` line. */
+  /** Its logger's name, its traces' (`herald-<name>`, or `herald`), its `<name> listening`. */
   name: string;
-  /** Its pools' names (Infrastructure.name); default `name`. */
+  /** Its pools' names (Infrastructure.poolName); default `name`. */
   poolName?: string;
-  /** main.ts passes process.env here: loaded inside the routine, so that a ConfigError is said plainly. */
+  /** main.ts passes process.env here; loaded inside the routine, a ConfigError is said plainly. */
   loadConfig: () => C;
   /** The roles it runs, in order: their routes are mounted and their workers started in it. */
   roles: ((config: C) => Role)[];
@@ -152,7 +152,7 @@ export async function startRoles<C extends ProcessConfig>(
   const coordination = openCoordination(config, db, logger, lifecycle);
   const metrics = createMetrics();
   const infrastructure: Infrastructure = {
-    name: poolName,
+    poolName,
     db,
     coordination,
     logger,

@@ -33,8 +33,8 @@ export function runMain(
 }
 
 /**
- * What every service's main starts with: its logger and its lifecycle, starting (the API answers
- * 503 until main calls lifecycle.started()) with the one shutdown mechanism installed.
+ * What every process starts with (startRoles): its logger and its lifecycle, starting (the API
+ * answers 503 until lifecycle.started()) with the one shutdown mechanism installed.
  */
 export function startService(
   name: string,

@@ -19,7 +19,7 @@ export function ingestRole(config: IngestConfig): Role {
     queues: true,
     api: {
       http: httpSettings(config),
-      routers({ name, coordination, logger, lifecycle }, api) {
+      routers({ poolName, coordination, logger, lifecycle }, api) {
         const eventMatchQueue = createEventMatchQueue(coordination, logger, {
           attempts: config.MATCH_JOB_ATTEMPTS,
           backoffMs: config.MATCH_JOB_BACKOFF_MS,
@@ -29,7 +29,7 @@ export function ingestRole(config: IngestConfig): Role {
         const deliverQueue = createDeliverQueue(coordination, logger);
         lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
         // GET /events, GET /webhook_calls and GET /webhook_stats read it (EventsDeps.replicaDb).
-        const replicaDb = openReplicaDb(config, `herald-${name}-replica`);
+        const replicaDb = openReplicaDb(config, `herald-${poolName}-replica`);
         if (replicaDb) lifecycle.onShutdown('replica-database', () => replicaDb.close());
         const deps = {
           ...api,

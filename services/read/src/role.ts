@@ -10,10 +10,10 @@ export function readRole(config: ReadConfig): Role {
     queues: false,
     api: {
       http: httpSettings(config),
-      routers({ name, db, logger, lifecycle }, api) {
+      routers({ poolName, db, logger, lifecycle }, api) {
         // GET /items runs on a pool of its own with a time budget (Postgres only), and one on the
         // replica of READ_DATABASE_URL if set.
-        const readDb = openReadDb(config, db, `herald-${name}-items`);
+        const readDb = openReadDb(config, db, `herald-${poolName}-items`);
         lifecycle.onShutdown('read-database', () => readDb.close());
         const router = readRouter({
           ...api,
