@@ -23,6 +23,7 @@ export {
   createOpsApp,
   shareApiState,
   type ApiAppDeps,
+  type SharedApiDeps,
   type HttpSettings,
 } from './http/create-api-app.js';
 export { answerClientErrors, listen } from './http/listen.js';
@@ -83,3 +84,14 @@ export { ssrfEnv } from './ssrf-env.js';
 export { contextOf, startTracing, traceparentOf, tracer, type TracingConfig } from './tracing.js';
 export { postgresProblem, redisProblem, redisReady, warnOncePerCause } from './dependencies.js';
 export { runMain, serveHttp, startService } from './service.js';
+export {
+  runProcess,
+  startRoles,
+  type Infrastructure,
+  type ProcessConfig,
+  type ProcessHost,
+  type Prepared,
+  type Role,
+  type RoleApi,
+  type RoleName,
+} from './roles.js';

@@ -7,7 +7,8 @@ import { listen } from './http/listen.js';
 import { createLogger, type Logger } from './logger.js';
 import { Lifecycle, closeServer } from './shutdown.js';
 
-type ErrorClass = abstract new (...args: never[]) => Error;
+/** An error class whose instances runMain prints by their message alone. */
+export type ErrorClass = abstract new (...args: never[]) => Error;
 
 /**
  * Runs a process's main. A failure the operator can fix from its message (bad configuration, a
@@ -32,8 +33,8 @@ export function runMain(
 }
 
 /**
- * What every service's main starts with: its logger and its lifecycle, starting (the API answers
- * 503 until main calls lifecycle.started()) with the one shutdown mechanism installed.
+ * What every process starts with (startRoles): its logger and its lifecycle, starting (the API
+ * answers 503 until lifecycle.started()) with the one shutdown mechanism installed.
  */
 export function startService(
   name: string,

@@ -34,8 +34,9 @@ export class Lifecycle {
   }
 
   /**
-   * What the start is doing or waiting for (main.ts says it: startStep), undefined once started:
-   * meanwhile readiness and the API answer 503 saying it, while health and metrics are served.
+   * What the start is doing or waiting for (the startup routine says it: startStep), undefined
+   * once started: meanwhile readiness and the API answer 503 saying it, while health and metrics
+   * are served.
    */
   get starting(): string | undefined {
     return this.#starting;
@@ -87,7 +88,8 @@ export class Lifecycle {
   }
 
   /**
-   * Only main.ts calls this: it owns the process's signals. SIGTERM (what orchestrators send)
+   * Only the startup routine calls this (startService, run by main.ts's runProcess): it owns the
+   * process's signals. SIGTERM (what orchestrators send)
    * waits settings.readinessDelayMs with readiness at 503 before stopping; SIGINT (Ctrl-C, a
    * person at a terminal, no load balancer to warn) stops at once. A second signal during the
    * delay ends it. Later ones are ignored: the hooks are running, bounded by the grace period,

@@ -19,11 +19,14 @@ let heraldTracer: Tracer = trace.getTracer('herald');
  */
 export const tracer = (): Tracer => heraldTracer;
 
-/** The variables that turn tracing on; the SDK reads the other OTEL_* variables itself. */
+/**
+ * The variables that turn tracing on; the SDK reads the other OTEL_* variables itself. A process
+ * that does not read them (the read service) starts no tracing.
+ */
 export interface TracingConfig {
   OTEL_EXPORTER_OTLP_ENDPOINT?: string | undefined;
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?: string | undefined;
-  OTEL_SDK_DISABLED: boolean;
+  OTEL_SDK_DISABLED?: boolean | undefined;
   OTEL_SERVICE_NAME?: string | undefined;
 }
 

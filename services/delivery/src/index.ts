@@ -1,4 +1,3 @@
-export { createApp, type DeliveryDeps as DeliveryAppDeps } from './app.js';
 export { deliveryMetrics } from './metrics.js';
 export {
   DeliveryConfig,
@@ -20,3 +19,4 @@ export {
   type SweeperOptions,
 } from './systems/recovery/sweeper.js';
 export { WebhookIndex, type MatchableEvent } from './systems/match/webhook-index.js';
+export { deliveryRole } from './role.js';

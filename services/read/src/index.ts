@@ -5,3 +5,4 @@ export { IndexManager } from './index-manager.js';
 export { compileListQuery, type CompiledList, type IndexSpec } from './query/compile.js';
 export { parseListParams, resolveListQuery, type ListQuery } from './query/list-query.js';
 export { itemsQueryDuration } from './metrics.js';
+export { readRole } from './role.js';

@@ -5,7 +5,8 @@ import { readRouter, type ReadDeps } from '@herald/read';
 
 /**
  * ingest and read on one port, as the gateway would route them (and the console at /console, the
- * API's document at /openapi.json).
+ * API's document at /openapi.json), for the tests: the single process itself composes them with
+ * its roles (startRoles in @herald/runtime), in this order.
  */
 export function createApp(
   deps: IngestDeps &
@@ -14,7 +15,7 @@ export function createApp(
   const shared = shareApiState(deps);
   return createApiApp(
     shared,
-    [readRouter(shared), ingestRouter(shared)],
+    [ingestRouter(shared), readRouter(shared)],
     ingestPublicRouters(shared),
   );
 }

@@ -41,14 +41,15 @@ export interface ApiAppDeps {
   tokens?: TokenVerifier;
 }
 
+/** ApiAppDeps whose environment resolver and token verifier are made (shareApiState). */
+export type SharedApiDeps = ApiAppDeps & Required<Pick<ApiAppDeps, 'environments' | 'tokens'>>;
+
 /**
  * `deps` with the environment resolver and the token verifier made once, when absent, so that the
  * plumbing of createApiApp and a service's routes share them: a route that changes environments
  * or tokens makes the change apply at once.
  */
-export function shareApiState<D extends ApiAppDeps>(
-  deps: D,
-): D & Required<Pick<ApiAppDeps, 'environments' | 'tokens'>> {
+export function shareApiState<D extends ApiAppDeps>(deps: D): D & SharedApiDeps {
   return {
     ...deps,
     environments: deps.environments ?? new EnvironmentResolver(deps.db),

@@ -27,7 +27,7 @@ import {
   type TestServer,
   waitFor,
 } from '@herald/testkit';
-import { testSettings } from '../../../delivery/src/harness.test-support.js';
+import { testSettings } from '@herald/delivery/testing';
 
 /**
  * The console, end to end: the built console (services/console/dist) served by a real Herald

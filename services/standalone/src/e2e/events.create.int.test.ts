@@ -28,7 +28,7 @@ import {
   webhookInput,
   type Pipeline,
   type Receiver,
-} from '../../../delivery/src/harness.test-support.js';
+} from '@herald/delivery/testing';
 
 /**
  * POST /events (services/ingest) with delivery behind it: item deletes that name only their

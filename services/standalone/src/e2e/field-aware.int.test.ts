@@ -11,7 +11,7 @@ import {
   testDeps,
   waitFor,
 } from '@herald/testkit';
-import { pipelineTest } from '../../../delivery/src/harness.test-support.js';
+import { pipelineTest } from '@herald/delivery/testing';
 
 // Field-aware matching and `changes` in the payload (extension, docs/api.md, Events and filters;
 // What a webhook call sends), end to end: webhooks created with POST /webhooks, events posted to

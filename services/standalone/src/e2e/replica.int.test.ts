@@ -29,7 +29,7 @@ import {
   startPipeline,
   webhookInput,
   type Pipeline,
-} from '../../../delivery/src/harness.test-support.js';
+} from '@herald/delivery/testing';
 import { createApp } from '../app.js';
 import { HeraldProcess } from '../faults/harness.test-support.js';
 

@@ -23,7 +23,7 @@ import {
   pipelineTest,
   waitForCall,
   webhookInput,
-} from '../../../delivery/src/harness.test-support.js';
+} from '@herald/delivery/testing';
 
 // The /webhook_calls API of services/ingest (docs/api.md, Webhook calls) against calls made by real
 // deliveries: the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes

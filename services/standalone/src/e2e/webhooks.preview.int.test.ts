@@ -20,7 +20,7 @@ import {
   waitFor,
 } from '@herald/testkit';
 import { Registry } from 'prom-client';
-import { testSettings } from '../../../delivery/src/harness.test-support.js';
+import { testSettings } from '@herald/delivery/testing';
 
 /** A real endpoint that records what delivery sends it. */
 interface Received {
