@@ -28,7 +28,7 @@ const db = createPostgresDb({
 const redis = createRedis(TEST_REDIS_URL, 'producer', logger);
 const coordination = createRedisCoordination({
   redis,
-  url: TEST_REDIS_URL,
+  target: TEST_REDIS_URL,
   prefix: config.REDIS_PREFIX,
   createSubscriber: () => createRedis(TEST_REDIS_URL, 'worker', logger),
 });

@@ -196,7 +196,7 @@ export function testRedisCoordination(
 ): RedisCoordination {
   const coordination = createRedisCoordination({
     redis,
-    url: TEST_REDIS_URL,
+    target: TEST_REDIS_URL,
     prefix,
     createSubscriber: () => testRedis('worker'),
   });

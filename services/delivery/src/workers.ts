@@ -13,7 +13,7 @@ import {
   createDeliverQueue,
   createEventMatchQueue,
   createQueueWorker,
-  createRedis,
+  connectRedis,
   enqueueDueCalls,
   postgresProblem,
   redisProblem,
@@ -300,7 +300,7 @@ export async function startDelivery(
 
   // On Redis the workers block on a connection of their own (the worker role).
   const workerConnection =
-    coordination.kind === 'redis' ? createRedis(coordination.url, 'worker', logger) : undefined;
+    coordination.kind === 'redis' ? connectRedis(coordination.target, 'worker', logger) : undefined;
   const workerOptions = {
     // The lock is renewed every half of it while the worker lives; checking for stalled jobs
     // every half too brings a dead worker's jobs back within ~1.5 locks, not 2.
