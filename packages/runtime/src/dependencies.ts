@@ -98,8 +98,11 @@ export function redisProblem(
   redis: Redis | Cluster,
   error: unknown = lastRedisErrors.get(redis),
 ): string {
-  const where = redisAddress(redis);
-  const setting = clusterSeeds.has(redis as Cluster) ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
+  const cluster = clusterSeeds.has(redis as Cluster);
+  // A cluster's node error names the node it is about.
+  const node = cluster ? target(error) : '';
+  const where = node ? `Redis Cluster node${node}` : redisAddress(redis);
+  const setting = cluster ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
   const message = errorMessage(error);
   if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(message)) {
     return `${where} refused the credentials (${message}); check the user and password in ${setting}`;
