@@ -294,6 +294,9 @@ describe('deliveries on a Redis Cluster', () => {
     const deliveredAt = performance.now();
     // Every event was accepted (a lost enqueue is the sweeper's, never the client's problem).
     expect(refused).toEqual([]);
+    // A webhook made now reaches both delivery processes' index: the announcements go through
+    // the cluster as before (a subscription on the lost node was made again on another).
+    await addWebhook('afterfailover');
     const calls = eventsAnswered('failover');
     logger.info(
       {
