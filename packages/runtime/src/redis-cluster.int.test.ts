@@ -190,3 +190,38 @@ describe('pub/sub on a Redis Cluster', () => {
     }
   });
 });
+
+// Last: it kills a node of the file's cluster.
+describe('a subscription on a Redis Cluster whose node is lost', () => {
+  it('is made again on another node, and says that messages may have been missed', async () => {
+    const heard: string[] = [];
+    let reconnects = 0;
+    const channel = `${coordination.prefix}:lost-node`;
+    const subscription = await coordination.subscribe(
+      channel,
+      (message) => heard.push(message),
+      () => reconnects++,
+    );
+    try {
+      await coordination.publish(channel, 'before');
+      await waitFor(() => expect(heard).toEqual(['before']));
+      // The node the subscription is on: the one counting a subscriber of the channel.
+      const counts = await Promise.all(
+        cluster.nodes.map((node) => cluster.cli(node, 'PUBSUB', 'NUMSUB', channel)),
+      );
+      const index = counts.findIndex((reply) => reply.split('\n')[1] === '1');
+      expect(index).toBeGreaterThanOrEqual(0);
+      await cluster.kill(cluster.nodes[index]!);
+      await cluster.waitUntilHealthy();
+      await waitFor(() => expect(reconnects).toBeGreaterThan(0));
+      // Published until heard: the new subscription may take a moment to be made.
+      await waitFor(async () => {
+        await coordination.publish(channel, 'after');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(heard).toContain('after');
+      });
+    } finally {
+      await subscription.close();
+    }
+  });
+});
