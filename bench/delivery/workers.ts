@@ -50,7 +50,7 @@ const serviceDb = redis
 const coordination: Coordination = redis
   ? createRedisCoordination({
       redis,
-      url: TEST_REDIS_URL,
+      target: TEST_REDIS_URL,
       prefix: config.REDIS_PREFIX,
       createSubscriber: () => createRedis(TEST_REDIS_URL, 'worker', logger),
     })

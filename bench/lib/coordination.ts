@@ -15,7 +15,7 @@ export function benchRedisCoordination(
 ): RedisCoordination {
   return createRedisCoordination({
     redis,
-    url,
+    target: url,
     prefix,
     createSubscriber: () => createRedis(url, 'worker', logger),
   });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createPostgresDb } from '@herald/store';
-import { TEST_DATABASE_URL } from '@herald/testkit';
-import { openReplicaDb } from './boot.js';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, silentLogger } from '@herald/testkit';
+import { openCoordination, openReplicaDb } from './boot.js';
+import { ConfigError, parseClusterNodes } from './config.js';
+import { Lifecycle } from './shutdown.js';
 
 describe('openReplicaDb', () => {
   it('opens nothing without READ_DATABASE_URL', async () => {
@@ -27,5 +29,23 @@ describe('openReplicaDb', () => {
       await replica.close();
       await db.close();
     }
+  });
+});
+
+describe('openCoordination', () => {
+  it('refuses REDIS_URL and REDIS_CLUSTER_NODES together, naming both', () => {
+    const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+    const logger = silentLogger();
+    const config = {
+      REDIS_URL: TEST_REDIS_URL,
+      REDIS_CLUSTER_NODES: parseClusterNodes('127.0.0.1:7000'),
+      REDIS_PREFIX: 'herald',
+      MIGRATE_ON_START: false,
+    };
+    expect(() => openCoordination(config, db, logger, new Lifecycle(logger))).toThrow(ConfigError);
+    expect(() => openCoordination(config, db, logger, new Lifecycle(logger))).toThrow(
+      /REDIS_CLUSTER_NODES: set, and REDIS_URL too/,
+    );
+    return db.close();
   });
 });

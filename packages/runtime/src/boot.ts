@@ -5,8 +5,7 @@ import {
   registerBootstrapToken,
   type Db,
 } from '@herald/store';
-import { ConfigError } from './config.js';
-import type { Redis } from 'ioredis';
+import { ConfigError, type RedisClusterTarget } from './config.js';
 import { waitForDatabase } from './dependencies.js';
 import {
   createPostgresCoordination,
@@ -16,7 +15,7 @@ import {
 } from './coordination.js';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
-import { createRedis } from './redis.js';
+import { connectRedis, createRedis, type Redis, type RedisTarget } from './redis.js';
 import type { Lifecycle } from './shutdown.js';
 
 /** The parsed common variables (see commonEnv). */
@@ -164,15 +163,17 @@ export function openRedis(
 /** The variables that choose the coordination (see openCoordination). */
 export interface CoordinationConfig {
   REDIS_URL?: string | undefined;
+  REDIS_CLUSTER_NODES?: RedisClusterTarget | undefined;
   DATABASE_URL?: string | undefined;
   REDIS_PREFIX: string;
   MIGRATE_ON_START: boolean;
 }
 
 /**
- * The queues and the state the processes share: in Redis when REDIS_URL is set, else on Postgres
- * alone (DATABASE_URL's server; prepareCoordination migrates BullMQ's tables). Connects on first
- * use, so that the process can listen first. Registers its close.
+ * The queues and the state the processes share: in Redis when REDIS_URL is set (or on a Redis
+ * Cluster: REDIS_CLUSTER_NODES), else on Postgres alone (DATABASE_URL's server;
+ * prepareCoordination migrates BullMQ's tables). Connects on first use, so that the process can
+ * listen first. Registers its close.
  */
 export function openCoordination(
   config: CoordinationConfig,
@@ -181,13 +182,19 @@ export function openCoordination(
   lifecycle: Lifecycle,
 ): Coordination {
   let coordination: Coordination;
-  if (config.REDIS_URL) {
-    const url = config.REDIS_URL;
+  if (config.REDIS_URL && config.REDIS_CLUSTER_NODES) {
+    throw new ConfigError([
+      'REDIS_CLUSTER_NODES: set, and REDIS_URL too: set one of them (a cluster takes its ' +
+        'credentials and TLS from its nodes)',
+    ]);
+  }
+  const target: RedisTarget | undefined = config.REDIS_CLUSTER_NODES ?? config.REDIS_URL;
+  if (target !== undefined) {
     coordination = createRedisCoordination({
-      redis: createRedis(url, 'producer', logger),
-      url,
+      redis: connectRedis(target, 'producer', logger),
+      target,
       prefix: config.REDIS_PREFIX,
-      createSubscriber: () => createRedis(url, 'worker', logger),
+      createSubscriber: () => connectRedis(target, 'worker', logger),
     });
   } else if (config.DATABASE_URL && db.kind === 'postgres') {
     coordination = createPostgresCoordination({

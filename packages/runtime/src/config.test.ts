@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { z } from 'zod';
 import { ConfigError, commonEnv, httpEnv, parseEnv } from './config.js';
 
@@ -47,6 +48,61 @@ describe('parseEnv', () => {
     );
     expect(() => parseEnv(Schema, { SHUTDOWN_READINESS_DELAY_MS: '-1' })).toThrow(
       /SHUTDOWN_READINESS_DELAY_MS/,
+    );
+  });
+});
+
+describe('REDIS_CLUSTER_NODES', () => {
+  it('takes host:port seeds, and URLs whose credentials and TLS every node shares', () => {
+    expect(parseEnv(Schema, { REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-b:7001,' })).toMatchObject(
+      {
+        REDIS_CLUSTER_NODES: {
+          nodes: [
+            { host: '10.0.0.1', port: 7000 },
+            { host: 'redis-b', port: 7001 },
+          ],
+          tls: false,
+        },
+      },
+    );
+    expect(
+      parseEnv(Schema, {
+        REDIS_CLUSTER_NODES: 'rediss://herald:p%40ss@a:7000,b:7001,rediss://herald:p%40ss@[::1]',
+      }).REDIS_CLUSTER_NODES,
+    ).toEqual({
+      nodes: [
+        { host: 'a', port: 7000 },
+        { host: 'b', port: 7001 },
+        { host: '::1', port: 6379 },
+      ],
+      username: 'herald',
+      password: 'p@ss',
+      tls: true,
+    });
+  });
+
+  it('rejects what is not a node, and URLs that disagree', () => {
+    for (const value of [',', 'a:0', 'http://a:7000', 'redis://:one@a:1,redis://:two@b:2']) {
+      let error: unknown;
+      try {
+        parseEnv(Schema, { REDIS_CLUSTER_NODES: value });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).problems[0]).toMatch(/^REDIS_CLUSTER_NODES: /);
+    }
+  });
+
+  it('never throws anything but a ConfigError, whatever the value', () => {
+    fc.assert(
+      fc.property(fc.string(), (value) => {
+        try {
+          parseEnv(Schema, { REDIS_CLUSTER_NODES: value });
+        } catch (error) {
+          expect(error).toBeInstanceOf(ConfigError);
+        }
+      }),
     );
   });
 });

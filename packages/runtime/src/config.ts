@@ -31,6 +31,59 @@ export function parseEnv<S extends z.ZodType>(
   );
 }
 
+/** A Redis Cluster's seed nodes, with the credentials and TLS every node shares. */
+export interface RedisClusterTarget {
+  nodes: { host: string; port: number }[];
+  username?: string | undefined;
+  password?: string | undefined;
+  tls: boolean;
+}
+
+/**
+ * REDIS_CLUSTER_NODES: comma-separated `host:port` seeds, or URLs as REDIS_URL takes them
+ * (`redis://user:password@host:port`, `rediss://` for TLS). The nodes of a cluster share their
+ * credentials and TLS: those of the first URL apply to every node; another URL that says otherwise
+ * is an error (thrown, as a message for the configuration's error).
+ */
+export function parseClusterNodes(value: string): RedisClusterTarget {
+  const nodes: RedisClusterTarget['nodes'] = [];
+  let auth: { username?: string; password?: string; tls: boolean } | undefined;
+  const entries = value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean);
+  for (const [index, entry] of entries.entries()) {
+    // Named by position: an entry may hold a password.
+    const problem = (why: string): Error => new Error(`node ${index + 1} ${why}`);
+    let url: URL;
+    try {
+      url = new URL(entry.includes('://') ? entry : `redis://${entry}`);
+    } catch {
+      throw problem('is neither host:port nor a redis:// URL');
+    }
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+      throw problem('must be host:port or a redis:// or rediss:// URL');
+    }
+    const port = Number(url.port || 6379);
+    if (!url.hostname || !Number.isInteger(port) || port < 1) {
+      throw problem('has no host or no valid port');
+    }
+    nodes.push({ host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port });
+    if (!entry.includes('://')) continue;
+    const these = {
+      ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+      tls: url.protocol === 'rediss:',
+    };
+    if (!auth) auth = these;
+    else if (JSON.stringify(these) !== JSON.stringify(auth)) {
+      throw problem("disagrees with the first URL's user, password or TLS (a cluster shares them)");
+    }
+  }
+  if (nodes.length === 0) throw new Error('no node');
+  return { nodes, ...(auth ?? { tls: false }) };
+}
+
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -71,6 +124,23 @@ export const commonEnv = {
    * needs DATABASE_URL (docs/architecture.md, Redis or Postgres alone).
    */
   REDIS_URL: url(['redis:', 'rediss:']).optional(),
+  /**
+   * A Redis Cluster instead of REDIS_URL's server: its seed nodes, comma-separated, each
+   * `host:port` or a URL as REDIS_URL takes it (the first URL's user, password and TLS apply to
+   * every node). Every queue and key of Herald then lives on the cluster (docs/operations.md,
+   * Redis Cluster). Set one of REDIS_URL and REDIS_CLUSTER_NODES.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return parseClusterNodes(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    })
+    .optional(),
   /** Prefix of every Redis key Herald writes (queues use it as a {hash tag} for Redis Cluster). */
   REDIS_PREFIX: z
     .string()

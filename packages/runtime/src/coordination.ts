@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { runMigrations } from 'bullmq';
-import type { Redis } from 'ioredis';
 import pg from 'pg';
 import {
   leaseRequests,
@@ -12,6 +11,7 @@ import {
 import { errorMessage } from '@herald/contract';
 import { DeploymentConflictError, deploymentKey, type DeploymentClaim } from './deployment.js';
 import type { Logger } from './logger.js';
+import { isCluster, type RedisClient, type RedisTarget } from './redis.js';
 
 /** The HTTP rate limit's answer for one key: its window's count, time left and this grant. */
 export interface RequestLease {
@@ -72,9 +72,13 @@ interface CoordinationBase {
 
 export interface RedisCoordination extends CoordinationBase {
   readonly kind: 'redis';
-  /** The process's producer connection (fails fast). */
-  readonly redis: Redis;
-  readonly url: string;
+  /**
+   * The process's producer connection (fails fast): to one server, or to a Redis Cluster. Every
+   * command, script and MULTI on it keeps to one slot (redis-keys.ts).
+   */
+  readonly redis: RedisClient;
+  /** REDIS_URL, or REDIS_CLUSTER_NODES's cluster: for connections of their own (connectRedis). */
+  readonly target: RedisTarget;
 }
 
 export interface PostgresCoordination extends CoordinationBase {
@@ -103,7 +107,7 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl, grant}`;
 
-type LeaseRedis = Redis & {
+type LeaseRedis = RedisClient & {
   heraldRateLimitLease(
     key: string,
     windowMs: number,
@@ -114,14 +118,17 @@ type LeaseRedis = Redis & {
 };
 
 /**
- * Coordination in Redis (REDIS_URL): `redis` is the process's producer connection; subscriptions
- * open connections of their own (`createSubscriber`, the worker role).
+ * Coordination in Redis (REDIS_URL, or a cluster: REDIS_CLUSTER_NODES): `redis` is the process's
+ * producer connection; subscriptions open connections of their own (`createSubscriber`, the worker
+ * role). Its keys are single (the HTTP rate limit's windows, the deployment claim): each script
+ * call and MULTI is on one slot. Pub/sub is Redis's classic one, which a cluster carries to every
+ * node: a subscriber on any node hears a message published on any other.
  */
 export function createRedisCoordination(options: {
-  redis: Redis;
-  url: string;
+  redis: RedisClient;
+  target: RedisTarget;
   prefix: string;
-  createSubscriber: () => Redis;
+  createSubscriber: () => RedisClient;
 }): RedisCoordination {
   const { redis, prefix } = options;
   // EVALSHA (ioredis falls back to EVAL once per connection): with plain EVAL Redis hashes the
@@ -132,7 +139,7 @@ export function createRedisCoordination(options: {
   return {
     kind: 'redis',
     redis,
-    url: options.url,
+    target: options.target,
     prefix,
     async publish(channel, message) {
       await redis.publish(channel, message);
@@ -147,6 +154,9 @@ export function createRedisCoordination(options: {
         if (subscribedOnce) onReconnect();
         subscribedOnce = true;
       });
+      // A cluster's client subscribes through one node and moves to another when that one goes
+      // (ioredis subscribes again there): messages published meanwhile were missed.
+      if (isCluster(subscriber)) subscriber.on('-node', () => onReconnect());
       await subscriber.subscribe(channel);
       return {
         close: () =>
@@ -357,7 +367,7 @@ export async function migrateQueues(url: string, schema: string, logger: Logger)
   }
 }
 
-function onceReady(redis: Redis): Promise<void> {
+function onceReady(redis: RedisClient): Promise<void> {
   return new Promise((resolve) => redis.once('ready', () => resolve()));
 }
 

@@ -1,6 +1,6 @@
 import { errorMessage } from '@herald/contract';
 import { isDbUnavailableError, sqlState, type Db } from '@herald/store';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from './logger.js';
 
 // What Herald says when Redis or Postgres is missing: a reason in its own words with what to
@@ -64,33 +64,53 @@ function connectionFailure(error: unknown): string | undefined {
 }
 
 /** A Redis client's last connection error (kept by createRedis until it is ready again). */
-const lastRedisErrors = new WeakMap<Redis, Error>();
+const lastRedisErrors = new WeakMap<Redis | Cluster, Error>();
 
-export function rememberRedisError(redis: Redis, error: Error | undefined): void {
+export function rememberRedisError(redis: Redis | Cluster, error: Error | undefined): void {
   if (error) lastRedisErrors.set(redis, error);
   else lastRedisErrors.delete(redis);
 }
 
-/** "Redis at host:port", as the client was configured. */
-export function redisAddress(redis: Redis): string {
-  return `Redis at ${redis.options.host ?? 'localhost'}:${redis.options.port ?? 6379}`;
+/** A cluster client's seed nodes, as it was configured (createRedisCluster). */
+const clusterSeeds = new WeakMap<Cluster, string>();
+
+export function rememberClusterSeeds(
+  cluster: Cluster,
+  nodes: readonly { host: string; port: number }[],
+): void {
+  clusterSeeds.set(cluster, nodes.map(({ host, port }) => `${host}:${port}`).join(','));
+}
+
+/** "Redis at host:port" (or "Redis Cluster at host:port,…", its seeds), as configured. */
+export function redisAddress(redis: Redis | Cluster): string {
+  const seeds = clusterSeeds.get(redis as Cluster);
+  if (seeds !== undefined) return `Redis Cluster at ${seeds}`;
+  const { host, port } = (redis as Redis).options;
+  return `Redis at ${host ?? 'localhost'}:${port ?? 6379}`;
 }
 
 /**
  * What is wrong with Redis, in Herald's words: "Redis at 127.0.0.1:6390 is not answering
  * (connection refused); check that it runs and that REDIS_URL points at it". Without an error,
- * the client's last connection error, or its state.
+ * the client's last connection error, or its state. A cluster's client names REDIS_CLUSTER_NODES.
  */
-export function redisProblem(redis: Redis, error: unknown = lastRedisErrors.get(redis)): string {
-  const where = redisAddress(redis);
+export function redisProblem(
+  redis: Redis | Cluster,
+  error: unknown = lastRedisErrors.get(redis),
+): string {
+  const cluster = clusterSeeds.has(redis as Cluster);
+  // A cluster's node error names the node it is about.
+  const node = cluster ? target(error) : '';
+  const where = node ? `Redis Cluster node${node}` : redisAddress(redis);
+  const setting = cluster ? 'REDIS_CLUSTER_NODES' : 'REDIS_URL';
   const message = errorMessage(error);
   if (/WRONGPASS|NOAUTH|invalid password|AUTH failed/i.test(message)) {
-    return `${where} refused the credentials (${message}); check the user and password in REDIS_URL`;
+    return `${where} refused the credentials (${message}); check the user and password in ${setting}`;
   }
   const failure = connectionFailure(error);
-  if (failure) return `${where} ${failure}; check that it runs and that REDIS_URL points at it`;
+  if (failure) return `${where} ${failure}; check that it runs and that ${setting} points at it`;
   if (error === undefined) {
-    return `${where} is not connected yet (${redis.status}); check that it runs and that REDIS_URL points at it`;
+    return `${where} is not connected yet (${redis.status}); check that it runs and that ${setting} points at it`;
   }
   return `${where} answered with an error: ${message}`;
 }
@@ -165,7 +185,7 @@ export async function waitForDatabase(
  * createRedis's listener) are passed to `onWaiting` as Herald's reason.
  */
 export function redisReady(
-  redis: Redis,
+  redis: Redis | Cluster,
   onWaiting: (problem: string) => void = () => undefined,
 ): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();

@@ -1,7 +1,26 @@
-export { ConfigError, commonEnv, httpEnv, parseEnv, replicaEnv, tracingEnv } from './config.js';
+export {
+  ConfigError,
+  commonEnv,
+  httpEnv,
+  parseClusterNodes,
+  parseEnv,
+  replicaEnv,
+  tracingEnv,
+} from './config.js';
 export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
-export { createRedis, type Redis } from './redis.js';
+export {
+  connectRedis,
+  createRedis,
+  createRedisCluster,
+  isCluster,
+  type Cluster,
+  type Redis,
+  type RedisClient,
+  type RedisClusterTarget,
+  type RedisTarget,
+} from './redis.js';
+export { sendEach, webhookKey } from './redis-slots.js';
 export { Lifecycle, closeServer, type SignalSettings } from './shutdown.js';
 export { context, type RequestContext } from './http/context.js';
 export { TokenVerifier, authenticate, requireRole, type Principal } from './http/auth.js';

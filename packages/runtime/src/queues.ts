@@ -9,7 +9,6 @@ import {
   type QueueOptions,
   type WorkerOptions,
 } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   DELIVER_WEBHOOK_JOB,
   MATCH_EVENT_JOB,
@@ -25,6 +24,7 @@ import {
 import type { Coordination } from './coordination.js';
 import { postgresProblem, redisProblem, warnOncePerCause } from './dependencies.js';
 import type { Logger } from './logger.js';
+import type { RedisClient } from './redis.js';
 import { createPostgresQueueBackend } from './postgres-backend.js';
 
 // The two queues' contract: names (persisted, in @herald/contract), where they live, producers,
@@ -115,7 +115,7 @@ export function createQueueWorker<Data>(
   coordination: Coordination,
   processor: Processor<Data>,
   options: Omit<WorkerOptions, 'connection' | 'prefix'> & { concurrency: number },
-  redis?: Redis,
+  redis?: RedisClient,
 ): Worker<Data, unknown, string, IQueueBackend, never, unknown> {
   const store = queueStore(coordination, 'worker', Math.min(20, Math.max(2, options.concurrency)));
   const connection = coordination.kind === 'redis' && redis ? { connection: redis } : {};

@@ -1,8 +1,31 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import { redisProblem, rememberRedisError, warnOncePerCause } from './dependencies.js';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import type { RedisClusterTarget } from './config.js';
+import {
+  redisProblem,
+  rememberClusterSeeds,
+  rememberRedisError,
+  warnOncePerCause,
+} from './dependencies.js';
 import type { Logger } from './logger.js';
 
-export type { Redis };
+export type { Cluster, Redis, RedisClusterTarget };
+
+/**
+ * A connection to Redis: one server (REDIS_URL), or a Redis Cluster (REDIS_CLUSTER_NODES), whose
+ * client sends each command to the master of its key's slot. Whatever runs on either keeps each
+ * command, script call and MULTI within one slot (hash tags: redis-keys.ts).
+ */
+export type RedisClient = Redis | Cluster;
+
+/** Where Redis is: REDIS_URL, or the cluster of REDIS_CLUSTER_NODES. */
+export type RedisTarget = string | RedisClusterTarget;
+
+/** Per role, as createRedis says. */
+function roleOptions(role: 'producer' | 'worker'): RedisOptions {
+  return role === 'producer'
+    ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 }
+    : { maxRetriesPerRequest: null, enableReadyCheck: false };
+}
 
 /**
  * `producer`: fails fast when Redis is away (HTTP requests must not hang on it).
@@ -14,11 +37,75 @@ export function createRedis(
   logger: Logger,
   extra: RedisOptions = {},
 ): Redis {
-  const options: RedisOptions =
-    role === 'producer'
-      ? { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 }
-      : { maxRetriesPerRequest: null, enableReadyCheck: false };
-  const redis = new Redis(url, { lazyConnect: false, ...options, ...extra });
+  const redis = new Redis(url, { lazyConnect: false, ...roleOptions(role), ...extra });
+  return watchRedis(redis, role, logger);
+}
+
+/**
+ * A Redis Cluster client of the given role (see createRedis). It learns the cluster's layout from
+ * the seeds, follows MOVED and ASK, and during a failover (a master lost, its replica promoted
+ * once `cluster-node-timeout` has passed) retries the commands of the lost master's slots on the
+ * new one. A producer's commands fail at once while the cluster is not ready (its offline queue is
+ * off); a worker's wait.
+ */
+export function createRedisCluster(
+  target: RedisClusterTarget,
+  role: 'producer' | 'worker',
+  logger: Logger,
+  extra: Partial<ClusterOptions> = {},
+): Cluster {
+  const { nodes, username, password, tls } = target;
+  const options: ClusterOptions = {
+    lazyConnect: false,
+    enableOfflineQueue: role === 'worker',
+    // Each node's connection keeps an offline queue (ioredis sets it): the cluster's own decides.
+    // BullMQ reads a Cluster's maxRetriesPerRequest from redisOptions (null for workers).
+    redisOptions: {
+      ...withoutOfflineQueue(roleOptions(role)),
+      ...(username ? { username } : {}),
+      ...(password ? { password } : {}),
+      ...(tls ? { tls: {} } : {}),
+    },
+    // A failover takes cluster-node-timeout and then some: commands meanwhile are retried.
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 200,
+    maxRedirections: 64,
+    // Notices a changed layout (a promoted replica) even with no command failing on it.
+    slotsRefreshInterval: 2000,
+    slotsRefreshTimeout: 2000,
+    clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+    ...extra,
+  };
+  const cluster = new Cluster(nodes, options);
+  rememberClusterSeeds(cluster, nodes);
+  // A node's connection error (node error) is also the cluster's problem until it is ready again.
+  cluster.on('node error', (error: Error) => {
+    rememberRedisError(cluster, error);
+    warnOncePerCause(logger, redisProblem(cluster, error), { err: error.message, role });
+  });
+  return watchRedis(cluster, role, logger);
+}
+
+function withoutOfflineQueue({
+  enableOfflineQueue: _queue,
+  ...options
+}: RedisOptions): Omit<RedisOptions, 'enableOfflineQueue'> {
+  return options;
+}
+
+/** A client for `target`: one server, or a cluster. */
+export function connectRedis(
+  target: RedisTarget,
+  role: 'producer' | 'worker',
+  logger: Logger,
+): RedisClient {
+  return typeof target === 'string'
+    ? createRedis(target, role, logger)
+    : createRedisCluster(target, role, logger);
+}
+
+function watchRedis<T extends RedisClient>(redis: T, role: string, logger: Logger): T {
   // Reconnection is automatic. The log says what is wrong and what to check, at most every 10 s
   // for all of the process's connections, queues and workers together; /readyz says it too.
   redis.on('error', (error: Error) => {
@@ -27,4 +114,9 @@ export function createRedis(
   });
   redis.on('ready', () => rememberRedisError(redis, undefined));
   return redis;
+}
+
+/** True for a Redis Cluster's client. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
 }

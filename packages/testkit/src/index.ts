@@ -47,6 +47,13 @@ export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
 export { freePort } from './free-port.js';
 export { nodeOnlyPath } from './node-only-path.js';
 export {
+  startRedisCluster,
+  testClusterCoordination,
+  type RedisCluster,
+  type RedisClusterNode,
+  type RedisClusterOptions,
+} from './redis-cluster.js';
+export {
   PrivatePostgres,
   createReplicatedPostgres,
   waitUntil,
@@ -196,7 +203,7 @@ export function testRedisCoordination(
 ): RedisCoordination {
   const coordination = createRedisCoordination({
     redis,
-    url: TEST_REDIS_URL,
+    target: TEST_REDIS_URL,
     prefix,
     createSubscriber: () => testRedis('worker'),
   });

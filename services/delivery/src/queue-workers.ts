@@ -8,7 +8,7 @@ import {
 } from '@herald/contract';
 import {
   createQueueWorker,
-  createRedis,
+  connectRedis,
   postgresProblem,
   redisProblem,
   warnOncePerCause,
@@ -58,7 +58,7 @@ export function startQueueWorkers(
 ): QueueWorkers {
   // On Redis the workers block on a connection of their own (the worker role).
   const workerConnection =
-    coordination.kind === 'redis' ? createRedis(coordination.url, 'worker', logger) : undefined;
+    coordination.kind === 'redis' ? connectRedis(coordination.target, 'worker', logger) : undefined;
   const workerOptions = {
     // The lock is renewed every half of it while the worker lives; checking for stalled jobs
     // every half too brings a dead worker's jobs back within ~1.5 locks, not 2.

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { sendEach, webhookKey, type RedisClient } from '@herald/runtime';
 
 // A sorted set per webhook: members are attempts in flight, scores their expiry (Redis time, ms).
 // Expired members are evicted before counting, so a worker that died mid-call (kill -9) frees its
@@ -14,7 +14,7 @@ return 1
 `;
 
 /** A pipeline with the command defineCommand adds. */
-type AcquirePipeline = ReturnType<Redis['pipeline']> & {
+type AcquireClient = {
   heraldInFlightAcquire(key: string, limit: number, ttlMs: number, token: string): unknown;
 };
 
@@ -37,7 +37,7 @@ export class InFlightLimiter {
   #releases: { key: string; token: string; done: () => void; fail: (e: unknown) => void }[] = [];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly redisPrefix: string,
     private readonly limit: number,
     /** Longer than the longest attempt (the whole-call timeout plus margin). */
@@ -51,7 +51,7 @@ export class InFlightLimiter {
   }
 
   #key(webhookId: string): string {
-    return `${this.redisPrefix}:in-flight:${webhookId}`;
+    return webhookKey(this.redisPrefix, 'in-flight', webhookId);
   }
 
   /** True when a slot was taken for `token` (release it with the same token). */
@@ -63,11 +63,18 @@ export class InFlightLimiter {
   /** For each request, in order, whether its slot was taken. */
   async acquireMany(requests: readonly SlotRequest[]): Promise<boolean[]> {
     if (requests.length === 0) return [];
-    const pipeline = this.redis.pipeline() as AcquirePipeline;
-    for (const { webhookId, token } of requests) {
-      pipeline.heraldInFlightAcquire(this.#key(webhookId), this.limit, this.ttlMs, token);
-    }
-    const results = (await pipeline.exec()) ?? [];
+    const results = await sendEach(
+      this.redis,
+      requests,
+      ({ webhookId }) => this.#key(webhookId),
+      (pipeline, { webhookId, token }) =>
+        (pipeline as unknown as AcquireClient).heraldInFlightAcquire(
+          this.#key(webhookId),
+          this.limit,
+          this.ttlMs,
+          token,
+        ),
+    );
     return requests.map((_, i) => {
       const [error, taken] = results[i] ?? [new Error('no reply')];
       if (error) throw error;
@@ -86,9 +93,12 @@ export class InFlightLimiter {
   #flush(): void {
     const batch = this.#releases;
     this.#releases = [];
-    const pipeline = this.redis.pipeline();
-    for (const { key, token } of batch) pipeline.zrem(key, token);
-    pipeline.exec().then(
+    sendEach(
+      this.redis,
+      batch,
+      ({ key }) => key,
+      (pipeline, { key, token }) => pipeline.zrem(key, token),
+    ).then(
       () => batch.forEach((r) => r.done()),
       (error: unknown) => batch.forEach((r) => r.fail(error)),
     );

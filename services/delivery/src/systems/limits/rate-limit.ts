@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
+import { webhookKey, type RedisClient } from '@herald/runtime';
 
-// Per webhook, two times (Redis time, microseconds):
+// Per webhook, two times (Redis time, microseconds), in one slot of a cluster (webhookKey):
 // - KEYS[1], when the next request may be sent: GCRA (the generic cell rate algorithm) with no
 //   burst. A request may go when that time has come; it then moves one interval on, so requests
 //   are never closer than the interval, whichever process sends them.
@@ -63,7 +63,7 @@ export class RateLimiter {
   readonly #started: StartedCommand;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly redisPrefix: string,
   ) {
     if (!('heraldRateAdmit' in redis)) {
@@ -85,7 +85,10 @@ export class RateLimiter {
    * here if that is later (spacing counts from the later of a request's admission and its start).
    */
   async started(webhookId: string, perSecond: number): Promise<void> {
-    await this.#started(`${this.redisPrefix}:rate-sent:${webhookId}`, intervalUs(perSecond));
+    await this.#started(
+      webhookKey(this.redisPrefix, 'rate-sent', webhookId),
+      intervalUs(perSecond),
+    );
   }
 
   /**
@@ -98,10 +101,9 @@ export class RateLimiter {
     hasTurn: boolean,
   ): Promise<{ waitMs: number; turn: boolean }> {
     const interval = intervalUs(perSecond);
-    const key = `${this.redisPrefix}:rate`;
     const [wait, turn] = await this.#admit(
-      `${key}-sent:${webhookId}`,
-      `${key}-queue:${webhookId}`,
+      webhookKey(this.redisPrefix, 'rate-sent', webhookId),
+      webhookKey(this.redisPrefix, 'rate-queue', webhookId),
       interval,
       hasTurn ? 1 : 0,
     );
