@@ -21,10 +21,13 @@ export {
 } from './embedded-postgres.js';
 export { readCommitPosition, readReplayState, type ReplayState } from './wal.js';
 export {
+  FUNCTIONS_DIR,
   MIGRATIONS_DIR,
+  loadFunctions,
   loadMigrations,
   migrate,
   splitStatements,
+  type FunctionFile,
   type Migration,
 } from './migrate.js';
 export {
