@@ -1,12 +1,45 @@
+import { execFileSync } from 'node:child_process';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '@herald/testkit';
 import type { Queryable } from './db.js';
-import { FUNCTIONS_DIR, loadFunctions, migrate } from './migrate.js';
+import { FUNCTIONS_DIR, loadFunctions, migrate, type Migration } from './migrate.js';
 
-// The stored functions' files (functions/), applied as repeatable migrations.
+// The stored functions' files (functions/) against the numbered migrations that held them before:
+// a database those migrated, brought up to date, has exactly what a new one has.
+
+/** The last commit whose numbered migrations held the functions (028). */
+const BEFORE_FILES = 'c9f3487ba4570ce9ca1b4db674ba8290da4c6368';
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+const git = (...args: string[]) =>
+  execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', stdio: 'pipe' });
+const hasHistory = (() => {
+  try {
+    git('cat-file', '-e', `${BEFORE_FILES}^{commit}`);
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** The numbered migrations as they were at BEFORE_FILES, read from git. */
+function migrationsBeforeFiles(): Migration[] {
+  return git('ls-tree', '--name-only', BEFORE_FILES, 'packages/store/migrations/')
+    .trim()
+    .split('\n')
+    .map((path) => {
+      const file = path.slice(path.lastIndexOf('/') + 1);
+      return {
+        version: Number.parseInt(file, 10),
+        name: file.replace(/\.sql$/, ''),
+        sql: git('show', `${BEFORE_FILES}:${path}`),
+      };
+    });
+}
 
 /**
  * Every function (pg_get_functiondef), trigger and column default of the schema, by name, the
@@ -46,6 +79,25 @@ describe('stored functions on Postgres', () => {
     opened.push(t);
     return t;
   };
+
+  it.skipIf(!hasHistory)(
+    'a database migrated before the files, brought up to date, has what a new one has',
+    async () => {
+      const fresh = await definitions((await open()).db);
+      const t = await open();
+      await t.db.exec(`DROP SCHEMA ${t.schema!} CASCADE; CREATE SCHEMA ${t.schema!}`);
+      await migrate(t.db, migrationsBeforeFiles(), []);
+      const before = await definitions(t.db);
+      const files = await loadFunctions();
+      expect((await migrate(t.db)).filter((name) => name.startsWith('functions/'))).toEqual(
+        files.map((file) => `functions/${file.name}`),
+      );
+      expect(await definitions(t.db)).toEqual(fresh);
+      // Moving the functions to their files changed none of them.
+      expect(before).toEqual(fresh);
+    },
+    180_000,
+  );
 
   it('applies a function file again when, and only when, its text changed', async () => {
     const { db } = await open();

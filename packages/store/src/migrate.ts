@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Db, Queryable } from './db.js';
+import { createWebhookCallMonths } from './webhook-calls.js';
 
 /** Where the numbered SQL migrations live (`NNN_name.sql`), next to src/ and dist/. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
@@ -17,6 +18,8 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** What the migration does in TypeScript, in its transaction, after its SQL and functions. */
+  after?: (tx: Queryable) => Promise<unknown>;
 }
 
 /** A stored function's file. */
@@ -33,6 +36,12 @@ export interface FunctionFile {
   migrations: number[];
 }
 
+/** Steps of numbered migrations that TypeScript keeps, by version. */
+const AFTER: Record<number, (tx: Queryable) => Promise<unknown>> = {
+  // A partitioned log takes calls at once: this month's partition and the next two's.
+  21: (tx) => createWebhookCallMonths(tx, new Date(), 3),
+};
+
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((file) => /^\d+_[\w-]+\.sql$/.test(file)).sort();
   const migrations: Migration[] = [];
@@ -41,10 +50,12 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
     if (migrations.some((m) => m.version === version)) {
       throw new Error(`Two migrations share the number ${version}: ${file}`);
     }
+    const after = AFTER[version];
     migrations.push({
       version,
       name: file.replace(/\.sql$/, ''),
       sql: await readFile(`${dir}/${file}`, 'utf8'),
+      ...(after ? { after } : {}),
     });
   }
   return migrations;
@@ -119,6 +130,7 @@ export async function migrate(
       for (const file of files) {
         if (file.migrations.includes(migration.version)) await applyFunction(tx, file);
       }
+      await migration.after?.(tx);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
         migration.version,
         migration.name,
