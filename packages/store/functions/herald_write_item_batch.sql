@@ -3,8 +3,8 @@
 -- ingest hot path: migration 006 says why a function, and its settings).
 -- `batch` holds one row per event: the event's columns, and for events that write a record the
 -- record's (mode not null; the record is entity_id, its attributes `attributes`, or the entity's
--- when absent). The records upsert is upsertRecordsSql's (records.ts), restricted to the events
--- inserted now; `texts` ([{environment, record_id, item_type_id, locale, config, text,
+-- when absent). The records are written by herald_upsert_records, those of the events inserted
+-- now; `texts` ([{environment, record_id, item_type_id, locale, config, text,
 -- versions}]) are the documents of the records written, each computed once for all its versions.
 -- `expected` (optional: {environments: [{id, locales, is_primary}], models: [{environment, id,
 -- version}]}) is the context the batch was validated against when it came from a cache: if any
@@ -61,71 +61,17 @@ BEGIN
     ORDER BY x.n
     ON CONFLICT (id) DO NOTHING
     RETURNING id),
-  y AS (
-    SELECT x.*, coalesce(x.attributes, x.entity->'attributes', '{}') AS attrs FROM x
-    WHERE x.mode IS NOT NULL AND x.id IN (SELECT id FROM ev)),
+  -- The records of the events inserted now, written by the one upsert of records.
   rec AS (
-    INSERT INTO records AS r (environment, id, item_type_id, is_block, parent_id, position,
-      status, current_attributes, published_attributes, creator_type, creator_id, created_at,
-      updated_at, published_at, first_published_at, publication_scheduled_at,
-      unpublishing_scheduled_at, is_valid, is_current_version_valid, is_published_version_valid,
-      current_version, stage, version_key, last_event_id, last_event_type)
-    SELECT y.environment, y.entity_id, y.item_type_id, false, y.parent_id, y.position,
-      CASE WHEN y.mode = 'publish' THEN 'published' ELSE 'draft' END,
-      y.attrs,
-      CASE WHEN y.mode = 'publish' THEN y.attrs END,
-      y.creator_type, y.creator_id, y.created_at, y.updated_at,
-      CASE WHEN y.mode = 'publish' THEN y.published_at END,
-      CASE WHEN y.mode = 'publish' THEN COALESCE(y.first_published_at, y.published_at)
-           ELSE y.first_published_at END,
-      y.publication_scheduled_at, y.unpublishing_scheduled_at, y.is_valid,
-      y.is_current_version_valid, y.is_published_version_valid, y.current_version, y.stage,
-      y.version_key, y.id,
-      CASE WHEN y.mode = 'unpublish' THEN 'unpublish' ELSE y.event_type END
-    FROM y
-    WHERE NOT EXISTS (
-      SELECT 1 FROM record_tombstones t
-      WHERE t.environment = y.environment AND t.id = y.entity_id
-        AND (t.updated_at, t.version_key COLLATE "C") > (y.updated_at, y.version_key))
-    ON CONFLICT (environment, id) DO UPDATE SET
-      item_type_id = EXCLUDED.item_type_id,
-      is_block = false,
-      root_id = NULL,
-      block_parent_id = NULL,
-      parent_id = EXCLUDED.parent_id,
-      position = EXCLUDED.position,
-      status = CASE
-        WHEN EXCLUDED.status = 'published' THEN 'published'
-        WHEN EXCLUDED.last_event_type = 'unpublish' THEN 'draft'
-        WHEN r.published_attributes IS NOT NULL THEN 'updated'
-        ELSE 'draft' END,
-      current_attributes = EXCLUDED.current_attributes,
-      published_attributes = CASE
-        WHEN EXCLUDED.status = 'published' THEN EXCLUDED.current_attributes
-        WHEN EXCLUDED.last_event_type = 'unpublish' THEN NULL
-        ELSE r.published_attributes END,
-      creator_type = COALESCE(EXCLUDED.creator_type, r.creator_type),
-      creator_id = COALESCE(EXCLUDED.creator_id, r.creator_id),
-      updated_at = EXCLUDED.updated_at,
-      published_at = CASE
-        WHEN EXCLUDED.status = 'published' THEN EXCLUDED.published_at
-        WHEN EXCLUDED.last_event_type = 'unpublish' THEN NULL
-        ELSE r.published_at END,
-      first_published_at = COALESCE(r.first_published_at, EXCLUDED.first_published_at),
-      publication_scheduled_at = EXCLUDED.publication_scheduled_at,
-      unpublishing_scheduled_at = EXCLUDED.unpublishing_scheduled_at,
-      is_valid = EXCLUDED.is_valid,
-      is_current_version_valid = EXCLUDED.is_current_version_valid,
-      is_published_version_valid = CASE
-        WHEN EXCLUDED.status = 'published' THEN EXCLUDED.is_published_version_valid
-        ELSE r.is_published_version_valid END,
-      current_version = EXCLUDED.current_version,
-      stage = EXCLUDED.stage,
-      version_key = EXCLUDED.version_key,
-      last_event_id = EXCLUDED.last_event_id,
-      last_event_type = EXCLUDED.last_event_type
-    WHERE (r.updated_at, r.version_key COLLATE "C") <= (EXCLUDED.updated_at, EXCLUDED.version_key)
-    RETURNING r.environment, r.id),
+    SELECT u.environment, u.id FROM herald_upsert_records((
+      SELECT json_agg(w) FROM (
+        SELECT x.environment, x.entity_id AS id, x.item_type_id, x.mode, x.id AS event_id,
+          x.event_type, coalesce(x.attributes, x.entity->'attributes', '{}') AS attributes,
+          x.parent_id, x.position, x.creator_type, x.creator_id, x.created_at, x.updated_at,
+          x.published_at, x.first_published_at, x.publication_scheduled_at,
+          x.unpublishing_scheduled_at, x.is_valid, x.is_current_version_valid,
+          x.is_published_version_valid, x.current_version, x.stage, x.version_key
+        FROM x WHERE x.mode IS NOT NULL AND x.id IN (SELECT id FROM ev)) w)) u),
   doc AS (
     SELECT t.environment, t.record_id, t.item_type_id, t.locale, t.versions, d.document
     FROM json_to_recordset(texts) AS t(environment text, record_id text, item_type_id text,

@@ -13,6 +13,12 @@ import { FUNCTIONS_DIR, loadFunctions, migrate, type Migration } from './migrate
 
 /** The last commit whose numbered migrations held the functions (028). */
 const BEFORE_FILES = 'c9f3487ba4570ce9ca1b4db674ba8290da4c6368';
+/** The functions changed (or made, or dropped) since BEFORE_FILES, on purpose. */
+const CHANGED_SINCE = [
+  // Its records are written by herald_upsert_records, the one upsert of records.
+  'function herald_write_item_batch(',
+  'function herald_upsert_records(',
+];
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 const git = (...args: string[]) =>
@@ -93,8 +99,10 @@ describe('stored functions on Postgres', () => {
         files.map((file) => `functions/${file.name}`),
       );
       expect(await definitions(t.db)).toEqual(fresh);
-      // Moving the functions to their files changed none of them.
-      expect(before).toEqual(fresh);
+      // Moving the functions to their files changed none of them; those changed since are named.
+      const unchanged = (all: Map<string, string>) =>
+        new Map([...all].filter(([key]) => !CHANGED_SINCE.some((name) => key.startsWith(name))));
+      expect(unchanged(before)).toEqual(unchanged(fresh));
     },
     180_000,
   );
