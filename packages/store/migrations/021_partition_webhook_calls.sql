@@ -5,8 +5,8 @@
 --
 -- The partition key is the call id, and a call's id says the month it was created in:
 --   id = (months since year 0 of created_at, in UTC) << 36 + a sequence number
--- (functions/herald_webhook_call_id.sql; ids stay below 2^53, so JavaScript reads them exactly). Ids stay
--- increasing; every statement that finds calls by id (the delivery workers' reads and outcome
+-- (functions/herald_webhook_call_id.sql; ids stay below 2^53, so JavaScript reads them
+-- exactly). Ids stay increasing; every statement that finds calls by id (the delivery workers' reads and outcome
 -- writes, GET /webhook_calls/:id, the resends) reads one partition; an attempt's call_id names
 -- its partition too, without a column to backfill. A partition holds exactly its month's calls
 -- (a CHECK on created_at), so webhook_call_counts' rows of that month are the partition's.

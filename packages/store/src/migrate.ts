@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Db, Queryable } from './db.js';
-import { createWebhookCallMonths } from './webhook-calls.js';
+import { makeWebhookCallMonths } from './webhook-calls.js';
 
 /** Where the numbered SQL migrations live (`NNN_name.sql`), next to src/ and dist/. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
@@ -39,7 +39,7 @@ export interface FunctionFile {
 /** Steps of numbered migrations that TypeScript keeps, by version. */
 const AFTER: Record<number, (tx: Queryable) => Promise<unknown>> = {
   // A partitioned log takes calls at once: this month's partition and the next two's.
-  21: (tx) => createWebhookCallMonths(tx, new Date(), 3),
+  21: (tx) => makeWebhookCallMonths(tx, new Date(), 3),
 };
 
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {

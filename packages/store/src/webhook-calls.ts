@@ -606,21 +606,82 @@ export async function deleteFinishedWebhookCalls(
 export const monthStart = (at: Date): Date =>
   new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
 
+/** The ids of one month: a call's id is its month (since year 0, UTC) times 2^36 plus a number. */
+const MONTH_IDS = 2n ** 36n;
+
+/** A month's partitions and their bounds. */
+function partitionMonth(start: Date) {
+  const year = start.getUTCFullYear();
+  const month = start.getUTCMonth();
+  // Digits only: the partitions' names are made from them (never from input).
+  const suffix = `${year}_${String(month + 1).padStart(2, '0')}`;
+  const first = BigInt(year * 12 + month) * MONTH_IDS;
+  return {
+    calls: `webhook_calls_${suffix}`,
+    attempts: `webhook_call_attempts_${suffix}`,
+    first,
+    end: first + MONTH_IDS,
+    start,
+    next: new Date(Date.UTC(year, month + 1, 1)),
+  };
+}
+
+async function exists(tx: Queryable, table: string): Promise<boolean> {
+  const { rows } = await tx.query<{ found: boolean }>(
+    'SELECT to_regclass($1) IS NOT NULL AS found',
+    [table],
+  );
+  return rows[0]?.found ?? false;
+}
+
 /**
  * Makes the monthly partitions of webhook_calls and webhook_call_attempts (migration 021) of
  * `months` months from the one `from` falls in, those missing; returns how many it made. The
  * delivery processes make this month's and the next two at start and at every pruning pass.
  */
-export async function createWebhookCallMonths(
-  db: Queryable,
-  from: Date = new Date(),
-  months = 3,
+export function createWebhookCallMonths(db: Db, from: Date = new Date(), months = 3) {
+  return db.transaction((tx) => makeWebhookCallMonths(tx, from, months));
+}
+
+/**
+ * createWebhookCallMonths in the transaction `tx` is (migration 021's own). Under a lock, so that
+ * processes running it together make each month once; making a partition takes a lock on
+ * webhook_calls that waits for the statements using it, at most lock_timeout (the next pass tries
+ * again, months ahead of need).
+ */
+export async function makeWebhookCallMonths(
+  tx: Queryable,
+  from: Date,
+  months: number,
 ): Promise<number> {
-  const { rows } = await db.query<{ made: number }>(
-    'SELECT herald_create_webhook_call_partitions($1, $2) AS made',
-    [from, months],
-  );
-  return rows[0]?.made ?? 0;
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('herald:webhook_call_partitions'))`);
+  let made = 0;
+  for (let i = 0; i < months; i++) {
+    const month = partitionMonth(
+      new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth() + i, 1)),
+    );
+    if (await exists(tx, month.calls)) continue;
+    await tx.query(`SELECT set_config('lock_timeout', '2s', true)`);
+    await tx.query(
+      `CREATE TABLE ${month.calls} PARTITION OF webhook_calls
+       FOR VALUES FROM (${month.first}) TO (${month.end})`,
+    );
+    // A partition holds exactly its month's calls: webhook_call_counts' rows of the month are its.
+    await tx.query(
+      `ALTER TABLE ${month.calls} ADD CONSTRAINT ${month.calls}_month
+       CHECK (created_at >= '${month.start.toISOString()}' AND created_at < '${month.next.toISOString()}')`,
+    );
+    // One call per (event, webhook) in the month (across months: the match's locks, migration 021).
+    await tx.query(
+      `CREATE UNIQUE INDEX ${month.calls}_event_webhook ON ${month.calls} (event_id, webhook_id)`,
+    );
+    await tx.query(
+      `CREATE TABLE ${month.attempts} PARTITION OF webhook_call_attempts
+       FOR VALUES FROM (${month.first}) TO (${month.end})`,
+    );
+    made++;
+  }
+  return made;
 }
 
 /**
@@ -631,7 +692,7 @@ export async function createWebhookCallMonths(
  * months dropped and how many calls they held.
  */
 export async function dropWebhookCallMonths(
-  db: Queryable,
+  db: Db,
   before: Date,
 ): Promise<{ months: string[]; calls: number }> {
   const { rows } = await db.query<{ relname: string }>(
@@ -644,19 +705,61 @@ export async function dropWebhookCallMonths(
   for (const { relname } of rows) {
     const [year = 0, month = 0] = relname.slice('webhook_calls_'.length).split('_').map(Number);
     const start = new Date(Date.UTC(year, month - 1, 1));
-    const end = new Date(Date.UTC(year, month, 1));
-    if (end > before) break;
-    const dropped = await db.query<{ calls: string | null }>(
-      'SELECT herald_drop_webhook_call_partition($1) AS calls',
-      [start],
-    );
-    const count = dropped.rows[0]?.calls;
-    if (count === null || count === undefined) continue;
+    if (new Date(Date.UTC(year, month, 1)) > before) break;
+    const dropped = await db.transaction((tx) => dropWebhookCallMonth(tx, start));
+    if (dropped === null) continue;
     months.push(relname.slice('webhook_calls_'.length).replace('_', '-'));
-    calls += Number(count);
+    calls += dropped;
   }
-  await db.query('SELECT herald_drop_empty_legacy_webhook_calls()');
+  await db.transaction(dropEmptyLegacyWebhookCalls);
   return { months, calls };
+}
+
+/**
+ * Drops the month `start` begins, calls and attempts, and its counts, unless a call in it is still
+ * pending or rescheduled (it stays until that call ends; the row-by-row retention keeps deleting
+ * its finished calls meanwhile) or the legacy partition still holds calls of that month or before
+ * (their counts share the month's rows). Returns how many calls it dropped, or null when it
+ * dropped nothing.
+ */
+async function dropWebhookCallMonth(tx: Queryable, start: Date): Promise<number | null> {
+  const month = partitionMonth(start);
+  if (!(await exists(tx, month.calls))) return null;
+  // Before looking, so that no statement makes a call pending in it (a resend) meanwhile.
+  await tx.query(`SELECT set_config('lock_timeout', '2s', true)`);
+  await tx.query('LOCK TABLE webhook_calls, webhook_call_attempts IN ACCESS EXCLUSIVE MODE');
+  const { rows: unfinished } = await tx.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM ${month.calls} WHERE status IN ('pending', 'rescheduled')) AS found`,
+  );
+  if (unfinished[0]?.found) return null;
+  if (await exists(tx, 'webhook_calls_legacy')) {
+    const { rows: older } = await tx.query<{ found: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM webhook_calls_legacy WHERE created_at < $1) AS found',
+      [month.next],
+    );
+    if (older[0]?.found) return null;
+  }
+  const day = month.start.toISOString().slice(0, 10);
+  const { rows: counted } = await tx.query<{ calls: string }>(
+    'SELECT coalesce(sum(calls), 0) AS calls FROM webhook_call_counts WHERE month = $1::date',
+    [day],
+  );
+  await tx.query(`DROP TABLE ${month.attempts}`);
+  await tx.query(`DROP TABLE ${month.calls}`);
+  await tx.query('DELETE FROM webhook_call_counts WHERE month = $1::date', [day]);
+  return Number(counted[0]?.calls ?? 0);
+}
+
+/** Drops the legacy partition (migration 021) once the row-by-row retention has emptied it. */
+async function dropEmptyLegacyWebhookCalls(tx: Queryable): Promise<void> {
+  const empty = async () =>
+    (await tx.query('SELECT 1 FROM webhook_calls_legacy LIMIT 1')).rowCount === 0;
+  if (!(await exists(tx, 'webhook_calls_legacy')) || !(await empty())) return;
+  await tx.query(`SELECT set_config('lock_timeout', '2s', true)`);
+  await tx.query('LOCK TABLE webhook_calls, webhook_call_attempts IN ACCESS EXCLUSIVE MODE');
+  if (!(await empty())) return;
+  await tx.query('DROP TABLE webhook_call_attempts_legacy');
+  await tx.query('DROP TABLE webhook_calls_legacy');
 }
 
 /** Notes that a job was just put in Redis for these calls (restarts the sweeper's clock). */
