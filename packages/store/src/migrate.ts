@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Db, Queryable } from './db.js';
-import { makeWebhookCallMonths } from './webhook-calls.js';
+import { makeWebhookCallMonths } from './webhook-calls/partitions.js';
 
 /** Where the numbered SQL migrations live (`NNN_name.sql`), next to src/ and dist/. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../migrations/', import.meta.url));
