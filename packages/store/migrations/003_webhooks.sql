@@ -28,12 +28,4 @@ CREATE TABLE webhooks (
 CREATE UNIQUE INDEX webhooks_name_key ON webhooks (name);
 -- The match workers load enabled webhooks.
 CREATE INDEX webhooks_enabled_idx ON webhooks (id) WHERE enabled;
-
-CREATE FUNCTION webhooks_bump_version() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  NEW.version := OLD.version + 1;
-  RETURN NEW;
-END
-$$;
-CREATE TRIGGER webhooks_bump_version BEFORE UPDATE ON webhooks
-  FOR EACH ROW EXECUTE FUNCTION webhooks_bump_version();
+-- The trigger that bumps version: functions/webhooks_bump_version.sql.

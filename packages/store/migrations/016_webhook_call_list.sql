@@ -30,105 +30,12 @@ CREATE TABLE webhook_call_counts (
   PRIMARY KEY (webhook_id, entity_type, event_type, status, month, shard)
 );
 
--- Adds a delta to one of the key's rows that no other transaction holds. A row of a past month
--- that comes down to 0 is deleted (retention empties old months; this month's keys go to 0 and
--- back all the time, e.g. pending).
-CREATE FUNCTION herald_add_webhook_call_count(hook bigint, entity text, event text, state text,
-  m date, delta bigint)
-RETURNS void LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
-DECLARE
-  target integer;
-  left_ bigint;
-BEGIN
-  UPDATE webhook_call_counts c SET calls = c.calls + delta
-  WHERE (c.webhook_id, c.entity_type, c.event_type, c.status, c.month, c.shard) = (
-    SELECT s.webhook_id, s.entity_type, s.event_type, s.status, s.month, s.shard
-    FROM webhook_call_counts s
-    WHERE s.webhook_id = hook AND s.entity_type = entity AND s.event_type = event
-      AND s.status = state AND s.month = m
-    LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING c.shard, c.calls INTO target, left_;
-  IF NOT FOUND THEN
-    -- Every row is held by another writer: a row of our own (a random shard never collides in
-    -- practice; if it does, ON CONFLICT waits for the holder instead of failing).
-    INSERT INTO webhook_call_counts AS c (webhook_id, entity_type, event_type, status, month,
-      shard, calls)
-    VALUES (hook, entity, event, state, m, floor(random() * 2147483647)::integer, delta)
-    ON CONFLICT (webhook_id, entity_type, event_type, status, month, shard) DO UPDATE SET
-      calls = c.calls + EXCLUDED.calls;
-  ELSIF left_ = 0 AND m < date_trunc('month', now() AT TIME ZONE 'UTC') THEN
-    DELETE FROM webhook_call_counts c
-    WHERE c.webhook_id = hook AND c.entity_type = entity AND c.event_type = event
-      AND c.status = state AND c.month = m AND c.shard = target;
-  END IF;
-END
-$$;
+-- The counting triggers and their functions: functions/herald_count_webhook_calls.sql and
+-- herald_add_webhook_call_count.sql, applied with this migration.
 
--- One call per key and statement, whatever the batch size. An UPDATE that changes no status
--- (most of them: enqueued_at, held_by, the attempt's fields) adds nothing.
-CREATE FUNCTION herald_count_webhook_calls() RETURNS trigger LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan AS $$
-DECLARE
-  d record;
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    FOR d IN
-      SELECT webhook_id, entity_type, event_type, status,
-        date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month, count(*) AS calls
-      FROM new_calls GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-    LOOP
-      PERFORM herald_add_webhook_call_count(d.webhook_id, d.entity_type, d.event_type, d.status,
-        d.month, d.calls);
-    END LOOP;
-  ELSIF TG_OP = 'DELETE' THEN
-    FOR d IN
-      SELECT webhook_id, entity_type, event_type, status,
-        date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month, count(*) AS calls
-      FROM old_calls GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-    LOOP
-      PERFORM herald_add_webhook_call_count(d.webhook_id, d.entity_type, d.event_type, d.status,
-        d.month, -d.calls);
-    END LOOP;
-  ELSE
-    -- A call that changed key (its status, in practice: the other columns are not updated)
-    -- leaves the old one and joins the new one.
-    FOR d IN
-      SELECT x.webhook_id, x.entity_type, x.event_type, x.status, x.month,
-        sum(x.calls)::bigint AS calls
-      FROM old_calls o JOIN new_calls n ON n.id = o.id
-        AND (n.status, n.webhook_id, n.entity_type, n.event_type, n.created_at)
-          IS DISTINCT FROM (o.status, o.webhook_id, o.entity_type, o.event_type, o.created_at)
-      CROSS JOIN LATERAL (VALUES
-        (o.webhook_id, o.entity_type, o.event_type, o.status,
-         date_trunc('month', o.created_at AT TIME ZONE 'UTC')::date, -1),
-        (n.webhook_id, n.entity_type, n.event_type, n.status,
-         date_trunc('month', n.created_at AT TIME ZONE 'UTC')::date, 1))
-        AS x (webhook_id, entity_type, event_type, status, month, calls)
-      GROUP BY 1, 2, 3, 4, 5
-      HAVING sum(x.calls) <> 0
-      ORDER BY 1, 2, 3, 4, 5
-    LOOP
-      PERFORM herald_add_webhook_call_count(d.webhook_id, d.entity_type, d.event_type, d.status,
-        d.month, d.calls);
-    END LOOP;
-  END IF;
-  RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER webhook_calls_count_insert AFTER INSERT ON webhook_calls
-  REFERENCING NEW TABLE AS new_calls FOR EACH STATEMENT
-  EXECUTE FUNCTION herald_count_webhook_calls();
-CREATE TRIGGER webhook_calls_count_update AFTER UPDATE ON webhook_calls
-  REFERENCING OLD TABLE AS old_calls NEW TABLE AS new_calls FOR EACH STATEMENT
-  EXECUTE FUNCTION herald_count_webhook_calls();
-CREATE TRIGGER webhook_calls_count_delete AFTER DELETE ON webhook_calls
-  REFERENCING OLD TABLE AS old_calls FOR EACH STATEMENT
-  EXECUTE FUNCTION herald_count_webhook_calls();
-
--- The calls already logged. The triggers above already hold a lock that keeps writers out until
--- this migration commits, so no call is counted twice or missed.
+-- The calls already logged. The lock keeps writers out until the triggers, made in this
+-- migration's transaction, count theirs, so no call is counted twice or missed.
+LOCK TABLE webhook_calls IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO webhook_call_counts (webhook_id, entity_type, event_type, status, month, shard, calls)
 SELECT webhook_id, entity_type, event_type, status,
   date_trunc('month', created_at AT TIME ZONE 'UTC')::date, 0, count(*)

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from './db.js';
 import type { StoredEvent } from './events.js';
-import type { WebhookCallStatus } from './webhook-calls.js';
+import type { WebhookCallStatus } from './webhook-calls/call.js';
 
 // Bulk jobs (migration 017, docs/api.md, Bulk jobs): a bulk resend or a replay, stored here and
 // run by one delivery process at a time, held by its lease. Everything a job has done is in its

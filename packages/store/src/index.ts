@@ -21,10 +21,13 @@ export {
 } from './embedded-postgres.js';
 export { readCommitPosition, readReplayState, type ReplayState } from './wal.js';
 export {
+  FUNCTIONS_DIR,
   MIGRATIONS_DIR,
+  loadFunctions,
   loadMigrations,
   migrate,
   splitStatements,
+  type FunctionFile,
   type Migration,
 } from './migrate.js';
 export {
@@ -134,33 +137,39 @@ export {
   type WebhookRecord,
 } from './webhooks.js';
 export {
-  WEBHOOK_CALL_COUNT_CAP,
   WEBHOOK_CALL_STATUSES,
+  type AttemptTrigger,
+  type WebhookCallRecord,
+  type WebhookCallStatus,
+} from './webhook-calls/call.js';
+export {
   createTestWebhookCall,
-  callPartition,
   createWebhookCalls,
   deleteFinishedWebhookCalls,
-  createWebhookCallMonths,
-  dropWebhookCallMonths,
-  monthStart,
   dropWebhookCall,
+  markWebhookCallsEnqueued,
+  recordWebhookCallAttempts,
+  type CircuitSettings,
+  type NewWebhookCall,
+  type WebhookCallAttempt,
+} from './webhook-calls/write.js';
+export {
+  WEBHOOK_CALL_COUNT_CAP,
   findWebhookCall,
   findWebhookCalls,
   listStrandedWebhookCalls,
   listWaitingWebhookCalls,
   listWebhookCallAttempts,
   listWebhookCalls,
-  markWebhookCallsEnqueued,
-  recordWebhookCallAttempts,
-  type AttemptTrigger,
-  type CircuitSettings,
-  type NewWebhookCall,
-  type WebhookCallAttempt,
   type WebhookCallAttemptRecord,
   type WebhookCallListQuery,
-  type WebhookCallRecord,
-  type WebhookCallStatus,
-} from './webhook-calls.js';
+} from './webhook-calls/list.js';
+export {
+  callPartition,
+  createWebhookCallMonths,
+  dropWebhookCallMonths,
+  monthStart,
+} from './webhook-calls/partitions.js';
 export {
   claimFlowCall,
   entityKey,

@@ -152,10 +152,9 @@ describe.each(['postgres', 'embedded'] as const)('item batches (%s)', (kind) => 
     });
   });
 
-  it('leaves the same record as the step-by-step write (migration 006 repeats its upsert)', async () => {
-    // herald_write_item_batch carries a copy of upsertRecordsSql (records.ts): a change to one
-    // without the other makes this fail. The same history goes to record ib-fast through the
-    // one-statement write and to ib-slow through upsertRecords.
+  it('leaves the same record as the step-by-step write (both upsert with herald_upsert_records)', async () => {
+    // The same history goes to record ib-fast through the one-statement write and to ib-slow
+    // through upsertRecords.
     const steps: { mode: RecordWrite['mode']; title: string; minutes: number }[] = [
       { mode: 'save', title: 'first draft', minutes: 1 },
       { mode: 'publish', title: 'published', minutes: 2 },

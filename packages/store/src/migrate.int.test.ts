@@ -2,14 +2,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
 import { createPostgresDb, type Db } from './db.js';
 import { insertEvents } from './events.js';
+import { createWebhookCalls, deleteFinishedWebhookCalls } from './webhook-calls/write.js';
 import {
-  createWebhookCalls,
-  deleteFinishedWebhookCalls,
-  dropWebhookCallMonths,
   findWebhookCalls,
   listWebhookCallAttempts,
   listWebhookCalls,
-} from './webhook-calls.js';
+} from './webhook-calls/list.js';
+import { dropWebhookCallMonths } from './webhook-calls/partitions.js';
 import { findWebhook } from './webhooks.js';
 import { loadMigrations, migrate, splitStatements } from './migrate.js';
 import { findEnvironment, findPrimaryEnvironment } from './environments.js';
