@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createPostgresDb } from '@herald/store';
 import { TEST_DATABASE_URL, waitFor } from '@herald/testkit';
@@ -17,6 +18,27 @@ describe("the queues' PostgreSQL connection", () => {
       });
     } finally {
       client.release(true);
+      await connection.close();
+      await admin.close();
+    }
+  });
+
+  it('outlives a terminated LISTEN client, which listens for errors from its construction on', async () => {
+    const connection = new RecheckingPostgresConnection({ connectionString: TEST_DATABASE_URL });
+    const admin = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 1 });
+    // BullMQ builds the worker's LISTEN client from this module and listens only after connect().
+    const { pgModule } = connection as unknown as { pgModule: { Client: typeof pg.Client } };
+    const client = new pgModule.Client({ connectionString: TEST_DATABASE_URL });
+    expect(client.listenerCount('error')).toBeGreaterThan(0);
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await admin.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      await waitFor(async () => {
+        await expect(client.query('SELECT 1')).rejects.toThrow();
+      });
+    } finally {
+      await client.end().catch(() => undefined);
       await connection.close();
       await admin.close();
     }

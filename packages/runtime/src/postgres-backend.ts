@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events';
+import pg from 'pg';
 import {
   PostgresConnection,
   PostgresQueueBackend,
@@ -23,6 +24,11 @@ export class RecheckingPostgresConnection extends PostgresConnection {
     (this.pool as unknown as EventEmitter).on('connect', (client: EventEmitter) => {
       client.on('error', () => undefined);
     });
+    // The worker's LISTEN client is a pg.Client of its own, which BullMQ listens to only once
+    // connect() has resolved: a backend terminated in between (an error message in the same read
+    // as the handshake's end) had nobody listening. This one listens from its construction.
+    const self = this as unknown as { pgModule?: typeof pg };
+    if (self.pgModule) self.pgModule = { ...self.pgModule, Client: ListeningClient };
   }
 
   override async waitUntilReady(): Promise<void> {
@@ -32,6 +38,14 @@ export class RecheckingPostgresConnection extends PostgresConnection {
       forgetReadiness(this);
       throw error;
     }
+  }
+}
+
+/** A pg.Client with an 'error' listener for its whole life (its owner adds its own). */
+class ListeningClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
   }
 }
 
