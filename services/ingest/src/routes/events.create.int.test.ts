@@ -25,6 +25,9 @@ import {
   TEST_DATABASE_URL,
   createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent,
+  modelEvent as modelEventOf,
   randomId,
   serve,
   testDeps,
@@ -80,66 +83,16 @@ afterAll(async () => {
   await t.cleanup();
 });
 
-function field(apiKey: string, fieldType: string, localized = false) {
-  return {
-    type: 'field',
-    id: `${apiKey}-${fieldType}`,
-    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position: 0 },
-  };
-}
+const field = (apiKey: string, fieldType: string, localized = false) =>
+  fieldEntity(apiKey, fieldType, { localized });
 
-function modelEvent(
+const modelEvent = (
   id: string,
   apiKey: string,
   flags: Record<string, boolean>,
   fields: unknown[],
   eventType = 'create',
-) {
-  return {
-    type: 'event',
-    id: randomId('model'),
-    attributes: {
-      entity_type: 'item_type',
-      event_type: eventType,
-      entity: { type: 'item_type', id, attributes: { name: apiKey, api_key: apiKey, ...flags } },
-      related_entities: fields,
-    },
-  };
-}
-
-function itemEvent(
-  eventType: string,
-  id: string,
-  attributes: Record<string, unknown>,
-  options: {
-    /** null: no relationships (a delete may name only its record). */
-    model?: string | null;
-    meta?: Record<string, unknown>;
-    eventId?: string;
-    environment?: string;
-  } = {},
-) {
-  return {
-    type: 'event',
-    id: options.eventId ?? randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      ...(options.environment ? { environment: options.environment } : {}),
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        ...(options.model !== null && {
-          relationships: {
-            item_type: { data: { type: 'item_type', id: options.model ?? 'post' } },
-          },
-        }),
-        meta: options.meta ?? {},
-      },
-    },
-  };
-}
+) => modelEventOf(id, flags, fields, { apiKey, eventType });
 
 /** The 202 body or the error envelope. */
 interface Entry {

@@ -16,6 +16,9 @@ import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent as itemEventOf,
+  modelEvent,
   serve,
   silentLogger,
   startReceiver,
@@ -90,49 +93,16 @@ async function createWebhook(attributes: Record<string, unknown>): Promise<strin
   return created.data.id as string;
 }
 
-function field(apiKey: string, fieldType: string, position: number, localized = false) {
-  return {
-    type: 'field',
-    id: `f-${apiKey}`,
-    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position },
-  };
-}
+const field = (apiKey: string, fieldType: string, position: number, localized = false) =>
+  fieldEntity(apiKey, fieldType, { position, localized, id: `f-${apiKey}` });
 
-function model(id: string, attributes: Record<string, unknown>, fields: unknown[]) {
-  return {
-    type: 'event',
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity: { type: 'item_type', id, attributes: { name: id, api_key: id, ...attributes } },
-      related_entities: fields,
-    },
-  };
-}
-
-function itemEvent(
+const itemEvent = (
   eventType: string,
   id: string,
   attributes: Record<string, unknown>,
   eventId?: string,
-  modelId = 'article',
-) {
-  return {
-    type: 'event',
-    ...(eventId ? { id: eventId } : {}),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        relationships: { item_type: { data: { type: 'item_type', id: modelId } } },
-        meta: {},
-      },
-    },
-  };
-}
+  model = 'article',
+) => itemEventOf(eventType, id, attributes, { model, ...(eventId ? { eventId } : {}) });
 
 /**
  * Opens the editor on a new webhook named `name` whose one entry takes record updates only (no
@@ -229,8 +199,8 @@ beforeAll(async () => {
   // Records to browse: a model with a block field, published and draft records.
   await api('POST', '/events', {
     data: [
-      model('section', { modular_block: true }, [field('heading', 'string', 0)]),
-      model('article', { draft_mode_active: true }, [
+      modelEvent('section', { modular_block: true }, [field('heading', 'string', 0)]),
+      modelEvent('article', { draft_mode_active: true }, [
         field('title', 'string', 0),
         field('views', 'integer', 1),
         field('body', 'text', 2),
@@ -847,7 +817,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       });
       await api('POST', '/events', {
         data: [
-          model('headline', { draft_mode_active: true }, [
+          modelEvent('headline', { draft_mode_active: true }, [
             field('title', 'string', 0),
             field('views', 'integer', 1),
           ]),
@@ -1016,7 +986,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       fetch(`${herald.url}/events`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ data: [model('token_probe', {}, [])] }),
+        body: JSON.stringify({ data: [modelEvent('token_probe', {}, [])] }),
       });
     await nav().getByRole('link', { name: 'Tokens' }).click();
     await page.getByRole('heading', { name: 'API tokens' }).waitFor();
