@@ -2,19 +2,9 @@ import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
-import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
+import { serveTestApi } from '@herald/testkit/fixtures';
 import { findWebhookCall } from '@herald/store';
-import {
-  createTestToken,
-  randomId,
-  serve,
-  silentLogger,
-  startReceiver,
-  testApi,
-  testDeps,
-  type TestApi,
-  waitFor,
-} from '@herald/testkit';
+import { randomId, startReceiver, testDeps, type TestApi, waitFor } from '@herald/testkit';
 import {
   addWebhook,
   emitEvents,
@@ -30,24 +20,13 @@ import {
 // jobs.
 const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
-}).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
-  const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
-  const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
-  const server = await serve(
-    createApp({
-      ...testDeps(db, pipeline.coordination),
-      eventMatchQueue,
-      deliverQueue,
-      enqueueTimeoutMs: 1000,
-    }),
-  );
-  onCleanup(async () => {
-    await server.close();
-    await eventMatchQueue.close();
-    await deliverQueue.close();
-  });
-  return testApi(server.url, await createTestToken(db, 'admin'));
-});
+}).extend('api', { scope: 'file' }, ({ db, pipeline }, { onCleanup }) =>
+  serveTestApi(
+    createApp,
+    { ...testDeps(db, pipeline.coordination), enqueueTimeoutMs: 1000 },
+    onCleanup,
+  ),
+);
 
 /** Each path answers `status` with `code` in the error envelope. */
 async function expectRefused(
