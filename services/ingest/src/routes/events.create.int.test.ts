@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import {
   READ_AFTER_HEADER,
   decodeReadAfter,
@@ -23,7 +23,6 @@ import {
 } from '@herald/store';
 import {
   TEST_DATABASE_URL,
-  createTestDb,
   createTestToken,
   fieldEntity,
   itemEvent,
@@ -31,11 +30,16 @@ import {
   randomId,
   serve,
   testDeps,
-  testRedis,
   type TestDb,
+  type TestDeps,
   type TestServer,
 } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+
+// The app on its file's database and Redis, a producer's token in `api`: the tests below read
+// them from these variables, set once the fixtures are up.
+const it = appTest(createApp, { role: 'producer' });
 
 let t: TestDb;
 let redis: Redis;
@@ -43,15 +47,12 @@ let queue: EventMatchQueue;
 let server: TestServer;
 let token: string;
 let readOnlyToken: string;
-let deps: ReturnType<typeof testDeps>;
+let deps: TestDeps;
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(deps.coordination, deps.logger);
-  server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
-  token = await createTestToken(t.db, 'producer');
+it.beforeAll(async ({ testDb, redis: fileRedis, server: served, deps: appDeps, api }) => {
+  [t, redis, server, deps] = [testDb, fileRedis, served, appDeps];
+  queue = deps.eventMatchQueue;
+  token = api.token;
   readOnlyToken = await createTestToken(t.db, 'read_only');
   // Models shared by the tests below: a draft-mode post with blocks, a model without draft mode.
   const response = await post([
@@ -73,14 +74,6 @@ beforeAll(async () => {
     modelEvent('ranked', 'ranked', { sortable: true }, [field('title', 'string')]),
   ]);
   expect(response.status).toBe(202);
-});
-
-afterAll(async () => {
-  await server.close();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await redis.quit();
-  await t.cleanup();
 });
 
 const field = (apiKey: string, fieldType: string, localized = false) =>
