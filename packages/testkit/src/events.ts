@@ -36,6 +36,19 @@ export function modelEvent(
   };
 }
 
+/**
+ * A model whose id and api_key differ (both random), with a string field `title`, and the events
+ * that define it and create one record of it per id given (titled by its id).
+ */
+export function modelWithRecordEvents(ids: readonly string[]) {
+  const model = { id: eventId('m'), apiKey: eventId('k') };
+  const events = [
+    modelEvent(model.id, {}, [fieldEntity('title', 'string')], { apiKey: model.apiKey }),
+    ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
+  ];
+  return { model, events };
+}
+
 export interface ItemEventOptions {
   /** Its model; null: no relationships (a delete may name only its record). Default 'post'. */
   model?: string | null;

@@ -27,6 +27,7 @@ import {
   fieldEntity,
   itemEvent,
   modelEvent as modelEventOf,
+  modelWithRecordEvents,
   randomId,
   serve,
   testDeps,
@@ -954,12 +955,8 @@ describe('the record store', () => {
 describe('item deletes that name only their record', () => {
   /** A model whose id and api_key differ, with one record per id given. */
   async function modelWithRecords(...ids: string[]) {
-    const model = { id: randomId('m'), apiKey: randomId('k') };
-    const answer = await post([
-      modelEvent(model.id, model.apiKey, {}, [field('title', 'string')]),
-      ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
-    ]);
-    expect(answer.status).toBe(202);
+    const { model, events } = modelWithRecordEvents(ids);
+    expect((await post(events)).status).toBe(202);
     return model;
   }
 

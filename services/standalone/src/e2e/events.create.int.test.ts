@@ -15,6 +15,7 @@ import {
   fieldEntity,
   itemEvent,
   modelEvent as modelEventOf,
+  modelWithRecordEvents,
   randomId,
   serve,
   silentLogger,
@@ -93,12 +94,8 @@ async function post(data: unknown, options: { url?: string } = {}): Promise<Answ
 describe('item deletes that name only their record', () => {
   /** A model whose id and api_key differ, with one record per id given. */
   async function modelWithRecords(...ids: string[]) {
-    const model = { id: randomId('m'), apiKey: randomId('k') };
-    const answer = await post([
-      modelEvent(model.id, model.apiKey, {}, [fieldEntity('title', 'string')]),
-      ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
-    ]);
-    expect(answer.status).toBe(202);
+    const { model, events } = modelWithRecordEvents(ids);
+    expect((await post(events)).status).toBe(202);
     return model;
   }
 
