@@ -72,35 +72,12 @@ export interface FilterSpec {
 /** Values in a list operand, at most. */
 const FILTER_LIST_MAX = 1000;
 
-const NUMERIC_OPS: readonly ItemFilterOperator[] = [
-  'eq',
-  'neq',
-  'gt',
-  'gte',
-  'lt',
-  'lte',
-  'exists',
-];
-const STRING_OPS: readonly ItemFilterOperator[] = [
-  'eq',
-  'neq',
-  'in',
-  'not_in',
-  'matches',
-  'not_matches',
-  'is_blank',
-  'is_present',
-  'exists',
-];
-const TEXT_OPS: readonly ItemFilterOperator[] = [
-  'matches',
-  'not_matches',
-  'is_blank',
-  'is_present',
-  'exists',
-];
-const LINK_OPS: readonly ItemFilterOperator[] = ['eq', 'neq', 'in', 'not_in', 'exists'];
-const LINKS_OPS: readonly ItemFilterOperator[] = ['eq', 'any_in', 'all_in', 'not_in', 'exists'];
+type Operators = readonly ItemFilterOperator[];
+const NUMERIC_OPS: Operators = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'exists'];
+const TEXT_OPS: Operators = ['matches', 'not_matches', 'is_blank', 'is_present', 'exists'];
+const STRING_OPS: Operators = ['eq', 'neq', 'in', 'not_in', ...TEXT_OPS];
+const LINK_OPS: Operators = ['eq', 'neq', 'in', 'not_in', 'exists'];
+const LINKS_OPS: Operators = ['eq', 'any_in', 'all_in', 'not_in', 'exists'];
 
 /** docs/api.md, Field filters: operators and comparison kind per field type. */
 export const FIELD_TYPE_FILTERS: Readonly<Record<string, FilterSpec>> = {

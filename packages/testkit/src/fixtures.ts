@@ -99,6 +99,26 @@ export interface AppFixtures<E extends object> {
   api: TestApi;
 }
 
+/**
+ * The app `createApp` makes of `deps` (testDeps: a pipeline's coordination makes its workers take
+ * the app's jobs), served, and a client of it with a token of `role`; `onCleanup` is given what
+ * closes the server and the deps' queues. For fixtures of a file's own (`test.extend('api', …)`).
+ */
+export async function serveTestApi<D extends TestDeps>(
+  createApp: (deps: D) => Express,
+  deps: D,
+  onCleanup: (cleanup: () => Promise<void>) => void,
+  role: Role = 'admin',
+): Promise<TestApi> {
+  const server = await serve(createApp(deps));
+  onCleanup(async () => {
+    await server.close();
+    await deps.eventMatchQueue.close();
+    await deps.deliverQueue.close();
+  });
+  return testApi(server.url, await createTestToken(deps.db, role));
+}
+
 /** integrationTest, plus the app that createApp makes of testDeps, served. */
 export function appTest<E extends object = object>(
   createApp: (deps: TestDeps & NoInfer<E>) => Express,

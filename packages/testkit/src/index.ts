@@ -347,6 +347,13 @@ export {
   type SeedModel,
   type SeedRecord,
 } from './seed.js';
+export {
+  fieldEntity,
+  itemEvent,
+  modelEvent,
+  modelWithRecordEvents,
+  type ItemEventOptions,
+} from './events.js';
 export { testApi, type TestAnswer, type TestApi } from './api.js';
 export { recordExchanges, takeExchanges, type Exchange } from './exchanges.js';
 export { assertExchangesMatch, createResponseChecker } from './openapi-check.js';

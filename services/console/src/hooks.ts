@@ -54,6 +54,31 @@ export function useResource<T>(
   return { data, error, loading, reload };
 }
 
+/** Something the user set off (a resend, a cancel…): busy while it runs, its failure kept to show. */
+export interface Action {
+  busy: boolean;
+  error: ApiFailure | null;
+  /** Runs `action`; a failure is kept in `error` rather than thrown. */
+  run: (action: () => Promise<void>) => Promise<void>;
+}
+
+export function useAction(): Action {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const run = async (action: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+    } catch (failure) {
+      setError(asFailure(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
+}
+
 /** The environment's webhooks (GET /webhooks). */
 /** Webhooks to choose from in a filter: the first page of 500 (GET /webhooks paged), not all. */
 export const WEBHOOK_CHOICES = 500;

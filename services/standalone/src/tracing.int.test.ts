@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startReceiver, type Receiver } from '@herald/testkit';
+import { fieldEntity, modelEvent, startReceiver, type Receiver } from '@herald/testkit';
 
 // OpenTelemetry traces (docs/operations.md, Traces): the real single process, exporting by
 // OTLP/HTTP (JSON) to a local collector, delivering to a local receiver. One trace goes from the
@@ -179,27 +179,7 @@ async function createWebhook(
 /** Stores the model `post` (one string field, `title`). */
 async function createModel(url: string): Promise<void> {
   const model = await call(url, 'POST', '/events', {
-    data: {
-      type: 'event',
-      attributes: {
-        entity_type: 'item_type',
-        event_type: 'create',
-        entity: { type: 'item_type', id: 'post', attributes: { name: 'Post', api_key: 'post' } },
-        related_entities: [
-          {
-            type: 'field',
-            id: 'title',
-            attributes: {
-              api_key: 'title',
-              field_type: 'string',
-              localized: false,
-              label: 'Title',
-              position: 0,
-            },
-          },
-        ],
-      },
-    },
+    data: modelEvent('post', {}, [fieldEntity('title', 'string', { id: 'title' })]),
   });
   expect(model.status).toBe(202);
 }

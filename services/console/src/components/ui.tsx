@@ -73,6 +73,105 @@ const STATUS_LABEL: Record<string, string> = {
   'circuit-half_open': 'Half-open',
 };
 
+/**
+ * A screen of the console: a section labelled by its h1 (`id`-title); `back` is the crumb to the
+ * list it belongs to, `actions` stand beside the title.
+ */
+export function Screen({
+  id,
+  title,
+  titleClass,
+  back,
+  actions,
+  children,
+}: {
+  id: string;
+  title: ComponentChildren;
+  titleClass?: string;
+  back?: { href: string; label: string };
+  actions?: ComponentChildren;
+  children?: ComponentChildren;
+}) {
+  return (
+    <section aria-labelledby={`${id}-title`}>
+      {back && (
+        <p class="crumbs">
+          <a href={back.href}>{`← ${back.label}`}</a>
+        </p>
+      )}
+      <div class="page-head">
+        <h1 id={`${id}-title`} class={titleClass}>
+          {title}
+        </h1>
+        {actions}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+/** The filters of a list: a form that never leaves the page; `onSubmit` applies what was typed. */
+export function FilterForm({
+  label,
+  onSubmit,
+  children,
+}: {
+  label: string;
+  onSubmit?: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <form
+      class="filters card"
+      aria-label={label}
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSubmit?.();
+      }}
+    >
+      {children}
+    </form>
+  );
+}
+
+/** A row of a table of webhook calls, led by the call's id linking to the call. */
+export function CallRow({ id, children }: { id: string; children: ComponentChildren }) {
+  return (
+    <tr data-call-id={id}>
+      <td data-label="Call">
+        <a class="strong mono" href={`#/calls/${id}`}>
+          #{id}
+        </a>
+      </td>
+      {children}
+    </tr>
+  );
+}
+
+/**
+ * A button for an action that cannot be pressed again while busy, and says `busyLabel` (if any)
+ * meanwhile.
+ */
+export function BusyButton({
+  class: className,
+  busy,
+  busyLabel,
+  onClick,
+  children,
+}: {
+  class: string;
+  busy: boolean;
+  busyLabel?: string;
+  onClick: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <button type="button" class={className} disabled={busy} onClick={onClick}>
+      {busy && busyLabel ? busyLabel : children}
+    </button>
+  );
+}
+
 export function Badge({ status, title }: { status: string; title?: string }) {
   return (
     <span class={`badge badge-${status}`} title={title}>
@@ -259,6 +358,14 @@ export function TableHead({ columns }: { columns: readonly ComponentChildren[] }
 }
 
 /** A labelled control of a filter bar or a short form: the label's text above the control. */
+/** A field whose text is `value`, reported as it changes through `onValue`. */
+export interface ValueFieldProps {
+  label: string;
+  name: string;
+  value: string;
+  onValue: (value: string) => void;
+}
+
 export function Field({
   label,
   grow,

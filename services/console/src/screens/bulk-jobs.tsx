@@ -9,10 +9,12 @@ import {
   LoadState,
   TableHead,
   formatTime,
+  BusyButton,
+  type ValueFieldProps,
 } from '../components/ui.js';
-import { useInterval, useResource } from '../hooks.js';
-import { asFailure, type ApiClient, type ApiFailure, type Collection } from '../lib/api.js';
-import { KIND_LABEL, bulkJobBody, describeProgress, isActive } from '../lib/bulk.js';
+import { useInterval, useResource, useAction } from '../hooks.js';
+import type { ApiClient, Collection } from '../lib/api.js';
+import { KIND_LABEL, bulkJobBody, describeProgress, isActive, parsePace } from '../lib/bulk.js';
 import type { BulkJob, ReplayOffer } from '../lib/types.js';
 
 /** docs/api.md, GET /bulk_jobs/:id: poll it for a progress bar, every second. */
@@ -28,20 +30,10 @@ export async function startBulkJob(
   return created.data;
 }
 
-/** A job's optional pace, as typed (parsePace reads it), and what is wrong with it. */
-export function PaceField({
-  label,
-  name,
-  value,
-  error,
-  onValue,
-}: {
-  label: string;
-  name: string;
-  value: string;
-  error: string | undefined;
-  onValue: (value: string) => void;
-}) {
+/** A job's optional pace, as typed, and what parsePace finds wrong with it. */
+export function PaceField({ label, name, value, onValue }: ValueFieldProps) {
+  const parsed = parsePace(value);
+  const error = 'error' in parsed ? parsed.error : undefined;
   return (
     <Field label={label}>
       <input
@@ -90,22 +82,13 @@ export function JobPanel({ id, heading = 2 }: { id: string; heading?: 2 | 3 }) {
   );
   const data = job.data?.data;
   useInterval(() => job.reload(true), POLL_MS, !job.error && (!data || isActive(data)));
-  const [cancelling, setCancelling] = useState(false);
-  const [cancelError, setCancelError] = useState<ApiFailure | null>(null);
-
-  const cancel = async () => {
-    setCancelling(true);
-    setCancelError(null);
-    try {
+  const cancel = useAction();
+  const cancelJob = () =>
+    cancel.run(async () => {
       await client.post(`/bulk_jobs/${encodeURIComponent(id)}/cancel`);
       notify(`Job #${id} cancelled`);
       job.reload(true);
-    } catch (error) {
-      setCancelError(asFailure(error));
-    } finally {
-      setCancelling(false);
-    }
-  };
+    });
 
   const Heading = heading === 2 ? 'h2' : 'h3';
   return (
@@ -119,14 +102,14 @@ export function JobPanel({ id, heading = 2 }: { id: string; heading?: 2 | 3 }) {
             </Heading>
             <Badge status={data.attributes.state} />
             {isActive(data) && (
-              <button
-                type="button"
+              <BusyButton
                 class="button button-small button-danger"
-                disabled={cancelling}
-                onClick={() => void cancel()}
+                busy={cancel.busy}
+                busyLabel="Cancelling…"
+                onClick={() => void cancelJob()}
               >
-                {cancelling ? 'Cancelling…' : 'Cancel job'}
-              </button>
+                Cancel job
+              </BusyButton>
             )}
           </div>
           <ProgressBar job={data} />
@@ -157,7 +140,7 @@ export function JobPanel({ id, heading = 2 }: { id: string; heading?: 2 | 3 }) {
           {data.attributes.failure_reason && (
             <p class="reason small">{data.attributes.failure_reason}</p>
           )}
-          {cancelError && <ErrorNote error={cancelError} />}
+          {cancel.error && <ErrorNote error={cancel.error} />}
         </>
       )}
     </section>
@@ -261,20 +244,12 @@ export function ReplayOfferNote({
 }) {
   const { client } = useApp();
   const [job, setJob] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const replay = useAction();
   if (job) return <JobPanel id={job} heading={3} />;
-  const start = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+  const start = () =>
+    replay.run(async () => {
       setJob((await startBulkJob(client, { ...offer })).id);
-    } catch (failure) {
-      setError(asFailure(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <div class="note note-warning replay-offer" role="status">
       <p>
@@ -283,19 +258,14 @@ export function ReplayOfferNote({
         events of that time were not sent to it.
       </p>
       <div class="actions">
-        <button
-          type="button"
-          class="button button-primary"
-          disabled={busy}
-          onClick={() => void start()}
-        >
+        <BusyButton class="button button-primary" busy={replay.busy} onClick={() => void start()}>
           Replay what it missed (since {formatTime(offer.filter.occurred_at.gt)})
-        </button>
+        </BusyButton>
         <button type="button" class="button button-quiet" onClick={onDismiss}>
           No, thanks
         </button>
       </div>
-      {error && <ErrorNote error={error} />}
+      {replay.error && <ErrorNote error={replay.error} />}
     </div>
   );
 }

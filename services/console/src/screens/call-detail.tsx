@@ -1,5 +1,4 @@
 import type { WebhookCallAttemptResource, WebhookCallResource } from '@herald/contract/tables';
-import { useState } from 'preact/hooks';
 import { useApp } from '../app-context.js';
 import {
   Badge,
@@ -9,9 +8,10 @@ import {
   HeadersTable,
   LoadState,
   formatTime,
+  BusyButton,
+  Screen,
 } from '../components/ui.js';
-import { useInterval, useResource } from '../hooks.js';
-import { asFailure, type ApiFailure } from '../lib/api.js';
+import { useInterval, useResource, useAction } from '../hooks.js';
 import { formatRoute } from '../lib/route.js';
 import { formatDuration, formatMs } from '../lib/stats-series.js';
 
@@ -34,8 +34,7 @@ export function CallDetail({ id }: { id: string }) {
       ),
     [client, id],
   );
-  const [resending, setResending] = useState(false);
-  const [resendError, setResendError] = useState<ApiFailure | null>(null);
+  const resend = useAction();
   // The call changes while it is retried or resent: keep it current while it is open.
   useInterval(
     () => {
@@ -46,46 +45,39 @@ export function CallDetail({ id }: { id: string }) {
     !call.error,
   );
 
-  const resend = async () => {
-    setResending(true);
-    setResendError(null);
-    try {
+  const resendCall = () =>
+    resend.run(async () => {
       await client.post(`/webhook_calls/${encodeURIComponent(id)}/resend_webhook`);
       notify(`Call #${id} resent`);
       call.reload(true);
       attempts.reload(true);
-    } catch (error) {
-      setResendError(asFailure(error));
-    } finally {
-      setResending(false);
-    }
-  };
+    });
 
   const data = call.data?.data;
   const attributes = data?.attributes;
   const webhookId = data?.relationships?.webhook?.data?.id;
   return (
-    <section aria-labelledby="call-title">
-      <p class="crumbs">
-        <a href="#/calls">← Call log</a>
-      </p>
-      <div class="page-head">
-        <h1 id="call-title">Call #{id}</h1>
-        {attributes && (
+    <Screen
+      id="call"
+      title={`Call #${id}`}
+      back={{ href: '#/calls', label: 'Call log' }}
+      actions={
+        attributes && (
           <div class="actions">
             <Badge status={attributes.status} />
-            <button
-              type="button"
+            <BusyButton
               class="button button-primary"
-              disabled={resending}
-              onClick={() => void resend()}
+              busy={resend.busy}
+              busyLabel="Resending…"
+              onClick={() => void resendCall()}
             >
-              {resending ? 'Resending…' : 'Resend'}
-            </button>
+              Resend
+            </BusyButton>
           </div>
-        )}
-      </div>
-      {resendError && <ErrorNote error={resendError} />}
+        )
+      }
+    >
+      {resend.error && <ErrorNote error={resend.error} />}
       <LoadState resource={call} label="Loading the call…" />
       {attributes && (
         <>
@@ -148,7 +140,7 @@ export function CallDetail({ id }: { id: string }) {
           <Attempts attempts={attempts.data?.data} total={attempts.data?.meta.total_count} />
         </>
       )}
-    </section>
+    </Screen>
   );
 }
 

@@ -15,6 +15,10 @@ import {
   Pager,
   TableHead,
   formatTime,
+  Screen,
+  type ValueFieldProps,
+  CallRow,
+  FilterForm,
 } from '../components/ui.js';
 import { WEBHOOK_CHOICES, useInterval, useResource, useWebhookChoices } from '../hooks.js';
 import { asFailure, type ApiFailure, type Collection } from '../lib/api.js';
@@ -104,14 +108,16 @@ export function CallLog({ params }: { params: URLSearchParams }) {
   const [resending, setResending] = useState(false);
 
   return (
-    <section aria-labelledby="calls-title">
-      <div class="page-head">
-        <h1 id="calls-title">Call log</h1>
+    <Screen
+      id="calls"
+      title="Call log"
+      actions={
         <Check checked={live} onChange={setLive}>
           Refresh every {REFRESH_MS / 1000} s
         </Check>
-      </div>
-      <form class="filters card" aria-label="Filter calls" onSubmit={(e) => e.preventDefault()}>
+      }
+    >
+      <FilterForm label="Filter calls">
         <FilterSelect
           label="Webhook"
           name="webhook"
@@ -146,28 +152,19 @@ export function CallLog({ params }: { params: URLSearchParams }) {
           <Options values={WEBHOOK_CALL_STATUSES} />
         </FilterSelect>
         <EventTypeFilters entity={filters.entity} event={filters.event} onChange={setFilter} />
-        <Field label="From">
-          <input
-            type="datetime-local"
-            name="from"
-            value={filters.from}
-            onChange={(e) => setFilter({ from: e.currentTarget.value })}
-          />
-        </Field>
-        <Field label="To">
-          <input
-            type="datetime-local"
-            name="to"
-            value={filters.to}
-            onChange={(e) => setFilter({ to: e.currentTarget.value })}
-          />
-        </Field>
+        <TimeFilter
+          label="From"
+          name="from"
+          value={filters.from}
+          onValue={(from) => setFilter({ from })}
+        />
+        <TimeFilter label="To" name="to" value={filters.to} onValue={(to) => setFilter({ to })} />
         {filtered && (
           <button type="button" class="button button-quiet" onClick={() => navigate('#/calls')}>
             Clear filters
           </button>
         )}
-      </form>
+      </FilterForm>
 
       {list.length > 0 && (
         <div class="bulk-bar">
@@ -195,12 +192,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
             {list.map((call) => {
               const webhookId = call.relationships?.webhook?.data?.id ?? '';
               return (
-                <tr key={call.id} data-call-id={call.id}>
-                  <td data-label="Call">
-                    <a class="strong mono" href={`#/calls/${call.id}`}>
-                      #{call.id}
-                    </a>
-                  </td>
+                <CallRow key={call.id} id={call.id}>
                   <td data-label="Webhook">{names.get(webhookId) ?? webhookId}</td>
                   <td data-label="Event">
                     <span class="mono">
@@ -230,7 +222,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
                     {call.attributes.response_status ?? '—'}
                   </td>
                   <td data-label="Created">{formatTime(call.attributes.created_at)}</td>
-                </tr>
+                </CallRow>
               );
             })}
           </tbody>
@@ -242,7 +234,7 @@ export function CallLog({ params }: { params: URLSearchParams }) {
         total={total}
         onChange={(offset) => setFilter({ offset })}
       />
-    </section>
+    </Screen>
   );
 }
 
@@ -250,6 +242,20 @@ export function CallLog({ params }: { params: URLSearchParams }) {
  * "Resend N matching calls": a bulk resend (POST /bulk_jobs) of exactly what the filters select,
  * with an optional pace; its progress is the job's page.
  */
+/** One end of the time range: a local date and time, as the browser's picker gives it. */
+function TimeFilter({ label, name, value, onValue }: ValueFieldProps) {
+  return (
+    <Field label={label}>
+      <input
+        type="datetime-local"
+        name={name}
+        value={value}
+        onChange={(e) => onValue(e.currentTarget.value)}
+      />
+    </Field>
+  );
+}
+
 function BulkResendDialog({
   filters,
   total,
@@ -298,7 +304,6 @@ function BulkResendDialog({
         label="Pace (calls per second, empty: as fast as delivery allows)"
         name="bulk_pace"
         value={pace}
-        error={'error' in paceValue ? paceValue.error : undefined}
         onValue={setPace}
       />
       {error && <ErrorNote error={error} />}

@@ -8,6 +8,8 @@ import {
   LoadState,
   TableHead,
   formatTime,
+  Screen,
+  CallRow,
 } from '../components/ui.js';
 import { useInterval, useResource, useWebhooks } from '../hooks.js';
 import { formatRoute } from '../lib/route.js';
@@ -39,15 +41,12 @@ export function EventDetail({ id }: { id: string }) {
   const calls = event.data?.included ?? [];
   const names = new Map((webhooks.data?.data ?? []).map((w) => [w.id, w.attributes.name]));
   return (
-    <section aria-labelledby="event-title">
-      <p class="crumbs">
-        <a href="#/events">← Events</a>
-      </p>
-      <div class="page-head">
-        <h1 id="event-title" class="break">
-          Event {id}
-        </h1>
-      </div>
+    <Screen
+      id="event"
+      title={`Event ${id}`}
+      titleClass="break"
+      back={{ href: '#/events', label: 'Events' }}
+    >
       <LoadState resource={event} label="Loading the event…" />
       {attributes && (
         <>
@@ -98,12 +97,7 @@ export function EventDetail({ id }: { id: string }) {
                   {calls.map((call) => {
                     const webhookId = call.relationships.webhook.data.id;
                     return (
-                      <tr key={call.id} data-call-id={call.id}>
-                        <td data-label="Call">
-                          <a class="strong mono" href={`#/calls/${call.id}`}>
-                            #{call.id}
-                          </a>
-                        </td>
+                      <CallRow key={call.id} id={call.id}>
                         <td data-label="Webhook">
                           <a href={`#/webhooks/${webhookId}`}>
                             {names.get(webhookId) ?? `#${webhookId}`}
@@ -121,7 +115,7 @@ export function EventDetail({ id }: { id: string }) {
                         </td>
                         <td data-label="Last sent">{formatTime(call.attributes.last_sent_at)}</td>
                         <td data-label="Next retry">{formatTime(call.attributes.next_retry_at)}</td>
-                      </tr>
+                      </CallRow>
                     );
                   })}
                 </tbody>
@@ -144,6 +138,6 @@ export function EventDetail({ id }: { id: string }) {
           </div>
         </>
       )}
-    </section>
+    </Screen>
   );
 }

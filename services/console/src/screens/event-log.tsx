@@ -10,6 +10,8 @@ import {
   TableHead,
   TextInput,
   formatTime,
+  Screen,
+  FilterForm,
 } from '../components/ui.js';
 import { useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
@@ -87,18 +89,8 @@ export function EventLog({ params }: { params: URLSearchParams }) {
   const filtered = filters.entityId !== '' || filters.entity !== '' || filters.event !== '';
 
   return (
-    <section aria-labelledby="events-title">
-      <div class="page-head">
-        <h1 id="events-title">Events</h1>
-      </div>
-      <form
-        class="filters card"
-        aria-label="Find events"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setFilter({ entityId: typed.trim() });
-        }}
-      >
+    <Screen id="events" title="Events">
+      <FilterForm label="Find events" onSubmit={() => setFilter({ entityId: typed.trim() })}>
         <Field label="Entity id" grow>
           <TextInput
             name="entity_id"
@@ -123,7 +115,7 @@ export function EventLog({ params }: { params: URLSearchParams }) {
             Clear filters
           </button>
         )}
-      </form>
+      </FilterForm>
 
       <LoadState resource={events} label="Loading events…" />
       {events.data && list.length === 0 && (
@@ -169,6 +161,6 @@ export function EventLog({ params }: { params: URLSearchParams }) {
         total={total}
         onChange={(offset) => setFilter({ offset })}
       />
-    </section>
+    </Screen>
   );
 }

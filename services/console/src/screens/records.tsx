@@ -11,6 +11,9 @@ import {
   TableHead,
   TextInput,
   formatTime,
+  Screen,
+  type ValueFieldProps,
+  FilterForm,
 } from '../components/ui.js';
 import { ConditionRowEditor } from '../components/condition-row.js';
 import { useResource } from '../hooks.js';
@@ -89,6 +92,26 @@ function summary(item: Item, locale: string): string {
   return parts.join(' · ');
 }
 
+/** A text filter with suggestions (`list`: the datalist's id and its values). */
+function SuggestedField({
+  list: [listId, values],
+  placeholder,
+  ...field
+}: ValueFieldProps & { list: readonly [string, readonly string[]]; placeholder: string }) {
+  return (
+    <Field label={field.label}>
+      <TextInput
+        name={field.name}
+        list={listId}
+        placeholder={placeholder}
+        value={field.value}
+        onValue={field.onValue}
+      />
+      <Suggestions id={listId} values={values} />
+    </Field>
+  );
+}
+
 export function Records({ params }: { params: URLSearchParams }) {
   const { client } = useApp();
   const applied = readQuery(params);
@@ -137,28 +160,16 @@ export function Records({ params }: { params: URLSearchParams }) {
   const list = items.data?.data ?? [];
   const total = items.data?.meta?.total_count ?? list.length;
   return (
-    <section aria-labelledby="records-title">
-      <div class="page-head">
-        <h1 id="records-title">Records</h1>
-      </div>
-      <form
-        class="filters card"
-        aria-label="Find records"
-        onSubmit={(e) => {
-          e.preventDefault();
-          apply();
-        }}
-      >
-        <Field label="Model">
-          <TextInput
-            name="model"
-            list="records-models"
-            placeholder="api_key or id"
-            value={draft.model}
-            onValue={(model) => setDraft({ ...draft, model })}
-          />
-          <Suggestions id="records-models" values={models} />
-        </Field>
+    <Screen id="records" title="Records">
+      <FilterForm label="Find records" onSubmit={() => apply()}>
+        <SuggestedField
+          label="Model"
+          name="model"
+          list={['records-models', models]}
+          placeholder="api_key or id"
+          value={draft.model}
+          onValue={(model) => setDraft({ ...draft, model })}
+        />
         <Field label="Search" grow>
           <TextInput
             name="q"
@@ -187,16 +198,14 @@ export function Records({ params }: { params: URLSearchParams }) {
             <option value="current">Current (latest)</option>
           </select>
         </Field>
-        <Field label="Order">
-          <TextInput
-            name="order_by"
-            list="records-orderings"
-            placeholder="default"
-            value={draft.orderBy}
-            onValue={(orderBy) => setDraft({ ...draft, orderBy })}
-          />
-          <Suggestions id="records-orderings" values={ORDERINGS} />
-        </Field>
+        <SuggestedField
+          label="Order"
+          name="order_by"
+          list={['records-orderings', ORDERINGS]}
+          placeholder="default"
+          value={draft.orderBy}
+          onValue={(orderBy) => setDraft({ ...draft, orderBy })}
+        />
         <Field label="Per page">
           <select
             name="limit"
@@ -246,7 +255,7 @@ export function Records({ params }: { params: URLSearchParams }) {
             Reset
           </button>
         </div>
-      </form>
+      </FilterForm>
 
       <LoadState resource={items} label="Loading records…" />
       {items.data && list.length === 0 && !items.error && (
@@ -296,6 +305,6 @@ export function Records({ params }: { params: URLSearchParams }) {
           onChange={(offset) => navigate(queryRoute({ ...applied, offset }))}
         />
       )}
-    </section>
+    </Screen>
   );
 }

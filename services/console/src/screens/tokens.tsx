@@ -12,6 +12,7 @@ import {
   TableHead,
   TextField,
   formatTime,
+  Screen,
 } from '../components/ui.js';
 import { useResource } from '../hooks.js';
 import { asFailure, type ApiFailure, type Collection } from '../lib/api.js';
@@ -103,11 +104,7 @@ export function Tokens() {
   const list = tokens.data?.data ?? [];
   const roleList = roles.data?.data ?? [];
   return (
-    <section aria-labelledby="tokens-title">
-      <div class="page-head">
-        <h1 id="tokens-title">API tokens</h1>
-      </div>
-
+    <Screen id="tokens" title="API tokens">
       {shown && (
         <div class="note note-success secret-once" role="status">
           <p>
@@ -257,6 +254,6 @@ export function Tokens() {
           </p>
         </ConfirmDialog>
       )}
-    </section>
+    </Screen>
   );
 }

@@ -11,7 +11,7 @@ import {
   Loading,
   TextField,
 } from '../components/ui.js';
-import { useResource } from '../hooks.js';
+import { useResource, useAction } from '../hooks.js';
 import { asFailure, type ApiFailure } from '../lib/api.js';
 import {
   fieldProblems,
@@ -92,8 +92,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
   const [saveError, setSaveError] = useState<ApiFailure | null>(null);
   const [saving, setSaving] = useState(false);
   const [dialog, setDialog] = useState<'delete' | 'rotate' | null>(null);
-  const [actionBusy, setActionBusy] = useState(false);
-  const [actionError, setActionError] = useState<ApiFailure | null>(null);
+  const action = useAction();
   const [newSecret, setNewSecret] = useState<string | null>(null);
   const [offer, setOffer] = useState<ReplayOffer | null>(null);
 
@@ -176,17 +175,9 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
     }
   };
 
-  const act = async (action: () => Promise<void>) => {
-    setActionBusy(true);
-    setActionError(null);
-    try {
-      await action();
-    } catch (error) {
-      setActionError(asFailure(error));
-    } finally {
-      setActionBusy(false);
-      setDialog(null);
-    }
+  const act = async (run: () => Promise<void>) => {
+    await action.run(run);
+    setDialog(null);
   };
 
   const unclaimed = unclaimedProblems(saveProblems, FIELD_ROOTS);
@@ -214,7 +205,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             <button
               type="button"
               class="button"
-              disabled={actionBusy}
+              disabled={action.busy}
               onClick={() =>
                 void act(async () => {
                   const { offer: next } = await setWebhookEnabled(
@@ -242,7 +233,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
       {webhook && !webhook.attributes.enabled && webhook.attributes.disabled_reason && (
         <div class="note note-warning">Disabled: {webhook.attributes.disabled_reason}</div>
       )}
-      {actionError && <ErrorNote error={actionError} />}
+      {action.error && <ErrorNote error={action.error} />}
       {offer && <ReplayOfferNote offer={offer} onDismiss={() => setOffer(null)} />}
       {newSecret && (
         <div class="note note-success secret-once" role="status">
@@ -444,7 +435,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
           title={`Delete ${webhook.attributes.name}?`}
           confirmLabel="Delete webhook"
           danger
-          busy={actionBusy}
+          busy={action.busy}
           onCancel={() => setDialog(null)}
           onConfirm={() =>
             void act(async () => {
@@ -464,7 +455,7 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
         <ConfirmDialog
           title="Rotate the signing secret?"
           confirmLabel="Rotate secret"
-          busy={actionBusy}
+          busy={action.busy}
           onCancel={() => setDialog(null)}
           onConfirm={() =>
             void act(async () => {

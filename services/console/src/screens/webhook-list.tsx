@@ -10,6 +10,7 @@ import {
   Pager,
   TableHead,
   formatTime,
+  Screen,
 } from '../components/ui.js';
 import { useDebounced, useResource } from '../hooks.js';
 import type { ApiFailure, Collection } from '../lib/api.js';
@@ -90,13 +91,15 @@ export function WebhookList({ params }: { params: URLSearchParams }) {
   const total = webhooks.data?.meta?.total_count ?? list.length;
 
   return (
-    <section aria-labelledby="webhooks-title">
-      <div class="page-head">
-        <h1 id="webhooks-title">Webhooks</h1>
+    <Screen
+      id="webhooks"
+      title="Webhooks"
+      actions={
         <a class="button button-primary" href="#/webhooks/new">
           New webhook
         </a>
-      </div>
+      }
+    >
       {offer && <ReplayOfferNote offer={offer} onDismiss={() => setOffer(null)} />}
       <form class="filters card" role="search" onSubmit={(e) => e.preventDefault()}>
         <Field label="Search by name or URL" grow>
@@ -233,6 +236,6 @@ export function WebhookList({ params }: { params: URLSearchParams }) {
           24 hours.
         </p>
       )}
-    </section>
+    </Screen>
   );
 }

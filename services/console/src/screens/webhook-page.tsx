@@ -341,7 +341,6 @@ function Replay({ webhookId, enabled }: { webhookId: string; enabled: boolean })
           label="Pace (calls/s, optional)"
           name="replay_pace"
           value={pace}
-          error={'error' in paceValue ? paceValue.error : undefined}
           onValue={setPace}
         />
         <div class="field">

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { AccessTokenName, AccessTokenResource, ApiError, type ErrorEntry } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { createToken } from '@herald/store';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import {
   SurfaceFlags,
   accessTokenDocument,
@@ -15,21 +15,12 @@ import { attributesError, parse } from '../validation/zod-errors.js';
 
 const CreateAttributes = z.object({ name: AccessTokenName, ...SurfaceFlags }).strict();
 
-export const createAccessTokenOperation: ApiOperation = {
-  method: 'post',
-  path: '/access_tokens',
+export const createAccessTokenOperation = accessTokensOperation('post', '/access_tokens', {
   summary: 'Create an API token',
-  tag: 'Access tokens',
-  access: { roles: [] },
   body: { schema: accessTokenDocument(CreateAttributes), required: true },
-  responses: {
-    201: {
-      description: 'The token, its value in `token` this once',
-      schema: z.strictObject({ data: AccessTokenResource }),
-    },
-  },
+  responses: { 201: dataAnswer('The token, its value in `token` this once', AccessTokenResource) },
   errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
-};
+});
 
 /**
  * POST /access_tokens → 201 with the token, its value in `token` this once (docs/api.md, Access

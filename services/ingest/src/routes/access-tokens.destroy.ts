@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { AccessTokenResource } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { revokeToken } from '@herald/store';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import { refusedChange, type AccessTokenRouteDeps } from '../access-tokens/errors.js';
 import { serializeAccessToken } from '../access-tokens/serialize.js';
 import { parseQuery } from '../validation/query-params.js';
@@ -15,21 +16,12 @@ const DestroyQuery = z
   })
   .strict();
 
-export const destroyAccessTokenOperation: ApiOperation = {
-  method: 'delete',
-  path: '/access_tokens/{id}',
+export const destroyAccessTokenOperation = accessTokensOperation('delete', '/access_tokens/{id}', {
   summary: 'Revoke a token',
-  tag: 'Access tokens',
-  access: { roles: [] },
   query: DestroyQuery,
-  responses: {
-    200: {
-      description: 'The token, revoked',
-      schema: z.strictObject({ data: AccessTokenResource }),
-    },
-  },
+  responses: { 200: dataAnswer('The token, revoked', AccessTokenResource) },
   errors: ['NOT_FOUND', 'LAST_ADMIN_TOKEN'],
-};
+});
 
 /**
  * DELETE /access_tokens/:id → 200 with the token, revoked: it stops working at once on this

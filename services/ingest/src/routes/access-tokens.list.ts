@@ -1,25 +1,17 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { AccessTokenResource } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { listTokens } from '@herald/store';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import type { AccessTokenRouteDeps } from '../access-tokens/errors.js';
 import { serializeAccessToken } from '../access-tokens/serialize.js';
 import { parseQuery } from '../validation/query-params.js';
 
-export const listAccessTokensOperation: ApiOperation = {
-  method: 'get',
-  path: '/access_tokens',
+export const listAccessTokensOperation = accessTokensOperation('get', '/access_tokens', {
   summary: 'Every active token, oldest first',
-  tag: 'Access tokens',
-  access: { roles: [] },
-  responses: {
-    200: {
-      description: 'The tokens, without their values',
-      schema: z.strictObject({ data: z.array(AccessTokenResource) }),
-    },
-  },
-};
+  responses: { 200: dataAnswer('The tokens, without their values', z.array(AccessTokenResource)) },
+});
 
 /** GET /access_tokens → 200: every active token, the bootstrap one included, oldest first. */
 export function listAccessTokensRoute(deps: AccessTokenRouteDeps): RequestHandler {

@@ -1,25 +1,21 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { AccessTokenResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { regenerateToken } from '@herald/store';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import { refusedChange, type AccessTokenRouteDeps } from '../access-tokens/errors.js';
 import { serializeAccessToken } from '../access-tokens/serialize.js';
 
-export const regenerateAccessTokenOperation: ApiOperation = {
-  method: 'post',
-  path: '/access_tokens/{id}/regenerate_token',
-  summary: "Replace the token's value",
-  tag: 'Access tokens',
-  access: { roles: [] },
-  responses: {
-    200: {
-      description: 'The token and its new value, shown this once',
-      schema: z.strictObject({ data: AccessTokenResource }),
+export const regenerateAccessTokenOperation = accessTokensOperation(
+  'post',
+  '/access_tokens/{id}/regenerate_token',
+  {
+    summary: "Replace the token's value",
+    responses: {
+      200: dataAnswer('The token and its new value, shown this once', AccessTokenResource),
     },
+    errors: ['NOT_FOUND', 'NON_EDITABLE_ACCESS_TOKEN'],
   },
-  errors: ['NOT_FOUND', 'NON_EDITABLE_ACCESS_TOKEN'],
-};
+);
 
 /**
  * POST /access_tokens/:id/regenerate_token → 200 with the token and its new value, shown this

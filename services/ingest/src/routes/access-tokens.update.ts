@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { AccessTokenName, AccessTokenResource, ApiError } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { findToken, updateToken } from '@herald/store';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import {
   SurfaceFlags,
   accessTokenDocument,
@@ -19,16 +19,10 @@ import { attributesError, parse } from '../validation/zod-errors.js';
 
 const UpdateAttributes = z.object({ name: AccessTokenName.optional(), ...SurfaceFlags }).strict();
 
-export const updateAccessTokenOperation: ApiOperation = {
-  method: 'put',
-  path: '/access_tokens/{id}',
+export const updateAccessTokenOperation = accessTokensOperation('put', '/access_tokens/{id}', {
   summary: 'Rename a token or change its role',
-  tag: 'Access tokens',
-  access: { roles: [] },
   body: { schema: accessTokenDocument(UpdateAttributes), required: true },
-  responses: {
-    200: { description: 'The token', schema: z.strictObject({ data: AccessTokenResource }) },
-  },
+  responses: { 200: dataAnswer('The token', AccessTokenResource) },
   errors: [
     'NOT_FOUND',
     'INVALID_FORMAT',
@@ -36,7 +30,7 @@ export const updateAccessTokenOperation: ApiOperation = {
     'LAST_ADMIN_TOKEN',
     'NON_EDITABLE_ACCESS_TOKEN',
   ],
-};
+});
 
 /**
  * PUT /access_tokens/:id → 200: a new name and/or role (relationships.role; absent keeps it).

@@ -6,8 +6,9 @@ import {
   WEBHOOK_CALL_STATUSES,
   type ErrorEntry,
 } from '@herald/contract';
-import { requestDocument, type ApiOperation } from '@herald/runtime';
+import { requestDocument } from '@herald/runtime';
 import { createBulkJob, findWebhook, type Db, type InstantRange } from '@herald/store';
+import { bulkJobsOperation, dataAnswer } from '../admin-api.js';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 import { instantRange } from '../validation/query-params.js';
 import { attributesError, parse } from '../validation/zod-errors.js';
@@ -54,19 +55,12 @@ const BulkJobAttributes = z.discriminatedUnion('kind', [BulkResendAttributes, Re
   error: 'kind must be "bulk_resend" or "replay"',
 });
 
-export const createBulkJobOperation: ApiOperation = {
-  method: 'post',
-  path: '/bulk_jobs',
+export const createBulkJobOperation = bulkJobsOperation('post', '/bulk_jobs', {
   summary: 'Create a bulk resend or a replay',
-  tag: 'Bulk jobs',
-  extension: true,
-  access: { roles: [] },
   body: { schema: requestDocument('bulk_job', BulkJobAttributes), required: true },
-  responses: {
-    202: { description: 'The job, queued', schema: z.strictObject({ data: BulkJobResource }) },
-  },
+  responses: { 202: dataAnswer('The job, queued', BulkJobResource) },
   errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
-};
+});
 
 /**
  * POST /bulk_jobs → 202 (extension; docs/api.md, Bulk jobs): a bulk resend or a replay, stored

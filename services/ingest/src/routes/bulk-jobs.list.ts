@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { BulkJobResource, totalCount } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { listBulkJobs, type Db } from '@herald/store';
+import { bulkJobsOperation } from '../admin-api.js';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 import { pageParams, parseQuery } from '../validation/query-params.js';
 
@@ -16,13 +17,8 @@ const BulkJobListQuery = z
   })
   .strict();
 
-export const listBulkJobsOperation: ApiOperation = {
-  method: 'get',
-  path: '/bulk_jobs',
+export const listBulkJobsOperation = bulkJobsOperation('get', '/bulk_jobs', {
   summary: 'The bulk jobs, newest first',
-  tag: 'Bulk jobs',
-  extension: true,
-  access: { roles: [] },
   query: BulkJobListQuery,
   responses: {
     200: {
@@ -30,7 +26,7 @@ export const listBulkJobsOperation: ApiOperation = {
       schema: z.strictObject({ data: z.array(BulkJobResource), meta: totalCount }),
     },
   },
-};
+});
 
 /** GET /bulk_jobs → 200: newest first, paginated, optionally one webhook's. */
 export function listBulkJobsRoute(deps: { db: Db }): RequestHandler {

@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { ApiError, BulkJobResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { cancelBulkJob, findBulkJob, type Db } from '@herald/store';
+import { answerFound, bulkJobsOperation } from '../admin-api.js';
 import { serializeBulkJob } from '../bulk-jobs/serialize.js';
 
 /** 404 in the envelope for an unknown bulk job id. */
@@ -11,36 +11,22 @@ const bulkJobNotFound = (id: string): ApiError =>
 
 const BulkJobAnswer = z.strictObject({ data: BulkJobResource });
 
-export const retrieveBulkJobOperation: ApiOperation = {
-  method: 'get',
-  path: '/bulk_jobs/{id}',
+export const retrieveBulkJobOperation = bulkJobsOperation('get', '/bulk_jobs/{id}', {
   summary: 'A bulk job and how far it got',
-  tag: 'Bulk jobs',
-  extension: true,
-  access: { roles: [] },
   responses: { 200: { description: 'The job', schema: BulkJobAnswer } },
   errors: ['NOT_FOUND'],
-};
+});
 
-export const cancelBulkJobOperation: ApiOperation = {
-  method: 'post',
-  path: '/bulk_jobs/{id}/cancel',
+export const cancelBulkJobOperation = bulkJobsOperation('post', '/bulk_jobs/{id}/cancel', {
   summary: 'Stop a queued or running job',
   description: 'A job already ended is answered as it is.',
-  tag: 'Bulk jobs',
-  extension: true,
-  access: { roles: [] },
   responses: { 200: { description: 'The job', schema: BulkJobAnswer } },
   errors: ['NOT_FOUND'],
-};
+});
 
 /** GET /bulk_jobs/:id → 200: the job and how far it got. */
 export function retrieveBulkJob(deps: { db: Db }): RequestHandler<{ id: string }> {
-  return async (req, res) => {
-    const job = await findBulkJob(deps.db, req.params.id);
-    if (!job) throw bulkJobNotFound(req.params.id);
-    res.json({ data: serializeBulkJob(job) });
-  };
+  return answerFound((id) => findBulkJob(deps.db, id), bulkJobNotFound, serializeBulkJob);
 }
 
 /**
@@ -48,9 +34,5 @@ export function retrieveBulkJob(deps: { db: Db }): RequestHandler<{ id: string }
  * goes). A job already finished is answered as it is.
  */
 export function cancelBulkJobRoute(deps: { db: Db }): RequestHandler<{ id: string }> {
-  return async (req, res) => {
-    const job = await cancelBulkJob(deps.db, req.params.id);
-    if (!job) throw bulkJobNotFound(req.params.id);
-    res.json({ data: serializeBulkJob(job) });
-  };
+  return answerFound((id) => cancelBulkJob(deps.db, id), bulkJobNotFound, serializeBulkJob);
 }

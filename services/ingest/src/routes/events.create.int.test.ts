@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import {
   READ_AFTER_HEADER,
   decodeReadAfter,
@@ -23,16 +23,24 @@ import {
 } from '@herald/store';
 import {
   TEST_DATABASE_URL,
-  createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent,
+  modelEvent as modelEventOf,
+  modelWithRecordEvents,
   randomId,
   serve,
   testDeps,
-  testRedis,
   type TestDb,
+  type TestDeps,
   type TestServer,
 } from '@herald/testkit';
+import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
+
+// The app on its file's database and Redis, a producer's token in `api`: the tests below read
+// them from these variables, set once the fixtures are up.
+const it = appTest(createApp, { role: 'producer' });
 
 let t: TestDb;
 let redis: Redis;
@@ -40,15 +48,12 @@ let queue: EventMatchQueue;
 let server: TestServer;
 let token: string;
 let readOnlyToken: string;
-let deps: ReturnType<typeof testDeps>;
+let deps: TestDeps;
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  redis = testRedis();
-  deps = testDeps(t.db, redis);
-  queue = createEventMatchQueue(deps.coordination, deps.logger);
-  server = await serve(createApp({ ...deps, eventMatchQueue: queue, enqueueTimeoutMs: 5000 }));
-  token = await createTestToken(t.db, 'producer');
+it.beforeAll(async ({ testDb, redis: fileRedis, server: served, deps: appDeps, api }) => {
+  [t, redis, server, deps] = [testDb, fileRedis, served, appDeps];
+  queue = deps.eventMatchQueue;
+  token = api.token;
   readOnlyToken = await createTestToken(t.db, 'read_only');
   // Models shared by the tests below: a draft-mode post with blocks, a model without draft mode.
   const response = await post([
@@ -72,74 +77,16 @@ beforeAll(async () => {
   expect(response.status).toBe(202);
 });
 
-afterAll(async () => {
-  await server.close();
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await redis.quit();
-  await t.cleanup();
-});
+const field = (apiKey: string, fieldType: string, localized = false) =>
+  fieldEntity(apiKey, fieldType, { localized });
 
-function field(apiKey: string, fieldType: string, localized = false) {
-  return {
-    type: 'field',
-    id: `${apiKey}-${fieldType}`,
-    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position: 0 },
-  };
-}
-
-function modelEvent(
+const modelEvent = (
   id: string,
   apiKey: string,
   flags: Record<string, boolean>,
   fields: unknown[],
   eventType = 'create',
-) {
-  return {
-    type: 'event',
-    id: randomId('model'),
-    attributes: {
-      entity_type: 'item_type',
-      event_type: eventType,
-      entity: { type: 'item_type', id, attributes: { name: apiKey, api_key: apiKey, ...flags } },
-      related_entities: fields,
-    },
-  };
-}
-
-function itemEvent(
-  eventType: string,
-  id: string,
-  attributes: Record<string, unknown>,
-  options: {
-    /** null: no relationships (a delete may name only its record). */
-    model?: string | null;
-    meta?: Record<string, unknown>;
-    eventId?: string;
-    environment?: string;
-  } = {},
-) {
-  return {
-    type: 'event',
-    id: options.eventId ?? randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      ...(options.environment ? { environment: options.environment } : {}),
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        ...(options.model !== null && {
-          relationships: {
-            item_type: { data: { type: 'item_type', id: options.model ?? 'post' } },
-          },
-        }),
-        meta: options.meta ?? {},
-      },
-    },
-  };
-}
+) => modelEventOf(id, flags, fields, { apiKey, eventType });
 
 /** The 202 body or the error envelope. */
 interface Entry {
@@ -1008,12 +955,8 @@ describe('the record store', () => {
 describe('item deletes that name only their record', () => {
   /** A model whose id and api_key differ, with one record per id given. */
   async function modelWithRecords(...ids: string[]) {
-    const model = { id: randomId('m'), apiKey: randomId('k') };
-    const answer = await post([
-      modelEvent(model.id, model.apiKey, {}, [field('title', 'string')]),
-      ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
-    ]);
-    expect(answer.status).toBe(202);
+    const { model, events } = modelWithRecordEvents(ids);
+    expect((await post(events)).status).toBe(202);
     return model;
   }
 

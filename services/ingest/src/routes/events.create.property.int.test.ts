@@ -1,38 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect } from 'vitest';
-import type { TestApi } from '@herald/testkit';
+import { fieldEntity, modelEvent, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
 const it = appTest(createApp, { role: 'producer' });
 
 it.beforeAll(async ({ api }) => {
-  const seed = await send(
-    api,
-    JSON.stringify({
-      data: {
-        type: 'event',
-        attributes: {
-          entity_type: 'item_type',
-          event_type: 'create',
-          entity: { type: 'item_type', id: 'post', attributes: { name: 'Post', api_key: 'post' } },
-          related_entities: [
-            {
-              type: 'field',
-              id: 'f-title',
-              attributes: { api_key: 'title', field_type: 'string' },
-            },
-            { type: 'field', id: 'f-n', attributes: { api_key: 'n', field_type: 'integer' } },
-            {
-              type: 'field',
-              id: 'f-blocks',
-              attributes: { api_key: 'blocks', field_type: 'rich_text' },
-            },
-          ],
-        },
-      },
-    }),
-  );
+  const post = modelEvent('post', {}, [
+    fieldEntity('title', 'string', { id: 'f-title' }),
+    fieldEntity('n', 'integer', { id: 'f-n' }),
+    fieldEntity('blocks', 'rich_text', { id: 'f-blocks' }),
+  ]);
+  const seed = await send(api, JSON.stringify({ data: post }));
   expect(seed.status).toBe(202);
 });
 

@@ -8,8 +8,9 @@ import {
   isWebhookEventType,
   type WebhookEntityType,
 } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { listEvents, type Db } from '@herald/store';
+import { eventsOperation } from '../admin-api.js';
 import { serializeLoggedEvent } from '../events/serialize.js';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
 
@@ -47,16 +48,11 @@ const EventListQuery = z
   })
   .strict();
 
-export const listEventsOperation: ApiOperation = {
-  method: 'get',
-  path: '/events',
+export const listEventsOperation = eventsOperation('get', '/events', {
   summary: 'List stored events, newest first',
   description:
     '`meta.total_count` is exact up to 10,000 matches, an upper bound past that ' +
     '(`meta.total_count_exact` says which).',
-  tag: 'Events',
-  extension: true,
-  access: { roles: [] },
   query: EventListQuery,
   responses: {
     200: {
@@ -70,7 +66,7 @@ export const listEventsOperation: ApiOperation = {
       }),
     },
   },
-};
+});
 
 /**
  * GET /events → 200 (extension): stored events, newest first unless asked, paginated, without

@@ -1,6 +1,12 @@
 import { describe, expect } from 'vitest';
 import { findEvent } from '@herald/store';
-import { randomId, type TestApi } from '@herald/testkit';
+import {
+  fieldEntity,
+  itemEvent as itemEventOf,
+  modelEvent,
+  randomId,
+  type TestApi,
+} from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
@@ -13,42 +19,16 @@ import { createApp } from '../app.js';
 for (const kind of ['postgres', 'embedded'] as const) {
   const it = appTest(createApp, { db: kind });
 
-  const field = (api_key: string, field_type: string) => ({
-    type: 'field',
-    id: `${api_key}-${field_type}`,
-    attributes: { api_key, field_type },
-  });
-  const model = (id: string, fields: unknown[], flags: Record<string, boolean> = {}) => ({
-    type: 'event',
-    id: randomId('model'),
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity: { type: 'item_type', id, attributes: { name: id, api_key: id, ...flags } },
-      related_entities: fields,
-    },
-  });
+  const field = (apiKey: string, fieldType: string) => fieldEntity(apiKey, fieldType);
+  const model = (id: string, fields: unknown[], flags: Record<string, boolean> = {}) =>
+    modelEvent(id, flags, fields);
   const itemEvent = (
     eventType: string,
     id: string,
     attributes: Record<string, unknown>,
     extra: Record<string, unknown> = {},
-    modelId = 'post',
-  ) => ({
-    type: 'event',
-    id: randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        relationships: { item_type: { data: { type: 'item_type', id: modelId } } },
-      },
-      ...extra,
-    },
-  });
+    model = 'post',
+  ) => itemEventOf(eventType, id, attributes, { model, event: extra });
 
   async function post(api: TestApi, data: unknown[]): Promise<void> {
     const answer = await api.call('POST', '/events', { data });

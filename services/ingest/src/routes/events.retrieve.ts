@@ -1,20 +1,15 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { ApiError, EventCallResource, EventId, EventResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { findEvent, listEventCalls, type Db } from '@herald/store';
+import { eventsOperation } from '../admin-api.js';
 import { serializeEventCall, serializeStoredEvent } from '../events/serialize.js';
 
 const eventNotFound = (id: string): ApiError =>
   new ApiError('NOT_FOUND', { message: `No event with id "${id}"`, id });
 
-export const retrieveEventOperation: ApiOperation = {
-  method: 'get',
-  path: '/events/{id}',
+export const retrieveEventOperation = eventsOperation('get', '/events/{id}', {
   summary: 'One event with its bodies and its webhook calls',
-  tag: 'Events',
-  extension: true,
-  access: { roles: [] },
   responses: {
     200: {
       description: 'The event; its calls in `included`',
@@ -22,7 +17,7 @@ export const retrieveEventOperation: ApiOperation = {
     },
   },
   errors: ['NOT_FOUND'],
-};
+});
 
 /**
  * GET /events/:id → 200 (extension): the event with its entity bodies, and its webhook calls in

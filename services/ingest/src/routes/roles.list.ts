@@ -1,20 +1,15 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { ROLES, RoleResource } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import { serializeRole } from '../access-tokens/serialize.js';
 import { parseQuery } from '../validation/query-params.js';
 
-export const listRolesOperation: ApiOperation = {
-  method: 'get',
-  path: '/roles',
+export const listRolesOperation = accessTokensOperation('get', '/roles', {
   summary: 'The built-in roles',
-  tag: 'Access tokens',
-  access: { roles: [] },
-  responses: {
-    200: { description: 'The roles', schema: z.strictObject({ data: z.array(RoleResource) }) },
-  },
-};
+  responses: { 200: dataAnswer('The roles', z.array(RoleResource)) },
+});
 
 /** GET /roles → 200: the three built-in roles, whose ids are their names. */
 export function listRolesRoute(): RequestHandler {

@@ -1,20 +1,13 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { ApiError, ROLES, RoleResource, isRole } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
+import { accessTokensOperation, dataAnswer } from '../admin-api.js';
 import { serializeRole } from '../access-tokens/serialize.js';
 
-export const retrieveRoleOperation: ApiOperation = {
-  method: 'get',
-  path: '/roles/{id}',
+export const retrieveRoleOperation = accessTokensOperation('get', '/roles/{id}', {
   summary: 'One role',
-  tag: 'Access tokens',
-  access: { roles: [] },
-  responses: {
-    200: { description: 'The role', schema: z.strictObject({ data: RoleResource }) },
-  },
+  responses: { 200: dataAnswer('The role', RoleResource) },
   errors: ['NOT_FOUND'],
-};
+});
 
 /** GET /roles/:id → 200, or 404 for anything but admin, read_only and producer. */
 export function retrieveRoleRoute(): RequestHandler<{ id: string }> {

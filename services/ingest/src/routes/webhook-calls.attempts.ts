@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { WebhookCallAttemptResource, totalCount } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { listWebhookCallAttempts, type Db, type WebhookCallAttemptRecord } from '@herald/store';
+import { webhookCallsOperation } from '../admin-api.js';
 import { pageParams, parseQuery } from '../validation/query-params.js';
 import { webhookCallNotFound } from './webhook-calls.retrieve.js';
 
@@ -31,22 +32,22 @@ function serializeAttempt(attempt: WebhookCallAttemptRecord): WebhookCallAttempt
   };
 }
 
-export const listWebhookCallAttemptsOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhook_calls/{id}/attempts',
-  summary: 'Every attempt of a call, oldest first',
-  tag: 'Webhook calls',
-  extension: true,
-  access: { roles: [] },
-  query: AttemptListQuery,
-  responses: {
-    200: {
-      description: 'One page of attempts',
-      schema: z.strictObject({ data: z.array(WebhookCallAttemptResource), meta: totalCount }),
+export const listWebhookCallAttemptsOperation = webhookCallsOperation(
+  'get',
+  '/webhook_calls/{id}/attempts',
+  {
+    summary: 'Every attempt of a call, oldest first',
+    extension: true,
+    query: AttemptListQuery,
+    responses: {
+      200: {
+        description: 'One page of attempts',
+        schema: z.strictObject({ data: z.array(WebhookCallAttemptResource), meta: totalCount }),
+      },
     },
+    errors: ['NOT_FOUND'],
   },
-  errors: ['NOT_FOUND'],
-};
+);
 
 /**
  * GET /webhook_calls/:id/attempts → 200 (extension): every attempt of the call, oldest first,

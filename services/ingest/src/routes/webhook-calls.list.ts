@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { IncludedWebhookResource, WebhookCallResource, totalCount } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { WEBHOOK_CALL_STATUSES, findWebhooks, listWebhookCalls, type Db } from '@herald/store';
+import { webhookCallsOperation } from '../admin-api.js';
 import { instantRange, pageParams, parseQuery } from '../validation/query-params.js';
 import { serializeWebhookCall } from '../webhook-calls/serialize.js';
 import { serializeIncludedWebhook } from '../webhooks/serialize.js';
@@ -55,15 +56,11 @@ const WebhookCallListQuery = z
   .strict();
 type WebhookCallListQuery = z.infer<typeof WebhookCallListQuery>;
 
-export const listWebhookCallsOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhook_calls',
+export const listWebhookCallsOperation = webhookCallsOperation('get', '/webhook_calls', {
   summary: 'List webhook calls',
   description:
     "`included` holds the page's webhooks; `meta.total_count` may be an upper bound past 10,000 " +
     '(docs/api.md, total_count of GET /webhook_calls).',
-  tag: 'Webhook calls',
-  access: { roles: [] },
   query: WebhookCallListQuery,
   responses: {
     200: {
@@ -75,7 +72,7 @@ export const listWebhookCallsOperation: ApiOperation = {
       }),
     },
   },
-};
+});
 
 /**
  * GET /webhook_calls → 200, paginated, with meta.total_count (exact or an upper bound: see

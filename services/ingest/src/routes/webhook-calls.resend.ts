@@ -1,18 +1,19 @@
 import type { RequestHandler } from 'express';
 import { ApiError } from '@herald/contract';
-import { enqueueResend, type ApiOperation, type DeliverQueue } from '@herald/runtime';
+import { enqueueResend, type DeliverQueue } from '@herald/runtime';
 import { findWebhook, findWebhookCall, type Db } from '@herald/store';
+import { webhookCallsOperation } from '../admin-api.js';
 import { webhookCallNotFound } from './webhook-calls.retrieve.js';
 
-export const resendWebhookCallOperation: ApiOperation = {
-  method: 'post',
-  path: '/webhook_calls/{id}/resend_webhook',
-  summary: "Send the call again now, with the webhook's current settings",
-  tag: 'Webhook calls',
-  access: { roles: [] },
-  responses: { 204: { description: 'Queued; no body' } },
-  errors: ['NOT_FOUND'],
-};
+export const resendWebhookCallOperation = webhookCallsOperation(
+  'post',
+  '/webhook_calls/{id}/resend_webhook',
+  {
+    summary: "Send the call again now, with the webhook's current settings",
+    responses: { 204: { description: 'Queued; no body' } },
+    errors: ['NOT_FOUND'],
+  },
+);
 
 /**
  * POST /webhook_calls/:id/resend_webhook → 204: the deliver worker sends the call again now, with

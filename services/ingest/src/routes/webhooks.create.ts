@@ -1,8 +1,8 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { ApiError, WebhookResource } from '@herald/contract';
-import { requestDocument, type ApiOperation } from '@herald/runtime';
+import { requestDocument } from '@herald/runtime';
 import { insertWebhook } from '@herald/store';
+import { dataAnswer, webhooksOperation } from '../admin-api.js';
 import { validateCreate, webhookAttributeSchemas } from '../webhooks/attributes.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { readWebhookDocument } from '../webhooks/document.js';
@@ -11,21 +11,12 @@ import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 import { uniquenessProblem } from '../webhooks/uniqueness.js';
 
-export const createWebhookOperation: ApiOperation = {
-  method: 'post',
-  path: '/webhooks',
+export const createWebhookOperation = webhooksOperation('post', '/webhooks', {
   summary: 'Create a webhook',
-  tag: 'Webhooks',
-  access: { roles: [] },
   body: { schema: requestDocument('webhook', webhookAttributeSchemas.create), required: true },
-  responses: {
-    201: {
-      description: 'The webhook, its signing secret generated',
-      schema: z.strictObject({ data: WebhookResource }),
-    },
-  },
+  responses: { 201: dataAnswer('The webhook, its signing secret generated', WebhookResource) },
   errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
-};
+});
 
 /** POST /webhooks → 201 with the webhook, its signing secret generated (docs/api.md). */
 export function createWebhook(deps: WebhookRouteDeps): RequestHandler {

@@ -1,24 +1,17 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { WebhookResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { deleteWebhook } from '@herald/store';
+import { dataAnswer, webhooksOperation } from '../admin-api.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 
-export const destroyWebhookOperation: ApiOperation = {
-  method: 'delete',
-  path: '/webhooks/{id}',
+export const destroyWebhookOperation = webhooksOperation('delete', '/webhooks/{id}', {
   summary: 'Delete a webhook',
-  tag: 'Webhooks',
-  access: { roles: [] },
-  responses: {
-    200: { description: 'The deleted webhook', schema: z.strictObject({ data: WebhookResource }) },
-  },
+  responses: { 200: dataAnswer('The deleted webhook', WebhookResource) },
   errors: ['NOT_FOUND'],
-};
+});
 
 /** DELETE /webhooks/:id → 200 with the deleted webhook. */
 export function destroyWebhook(deps: WebhookRouteDeps): RequestHandler<{ id: string }> {

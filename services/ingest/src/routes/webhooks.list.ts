@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { WebhookResource, totalCount } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import { listWebhooksPage } from '@herald/store';
+import { webhooksOperation } from '../admin-api.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { WebhookListCache } from '../webhooks/list-cache.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
@@ -23,15 +24,11 @@ const WebhookListQuery = z
   })
   .strict();
 
-export const listWebhooksOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhooks',
+export const listWebhooksOperation = webhooksOperation('get', '/webhooks', {
   summary: 'Every webhook, oldest first',
   description:
     'Not paginated unless asked. Extension: with `page` or `filter[query]`, one page of the ' +
     'matching webhooks with `meta.total_count`.',
-  tag: 'Webhooks',
-  access: { roles: [] },
   query: WebhookListQuery,
   responses: {
     200: {
@@ -39,7 +36,7 @@ export const listWebhooksOperation: ApiOperation = {
       schema: z.strictObject({ data: z.array(WebhookResource), meta: totalCount.optional() }),
     },
   },
-};
+});
 
 /**
  * GET /webhooks → every webhook, oldest first, not paginated (docs/api.md, GET /webhooks); 10,000

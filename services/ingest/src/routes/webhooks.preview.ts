@@ -11,7 +11,7 @@ import {
   isObject,
 } from '@herald/contract';
 import { callContent, renderDeliveryRequest, type CallContent } from '@herald/payload';
-import { context, requestDocument, requireRole, type ApiOperation } from '@herald/runtime';
+import { context, requestDocument, requireRole } from '@herald/runtime';
 import {
   entityKey,
   findEvent,
@@ -22,6 +22,7 @@ import {
   type Environment,
   type StoredEvent,
 } from '@herald/store';
+import { dataAnswer, webhooksOperation } from '../admin-api.js';
 import { validateUpdate, webhookAttributeSchemas } from '../webhooks/attributes.js';
 
 /** What POST /webhooks/preview needs. */
@@ -74,22 +75,15 @@ const PreviewAttributes = webhookAttributeSchemas.update
     webhook_id: z.string().nullable().optional(),
   });
 
-export const previewWebhookOperation: ApiOperation = {
-  method: 'post',
-  path: '/webhooks/preview',
+export const previewWebhookOperation = webhooksOperation('post', '/webhooks/preview', {
   summary: 'Render the request delivery would send, without sending it',
-  tag: 'Webhooks',
   extension: true,
-  access: { roles: [] },
   body: { schema: requestDocument('webhook_preview', PreviewAttributes), required: true },
   responses: {
-    200: {
-      description: 'The rendered url, headers (secrets masked) and body',
-      schema: z.strictObject({ data: WebhookPreviewResource }),
-    },
+    200: dataAnswer('The rendered url, headers (secrets masked) and body', WebhookPreviewResource),
   },
   errors: ['INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
-};
+});
 
 /**
  * POST /webhooks/preview (docs/api.md, extension): renders the url, headers (secrets masked) and

@@ -1,29 +1,18 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { WebhookResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { findWebhook } from '@herald/store';
+import { answerFound, dataAnswer, webhooksOperation } from '../admin-api.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 
-export const retrieveWebhookOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhooks/{id}',
+export const retrieveWebhookOperation = webhooksOperation('get', '/webhooks/{id}', {
   summary: 'One webhook',
-  tag: 'Webhooks',
-  access: { roles: [] },
-  responses: {
-    200: { description: 'The webhook', schema: z.strictObject({ data: WebhookResource }) },
-  },
+  responses: { 200: dataAnswer('The webhook', WebhookResource) },
   errors: ['NOT_FOUND'],
-};
+});
 
 /** GET /webhooks/:id → 200 or 404. */
 export function retrieveWebhook(deps: WebhookRouteDeps): RequestHandler<{ id: string }> {
-  return async (req, res) => {
-    const webhook = await findWebhook(deps.db, req.params.id);
-    if (!webhook) throw webhookNotFound(req.params.id);
-    res.json({ data: serializeWebhook(webhook) });
-  };
+  return answerFound((id) => findWebhook(deps.db, id), webhookNotFound, serializeWebhook);
 }

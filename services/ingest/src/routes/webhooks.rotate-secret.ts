@@ -1,29 +1,25 @@
 import type { RequestHandler } from 'express';
-import { z } from 'zod';
 import { SIGNING_SECRET_ROTATION_GRACE_MS, WebhookResource } from '@herald/contract';
-import type { ApiOperation } from '@herald/runtime';
 import { rotateWebhookSecret } from '@herald/store';
+import { dataAnswer, webhooksOperation } from '../admin-api.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 
-export const rotateWebhookSecretOperation: ApiOperation = {
-  method: 'post',
-  path: '/webhooks/{id}/rotate_secret',
-  summary: "Replace the webhook's signing secret",
-  description: 'The previous secret keeps signing beside the new one for 24 hours.',
-  tag: 'Webhooks',
-  extension: true,
-  access: { roles: [] },
-  responses: {
-    200: {
-      description: 'The webhook and its new signing secret',
-      schema: z.strictObject({ data: WebhookResource }),
+export const rotateWebhookSecretOperation = webhooksOperation(
+  'post',
+  '/webhooks/{id}/rotate_secret',
+  {
+    summary: "Replace the webhook's signing secret",
+    description: 'The previous secret keeps signing beside the new one for 24 hours.',
+    extension: true,
+    responses: {
+      200: dataAnswer('The webhook and its new signing secret', WebhookResource),
     },
+    errors: ['NOT_FOUND'],
   },
-  errors: ['NOT_FOUND'],
-};
+);
 
 /**
  * POST /webhooks/:id/rotate_secret (extension) → 200 with the new signing secret. The previous

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { WebhookStatsResource, totalCount } from '@herald/contract';
-import { context, type ApiOperation } from '@herald/runtime';
+import { context } from '@herald/runtime';
 import {
   STATS_WINDOWS,
   latencyPercentile,
@@ -10,6 +10,7 @@ import {
   type StatsWindow,
   type WebhookStats,
 } from '@herald/store';
+import { dataAnswer, webhooksOperation } from '../admin-api.js';
 import { parseQuery } from '../validation/query-params.js';
 import { webhookNotFound } from '../webhooks/errors.js';
 
@@ -104,30 +105,17 @@ function serializeWebhookStats(stats: WebhookStats, withBuckets: boolean): Webho
   };
 }
 
-export const webhookStatsOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhooks/{id}/stats',
+export const webhookStatsOperation = webhooksOperation('get', '/webhooks/{id}/stats', {
   summary: "A webhook's health over a window",
-  tag: 'Webhooks',
   extension: true,
-  access: { roles: [] },
   query: StatsQuery,
-  responses: {
-    200: {
-      description: 'The stats, with buckets',
-      schema: z.strictObject({ data: WebhookStatsResource }),
-    },
-  },
+  responses: { 200: dataAnswer('The stats, with buckets', WebhookStatsResource) },
   errors: ['NOT_FOUND'],
-};
+});
 
-export const listWebhookStatsOperation: ApiOperation = {
-  method: 'get',
-  path: '/webhook_stats',
+export const listWebhookStatsOperation = webhooksOperation('get', '/webhook_stats', {
   summary: "Every webhook's health, or the listed ones'",
-  tag: 'Webhooks',
   extension: true,
-  access: { roles: [] },
   query: StatsListQuery,
   responses: {
     200: {
@@ -135,7 +123,7 @@ export const listWebhookStatsOperation: ApiOperation = {
       schema: z.strictObject({ data: z.array(WebhookStatsResource), meta: totalCount }),
     },
   },
-};
+});
 
 /** GET /webhooks/:id/stats?window=1h|24h|7d|30d → 200 with the buckets (extension); 404. */
 export function webhookStatsRoute(deps: { db: Db }): RequestHandler<{ id: string }> {

@@ -1,8 +1,9 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { ApiError, ReplayOffer, WebhookResource } from '@herald/contract';
-import { requestDocument, type ApiOperation } from '@herald/runtime';
+import { requestDocument } from '@herald/runtime';
 import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
+import { webhooksOperation } from '../admin-api.js';
 import { flowConflict, validateUpdate, webhookAttributeSchemas } from '../webhooks/attributes.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { readWebhookDocument } from '../webhooks/document.js';
@@ -11,15 +12,11 @@ import { publishWebhookChange } from '../webhooks/publish.js';
 import { serializeWebhook } from '../webhooks/serialize.js';
 import { uniquenessProblem } from '../webhooks/uniqueness.js';
 
-export const updateWebhookOperation: ApiOperation = {
-  method: 'put',
-  path: '/webhooks/{id}',
+export const updateWebhookOperation = webhooksOperation('put', '/webhooks/{id}', {
   summary: 'Update a webhook',
   description:
     'Any subset of the attributes, under the rules of create. Re-enabling a disabled webhook adds ' +
     '`meta.replay_offer` (extension): a replay of what it missed, to POST to /bulk_jobs as it is.',
-  tag: 'Webhooks',
-  access: { roles: [] },
   body: {
     schema: requestDocument('webhook', webhookAttributeSchemas.update, { id: true }),
     required: true,
@@ -34,7 +31,7 @@ export const updateWebhookOperation: ApiOperation = {
     },
   },
   errors: ['NOT_FOUND', 'INVALID_FORMAT', 'INVALID_ATTRIBUTES'],
-};
+});
 
 /**
  * PUT /webhooks/:id with any subset of the attributes, same rules as create → 200. Re-enabling a

@@ -1,7 +1,5 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +14,9 @@ import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent as itemEventOf,
+  modelEvent,
   serve,
   silentLogger,
   startReceiver,
@@ -45,21 +46,13 @@ const SCREENSHOTS = UPDATE_SCREENSHOTS
   ? fileURLToPath(new URL('../../../../docs/screenshots/', import.meta.url))
   : `${mkdtempSync(join(tmpdir(), 'herald-console-screenshots-'))}/`;
 
-interface Received {
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
 let t: TestDb;
 let redis: Redis;
 let deliveryRedis: Redis;
 let delivery: DeliveryRuntime;
 let herald: TestServer;
-let receiver: Server;
-let receiverUrl: string;
-const received: Received[] = [];
-const sockets = new Set<Socket>();
+/** A real endpoint that records what delivery sends it. */
+let receiver: Receiver;
 let browser: Browser;
 let page: Page;
 let admin: string;
@@ -90,49 +83,16 @@ async function createWebhook(attributes: Record<string, unknown>): Promise<strin
   return created.data.id as string;
 }
 
-function field(apiKey: string, fieldType: string, position: number, localized = false) {
-  return {
-    type: 'field',
-    id: `f-${apiKey}`,
-    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position },
-  };
-}
+const field = (apiKey: string, fieldType: string, position: number, localized = false) =>
+  fieldEntity(apiKey, fieldType, { position, localized, id: `f-${apiKey}` });
 
-function model(id: string, attributes: Record<string, unknown>, fields: unknown[]) {
-  return {
-    type: 'event',
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity: { type: 'item_type', id, attributes: { name: id, api_key: id, ...attributes } },
-      related_entities: fields,
-    },
-  };
-}
-
-function itemEvent(
+const itemEvent = (
   eventType: string,
   id: string,
   attributes: Record<string, unknown>,
   eventId?: string,
-  modelId = 'article',
-) {
-  return {
-    type: 'event',
-    ...(eventId ? { id: eventId } : {}),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        relationships: { item_type: { data: { type: 'item_type', id: modelId } } },
-        meta: {},
-      },
-    },
-  };
-}
+  model = 'article',
+) => itemEventOf(eventType, id, attributes, { model, ...(eventId ? { eventId } : {}) });
 
 /**
  * Opens the editor on a new webhook named `name` whose one entry takes record updates only (no
@@ -187,25 +147,10 @@ beforeAll(async () => {
   );
   admin = await createTestToken(t.db, 'admin');
 
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      received.push({
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString(),
-      });
-      res.setHeader('Content-Type', 'application/json');
-      res.end('{"received":true}');
-    });
+  receiver = await startReceiver((_req, res) => {
+    res.setHeader('Content-Type', 'application/json');
+    res.end('{"received":true}');
   });
-  receiver.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
 
   deliveryRedis = testRedis();
   delivery = await startDelivery(
@@ -229,8 +174,8 @@ beforeAll(async () => {
   // Records to browse: a model with a block field, published and draft records.
   await api('POST', '/events', {
     data: [
-      model('section', { modular_block: true }, [field('heading', 'string', 0)]),
-      model('article', { draft_mode_active: true }, [
+      modelEvent('section', { modular_block: true }, [field('heading', 'string', 0)]),
+      modelEvent('article', { draft_mode_active: true }, [
         field('title', 'string', 0),
         field('views', 'integer', 1),
         field('body', 'text', 2),
@@ -289,8 +234,7 @@ afterAll(async () => {
   await delivery?.close();
   await deliveryRedis?.quit();
   await herald?.close();
-  for (const socket of sockets) socket.destroy();
-  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await receiver?.close();
   await redis?.quit();
   await t?.cleanup();
 });
@@ -322,7 +266,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByLabel('URL', { exact: true }).fill('http://10.0.0.1/hook');
     await page.locator('#wh-url-errors').getByText('refused address').waitFor();
 
-    await page.getByLabel('URL', { exact: true }).fill(`${receiverUrl}/hooks/{{entity_type}}`);
+    await page.getByLabel('URL', { exact: true }).fill(`${receiver.url}/hooks/{{entity_type}}`);
     await page.getByLabel('Send a custom payload').check();
     const template = page.getByLabel('Template', { exact: true });
     await template.fill('{"event": "{{event_type}}", "record": "{{entity.id}}"}');
@@ -330,7 +274,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await body.getByText('"record": "sample-record-id"').waitFor();
     await expect
       .poll(() => page.getByTestId('preview-url').textContent())
-      .toBe(`POST ${receiverUrl}/hooks/item`);
+      .toBe(`POST ${receiver.url}/hooks/item`);
     await template.fill(
       '{"event": "{{entity_type}}.{{event_type}}", "record": "{{entity.id}}", "title": "{{entity.attributes.title.en}}"}',
     );
@@ -394,9 +338,12 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         ),
       ],
     });
-    await waitFor(() => expect(received.length).toBe(1), { timeout: 15_000, interval: 50 });
-    expect(received[0]!.url).toBe('/hooks/item');
-    expect(received[0]!.body).toBe(
+    await waitFor(() => expect(receiver.requests.length).toBe(1), {
+      timeout: 15_000,
+      interval: 50,
+    });
+    expect(receiver.requests[0]!.url).toBe('/hooks/item');
+    expect(receiver.requests[0]!.body).toBe(
       '{"event": "item.publish", "record": "launch", "title": "Launch day"}',
     );
 
@@ -430,16 +377,19 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         .locator('code');
       await expect.poll(() => value.textContent()).toBe('***');
     }
-    expect(received[0]!.headers['x-api-key']).toBe('key-e2e-123');
-    expect(received[0]!.headers['x-tenant']).toBe('tenant-e2e');
+    expect(receiver.requests[0]!.headers['x-api-key']).toBe('key-e2e-123');
+    expect(receiver.requests[0]!.headers['x-tenant']).toBe('tenant-e2e');
     await shot('call-detail');
 
-    const callId = received[0]!.headers['webhook-id'];
+    const callId = receiver.requests[0]!.headers['webhook-id'];
     await page.getByRole('button', { name: 'Resend' }).click();
     await page.getByText(/resent/).waitFor();
-    await waitFor(() => expect(received.length).toBe(2), { timeout: 15_000, interval: 50 });
-    expect(received[1]!.headers['webhook-id']).toBe(callId);
-    expect(received[1]!.body).toBe(received[0]!.body);
+    await waitFor(() => expect(receiver.requests.length).toBe(2), {
+      timeout: 15_000,
+      interval: 50,
+    });
+    expect(receiver.requests[1]!.headers['webhook-id']).toBe(callId);
+    expect(receiver.requests[1]!.body).toBe(receiver.requests[0]!.body);
     // The attempt history shows both: the first attempt, then the resend.
     const attempts = page.getByRole('list', { name: 'Attempts' });
     const second = attempts.locator('li[data-attempt="2"]');
@@ -847,7 +797,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       });
       await api('POST', '/events', {
         data: [
-          model('headline', { draft_mode_active: true }, [
+          modelEvent('headline', { draft_mode_active: true }, [
             field('title', 'string', 0),
             field('views', 'integer', 1),
           ]),
@@ -1016,7 +966,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       fetch(`${herald.url}/events`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ data: [model('token_probe', {}, [])] }),
+        body: JSON.stringify({ data: [modelEvent('token_probe', {}, [])] }),
       });
     await nav().getByRole('link', { name: 'Tokens' }).click();
     await page.getByRole('heading', { name: 'API tokens' }).waitFor();

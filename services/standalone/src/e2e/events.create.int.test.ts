@@ -12,6 +12,10 @@ import { findRecord } from '@herald/store';
 import {
   createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent,
+  modelEvent as modelEventOf,
+  modelWithRecordEvents,
   randomId,
   serve,
   silentLogger,
@@ -52,7 +56,7 @@ beforeAll(async () => {
   token = await createTestToken(t.db, 'producer');
   // The model of the records stored while Redis is down.
   const response = await post([
-    modelEvent('post', 'post', { draft_mode_active: true }, [field('title', 'string')]),
+    modelEvent('post', 'post', { draft_mode_active: true }, [fieldEntity('title', 'string')]),
   ]);
   expect(response.status).toBe(202);
 });
@@ -65,46 +69,12 @@ afterAll(async () => {
   await t.cleanup();
 });
 
-function field(apiKey: string, fieldType: string) {
-  return {
-    type: 'field',
-    id: `${apiKey}-${fieldType}`,
-    attributes: { api_key: apiKey, field_type: fieldType, label: apiKey, position: 0 },
-  };
-}
-
-function modelEvent(id: string, apiKey: string, flags: Record<string, boolean>, fields: unknown[]) {
-  const entity = { type: 'item_type', id, attributes: { name: apiKey, api_key: apiKey, ...flags } };
-  return {
-    type: 'event',
-    id: randomId('model'),
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity,
-      related_entities: fields,
-    },
-  };
-}
-
-/** An item event; `model: null` names no model (a delete may name only its record). */
-function itemEvent(
-  eventType: string,
+const modelEvent = (
   id: string,
-  attributes: Record<string, unknown>,
-  { model = 'post' }: { model?: string | null } = {},
-) {
-  const relationships = model && { item_type: { data: { type: 'item_type', id: model } } };
-  return {
-    type: 'event',
-    id: randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: { type: 'item', id, attributes, ...(relationships && { relationships }), meta: {} },
-    },
-  };
-}
+  apiKey: string,
+  flags: Record<string, boolean>,
+  fields: unknown[],
+) => modelEventOf(id, flags, fields, { apiKey });
 
 /** The 202 body: one entry per event. */
 interface Answer {
@@ -124,12 +94,8 @@ async function post(data: unknown, options: { url?: string } = {}): Promise<Answ
 describe('item deletes that name only their record', () => {
   /** A model whose id and api_key differ, with one record per id given. */
   async function modelWithRecords(...ids: string[]) {
-    const model = { id: randomId('m'), apiKey: randomId('k') };
-    const answer = await post([
-      modelEvent(model.id, model.apiKey, {}, [field('title', 'string')]),
-      ...ids.map((id) => itemEvent('create', id, { title: id }, { model: model.id })),
-    ]);
-    expect(answer.status).toBe(202);
+    const { model, events } = modelWithRecordEvents(ids);
+    expect((await post(events)).status).toBe(202);
     return model;
   }
 

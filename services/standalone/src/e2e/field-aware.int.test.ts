@@ -1,46 +1,23 @@
 import { describe, expect } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { createApp } from '@herald/ingest';
-import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
-import {
-  createTestToken,
-  randomId,
-  serve,
-  silentLogger,
-  testApi,
-  testDeps,
-  waitFor,
-} from '@herald/testkit';
+import { serveTestApi } from '@herald/testkit/fixtures';
+import { randomId, testDeps, waitFor, type TestApi } from '@herald/testkit';
 import { pipelineTest } from '@herald/delivery/testing';
 
 // Field-aware matching and `changes` in the payload (extension, docs/api.md, Events and filters;
 // What a webhook call sends), end to end: webhooks created with POST /webhooks, events posted to
 // POST /events without a previous_entity (compared with the version Herald stored), the calls
 // the pipeline makes, and the bodies the receiver gets.
-const it = pipelineTest().extend(
-  'api',
-  { scope: 'file' },
-  async ({ db, pipeline }, { onCleanup }) => {
-    const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
-    const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
-    const server = await serve(
-      createApp({
-        ...testDeps(db, pipeline.coordination),
-        eventMatchQueue,
-        deliverQueue,
-        ssrfAllowCidrs: parseCidrList('127.0.0.0/8'),
-      }),
-    );
-    onCleanup(async () => {
-      await server.close();
-      await eventMatchQueue.close();
-      await deliverQueue.close();
-    });
-    return testApi(server.url, await createTestToken(db, 'admin'));
-  },
+const it = pipelineTest().extend('api', { scope: 'file' }, ({ db, pipeline }, { onCleanup }) =>
+  serveTestApi(
+    createApp,
+    { ...testDeps(db, pipeline.coordination), ssrfAllowCidrs: parseCidrList('127.0.0.0/8') },
+    onCleanup,
+  ),
 );
 
-type Api = ReturnType<typeof testApi>;
+type Api = TestApi;
 
 interface Sent {
   webhook_id: string;

@@ -11,6 +11,9 @@ import { readRouter } from '@herald/read';
 import {
   createTestDb,
   createTestToken,
+  fieldEntity,
+  itemEvent as itemEventOf,
+  modelEvent,
   randomId,
   serve,
   testDeps,
@@ -34,50 +37,21 @@ let producerToken: string;
 
 const BULK = 1_050;
 
-function field(apiKey: string, fieldType: string, localized = false) {
-  return {
-    type: 'field',
-    id: `${apiKey}-${fieldType}`,
-    attributes: { api_key: apiKey, field_type: fieldType, localized, label: apiKey, position: 0 },
-  };
-}
+const field = (apiKey: string, fieldType: string, localized = false) =>
+  fieldEntity(apiKey, fieldType, { localized });
 
-function modelEvent(id: string, flags: Record<string, boolean>, fields: unknown[]) {
-  return {
-    type: 'event',
-    id: randomId('model'),
-    attributes: {
-      entity_type: 'item_type',
-      event_type: 'create',
-      entity: { type: 'item_type', id, attributes: { name: id, api_key: id, ...flags } },
-      related_entities: fields,
-    },
-  };
-}
-
-function itemEvent(
+/** An item event of `model`, created and updated at `createdAt`. */
+const itemEvent = (
   eventType: string,
   id: string,
   model: string,
   attributes: Record<string, unknown>,
   createdAt: string,
-) {
-  return {
-    type: 'event',
-    id: randomId('evt'),
-    attributes: {
-      entity_type: 'item',
-      event_type: eventType,
-      entity: {
-        type: 'item',
-        id,
-        attributes,
-        relationships: { item_type: { data: { type: 'item_type', id: model } } },
-        meta: { created_at: createdAt, updated_at: createdAt },
-      },
-    },
-  };
-}
+) =>
+  itemEventOf(eventType, id, attributes, {
+    model,
+    meta: { created_at: createdAt, updated_at: createdAt },
+  });
 
 async function postEvents(data: unknown[]): Promise<void> {
   const res = await fetch(`${server.url}/events`, {

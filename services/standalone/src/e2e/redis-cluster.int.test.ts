@@ -28,7 +28,7 @@ import {
   type TestServer,
 } from '@herald/testkit';
 import { Registry } from 'prom-client';
-import { testSettings } from '../../../delivery/src/harness.test-support.js';
+import { testSettings } from '@herald/delivery/testing';
 
 /**
  * Herald on a Redis Cluster of the file's own (3 masters, 3 replicas, 1 s node timeout), opened

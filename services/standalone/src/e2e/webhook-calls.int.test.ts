@@ -2,16 +2,13 @@ import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
-import { createDeliverQueue, createEventMatchQueue } from '@herald/runtime';
+import { serveTestApi } from '@herald/testkit/fixtures';
 import { findWebhookCall } from '@herald/store';
 import {
-  createTestToken,
   randomId,
-  serve,
-  silentLogger,
   startReceiver,
-  testApi,
   testDeps,
+  type Receiver,
   type TestApi,
   waitFor,
 } from '@herald/testkit';
@@ -30,24 +27,25 @@ import {
 // jobs.
 const it = pipelineTest({
   retry: { scheduleMs: [60_000], jitter: 0.1, retryAfterMaxMs: 86_400_000 },
-}).extend('api', { scope: 'file' }, async ({ db, pipeline }, { onCleanup }) => {
-  const eventMatchQueue = createEventMatchQueue(pipeline.coordination, silentLogger());
-  const deliverQueue = createDeliverQueue(pipeline.coordination, silentLogger());
-  const server = await serve(
-    createApp({
-      ...testDeps(db, pipeline.coordination),
-      eventMatchQueue,
-      deliverQueue,
-      enqueueTimeoutMs: 1000,
-    }),
-  );
-  onCleanup(async () => {
-    await server.close();
-    await eventMatchQueue.close();
-    await deliverQueue.close();
+})
+  .extend('api', { scope: 'file' }, ({ db, pipeline }, { onCleanup }) =>
+    serveTestApi(
+      createApp,
+      { ...testDeps(db, pipeline.coordination), enqueueTimeoutMs: 1000 },
+      onCleanup,
+    ),
+  )
+  // The test's own endpoint, closed after it: it answers `own.status`, its body saying which.
+  // vitest reads what a fixture needs from its destructuring: this one needs nothing.
+  // eslint-disable-next-line no-empty-pattern
+  .extend('own', async ({}, { onCleanup }) => {
+    const own: Receiver & { status: number } = Object.assign(await startReceiver(), {
+      status: 200,
+    });
+    own.respond = (_req, res) => res.writeHead(own.status).end(`answer ${own.status}`);
+    onCleanup(() => own.close());
+    return own;
   });
-  return testApi(server.url, await createTestToken(db, 'admin'));
-});
 
 /** Each path answers `status` with `code` in the error envelope. */
 async function expectRefused(
@@ -191,285 +189,271 @@ describe('/webhook_calls', () => {
     api,
     db,
     pipeline,
+    own,
   }) => {
-    let answer = 503;
-    const own = await startReceiver((_req, res) => res.writeHead(answer).end(`answer ${answer}`));
-    try {
-      const env = randomId('env');
-      const hook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput(own.url, {
-          events: itemEventsIn(env, ['publish']),
-          httpBasicUser: 'u',
-          httpBasicPassword: 'attempt-secret',
-        }),
-      );
-      const event = itemEvent({ environment: env, eventType: 'publish' });
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, hook.id, ['rescheduled']);
-      // The webhook's payload changes, then a resend sends the new one, and succeeds.
-      const updated = await api.call('PUT', `/webhooks/${hook.id}`, {
-        data: { type: 'webhook', id: hook.id, attributes: { custom_payload: '{"version":2}' } },
-      });
-      expect(updated.status).toBe(200);
-      answer = 200;
-      const resend = await api.fetch(`/webhook_calls/${call.id}/resend_webhook`, {
-        method: 'POST',
-      });
-      expect(resend.status).toBe(204);
-      await waitForCall(db, event.id, hook.id, ['success']);
+    own.status = 503;
+    const env = randomId('env');
+    const hook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(own.url, {
+        events: itemEventsIn(env, ['publish']),
+        httpBasicUser: 'u',
+        httpBasicPassword: 'attempt-secret',
+      }),
+    );
+    const event = itemEvent({ environment: env, eventType: 'publish' });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, hook.id, ['rescheduled']);
+    // The webhook's payload changes, then a resend sends the new one, and succeeds.
+    const updated = await api.call('PUT', `/webhooks/${hook.id}`, {
+      data: { type: 'webhook', id: hook.id, attributes: { custom_payload: '{"version":2}' } },
+    });
+    expect(updated.status).toBe(200);
+    own.status = 200;
+    const resend = await api.fetch(`/webhook_calls/${call.id}/resend_webhook`, {
+      method: 'POST',
+    });
+    expect(resend.status).toBe(204);
+    await waitForCall(db, event.id, hook.id, ['success']);
 
-      const listed = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
-      expect(listed.status).toBe(200);
-      expect(listed.body['meta']).toEqual({ total_count: 2 });
-      const [first, second] = listed.body['data'] as {
-        id: string;
-        attributes: Record<string, unknown>;
-        relationships: unknown;
-      }[];
-      expect(own.requests).toHaveLength(2);
-      expect(first).toMatchObject({
-        id: `${call.id}-1`,
-        attributes: {
-          number: 1,
-          trigger: 'first',
-          outcome: 'rescheduled',
-          request_url: own.url,
-          request_payload: own.requests[0]!.body,
-          request_headers: { Authorization: 'Basic ***', 'webhook-id': call.id },
-          response_status: 503,
-          response_payload: 'answer 503',
-        },
-        relationships: { webhook_call: { data: { type: 'webhook_call', id: call.id } } },
-      });
-      expect(second).toMatchObject({
-        id: `${call.id}-2`,
-        attributes: {
-          number: 2,
-          trigger: 'resend',
-          outcome: 'success',
-          request_payload: '{"version":2}',
-          response_status: 200,
-          response_payload: 'answer 200',
-          failure_reason: null,
-        },
-      });
-      expect(own.requests[1]!.body).toBe('{"version":2}');
-      for (const attempt of [first!, second!]) {
-        expect(typeof attempt.attributes['duration_ms']).toBe('number');
-        expect(Date.parse(attempt.attributes['started_at'] as string)).toBeGreaterThan(0);
-      }
-      expect(JSON.stringify(listed.body)).not.toContain('attempt-secret');
-      // The call itself keeps the DatoCMS shape: its last attempt.
-      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
-      expect(retrieved.body['data']).toMatchObject({
-        attributes: { status: 'success', request_payload: '{"version":2}', response_status: 200 },
-      });
-
-      const paged = await api.call(
-        'GET',
-        `/webhook_calls/${call.id}/attempts?page[limit]=1&page[offset]=1`,
-      );
-      expect(paged.body['meta']).toEqual({ total_count: 2 });
-      expect((paged.body['data'] as { id: string }[]).map((a) => a.id)).toEqual([`${call.id}-2`]);
-      const missing = ['999999', 'nope', '0'].map((id) => `/webhook_calls/${id}/attempts`);
-      await expectRefused(api, missing, 404, 'NOT_FOUND');
-      const bad = ['page[limit]=0', 'page[limit]=501', 'page[offset]=-1', 'order_by=x'];
-      const badPaths = bad.map((query) => `/webhook_calls/${call.id}/attempts?${query}`);
-      await expectRefused(api, badPaths, 422, 'INVALID_PARAMS');
-    } finally {
-      await own.close();
+    const listed = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
+    expect(listed.status).toBe(200);
+    expect(listed.body['meta']).toEqual({ total_count: 2 });
+    const [first, second] = listed.body['data'] as {
+      id: string;
+      attributes: Record<string, unknown>;
+      relationships: unknown;
+    }[];
+    expect(own.requests).toHaveLength(2);
+    expect(first).toMatchObject({
+      id: `${call.id}-1`,
+      attributes: {
+        number: 1,
+        trigger: 'first',
+        outcome: 'rescheduled',
+        request_url: own.url,
+        request_payload: own.requests[0]!.body,
+        request_headers: { Authorization: 'Basic ***', 'webhook-id': call.id },
+        response_status: 503,
+        response_payload: 'answer 503',
+      },
+      relationships: { webhook_call: { data: { type: 'webhook_call', id: call.id } } },
+    });
+    expect(second).toMatchObject({
+      id: `${call.id}-2`,
+      attributes: {
+        number: 2,
+        trigger: 'resend',
+        outcome: 'success',
+        request_payload: '{"version":2}',
+        response_status: 200,
+        response_payload: 'answer 200',
+        failure_reason: null,
+      },
+    });
+    expect(own.requests[1]!.body).toBe('{"version":2}');
+    for (const attempt of [first!, second!]) {
+      expect(typeof attempt.attributes['duration_ms']).toBe('number');
+      expect(Date.parse(attempt.attributes['started_at'] as string)).toBeGreaterThan(0);
     }
+    expect(JSON.stringify(listed.body)).not.toContain('attempt-secret');
+    // The call itself keeps the DatoCMS shape: its last attempt.
+    const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
+    expect(retrieved.body['data']).toMatchObject({
+      attributes: { status: 'success', request_payload: '{"version":2}', response_status: 200 },
+    });
+
+    const paged = await api.call(
+      'GET',
+      `/webhook_calls/${call.id}/attempts?page[limit]=1&page[offset]=1`,
+    );
+    expect(paged.body['meta']).toEqual({ total_count: 2 });
+    expect((paged.body['data'] as { id: string }[]).map((a) => a.id)).toEqual([`${call.id}-2`]);
+    const missing = ['999999', 'nope', '0'].map((id) => `/webhook_calls/${id}/attempts`);
+    await expectRefused(api, missing, 404, 'NOT_FOUND');
+    const bad = ['page[limit]=0', 'page[limit]=501', 'page[offset]=-1', 'order_by=x'];
+    const badPaths = bad.map((query) => `/webhook_calls/${call.id}/attempts?${query}`);
+    await expectRefused(api, badPaths, 422, 'INVALID_PARAMS');
   });
 
   it("reports a webhook's health from its attempts: counts, rate, latency, streak, backlog", async ({
     api,
     db,
     pipeline,
+    own,
   }) => {
-    let answer = 200;
-    const own = await startReceiver((_req, res) => res.writeHead(answer).end());
-    try {
-      const env = randomId('env');
-      const hook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput(own.url, { events: itemEventsIn(env, ['publish']) }),
-      );
-      const idle = await addWebhook(db, pipeline, webhookInput(own.url, { events: [] }));
-      const send = async (status: 'success' | 'rescheduled') => {
-        const event = itemEvent({ environment: env, eventType: 'publish' });
-        await emitEvents(db, pipeline, [event]);
-        await waitForCall(db, event.id, hook.id, [status]);
+    const env = randomId('env');
+    const hook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(own.url, { events: itemEventsIn(env, ['publish']) }),
+    );
+    const idle = await addWebhook(db, pipeline, webhookInput(own.url, { events: [] }));
+    const send = async (status: 'success' | 'rescheduled') => {
+      const event = itemEvent({ environment: env, eventType: 'publish' });
+      await emitEvents(db, pipeline, [event]);
+      await waitForCall(db, event.id, hook.id, [status]);
+    };
+    for (let i = 0; i < 3; i++) await send('success');
+    own.status = 503; // the endpoint goes down: retries are planned a minute later
+    for (let i = 0; i < 2; i++) await send('rescheduled');
+
+    // The delivery processes write their stats every quarter second.
+    await waitFor(async () => {
+      const stats = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
+      expect(stats.body['data']).toMatchObject({ attributes: { attempts: { total: 5 } } });
+    });
+    const one = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
+    expect(one.status).toBe(200);
+    const data = one.body['data'] as {
+      id: string;
+      attributes: Record<string, unknown> & {
+        buckets: { attempts_success: number; attempts_failure: number }[];
       };
-      for (let i = 0; i < 3; i++) await send('success');
-      answer = 503; // the endpoint goes down: retries are planned a minute later
-      for (let i = 0; i < 2; i++) await send('rescheduled');
+    };
+    expect(data).toMatchObject({
+      type: 'webhook_stats',
+      id: hook.id,
+      attributes: {
+        window: '1h',
+        granularity: 'minute',
+        attempts: { total: 5, success: 3, failure: 2 },
+        calls: { succeeded: 3, failed: 0 },
+        success_rate: 0.6,
+        failure_streak: 2,
+        backlog: { pending: 0, rescheduled: 2 },
+      },
+      relationships: { webhook: { data: { type: 'webhook', id: hook.id } } },
+    });
+    const a = data.attributes;
+    expect(typeof (a['latency_ms'] as { p50: unknown }).p50).toBe('number');
+    expect(Date.parse(a['last_success_at'] as string)).toBeLessThan(
+      Date.parse(a['last_failure_at'] as string),
+    );
+    expect(
+      (a['backlog'] as { oldest_age_seconds: number }).oldest_age_seconds,
+    ).toBeGreaterThanOrEqual(0);
+    expect(a.buckets.reduce((n, b) => n + b.attempts_success, 0)).toBe(3);
+    expect(a.buckets.reduce((n, b) => n + b.attempts_failure, 0)).toBe(2);
 
-      // The delivery processes write their stats every quarter second.
-      await waitFor(async () => {
-        const stats = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
-        expect(stats.body['data']).toMatchObject({ attributes: { attempts: { total: 5 } } });
-      });
-      const one = await api.call('GET', `/webhooks/${hook.id}/stats?window=1h`);
-      expect(one.status).toBe(200);
-      const data = one.body['data'] as {
-        id: string;
-        attributes: Record<string, unknown> & {
-          buckets: { attempts_success: number; attempts_failure: number }[];
-        };
-      };
-      expect(data).toMatchObject({
-        type: 'webhook_stats',
-        id: hook.id,
-        attributes: {
-          window: '1h',
-          granularity: 'minute',
-          attempts: { total: 5, success: 3, failure: 2 },
-          calls: { succeeded: 3, failed: 0 },
-          success_rate: 0.6,
-          failure_streak: 2,
-          backlog: { pending: 0, rescheduled: 2 },
-        },
-        relationships: { webhook: { data: { type: 'webhook', id: hook.id } } },
-      });
-      const a = data.attributes;
-      expect(typeof (a['latency_ms'] as { p50: unknown }).p50).toBe('number');
-      expect(Date.parse(a['last_success_at'] as string)).toBeLessThan(
-        Date.parse(a['last_failure_at'] as string),
-      );
-      expect(
-        (a['backlog'] as { oldest_age_seconds: number }).oldest_age_seconds,
-      ).toBeGreaterThanOrEqual(0);
-      expect(a.buckets.reduce((n, b) => n + b.attempts_success, 0)).toBe(3);
-      expect(a.buckets.reduce((n, b) => n + b.attempts_failure, 0)).toBe(2);
+    // All webhooks in one call (for the list), without buckets.
+    const all = await api.call('GET', '/webhook_stats?window=1h');
+    expect(all.status).toBe(200);
+    const listed = all.body['data'] as { id: string; attributes: Record<string, unknown> }[];
+    const mine = listed.find((s) => s.id === hook.id)!;
+    expect(mine.attributes).toMatchObject({ attempts: { total: 5 }, success_rate: 0.6 });
+    expect(mine.attributes['buckets']).toBeUndefined();
+    expect(listed.find((s) => s.id === idle.id)!.attributes).toMatchObject({
+      attempts: { total: 0, success: 0, failure: 0 },
+      success_rate: null,
+      latency_ms: { p50: null, p95: null, p99: null, mean: null },
+      last_success_at: null,
+      failure_streak: 0,
+    });
+    // The default window is 24 hours, read from hour buckets.
+    const day = await api.call('GET', `/webhooks/${hook.id}/stats`);
+    expect(day.body['data']).toMatchObject({
+      attributes: { window: '24h', granularity: 'hour', attempts: { total: 5 } },
+    });
 
-      // All webhooks in one call (for the list), without buckets.
-      const all = await api.call('GET', '/webhook_stats?window=1h');
-      expect(all.status).toBe(200);
-      const listed = all.body['data'] as { id: string; attributes: Record<string, unknown> }[];
-      const mine = listed.find((s) => s.id === hook.id)!;
-      expect(mine.attributes).toMatchObject({ attempts: { total: 5 }, success_rate: 0.6 });
-      expect(mine.attributes['buckets']).toBeUndefined();
-      expect(listed.find((s) => s.id === idle.id)!.attributes).toMatchObject({
-        attempts: { total: 0, success: 0, failure: 0 },
-        success_rate: null,
-        latency_ms: { p50: null, p95: null, p99: null, mean: null },
-        last_success_at: null,
-        failure_streak: 0,
-      });
-      // The default window is 24 hours, read from hour buckets.
-      const day = await api.call('GET', `/webhooks/${hook.id}/stats`);
-      expect(day.body['data']).toMatchObject({
-        attributes: { window: '24h', granularity: 'hour', attempts: { total: 5 } },
-      });
-
-      const missing = ['999999', 'nope'].map((id) => `/webhooks/${id}/stats`);
-      await expectRefused(api, missing, 404, 'NOT_FOUND');
-      const bad = ['window=2h', 'window=', 'from=2020-01-01'].flatMap((query) => [
-        `/webhooks/${hook.id}/stats?${query}`,
-        `/webhook_stats?${query}`,
-      ]);
-      await expectRefused(api, bad, 422, 'INVALID_PARAMS');
-    } finally {
-      await own.close();
-    }
+    const missing = ['999999', 'nope'].map((id) => `/webhooks/${id}/stats`);
+    await expectRefused(api, missing, 404, 'NOT_FOUND');
+    const bad = ['window=2h', 'window=', 'from=2020-01-01'].flatMap((query) => [
+      `/webhooks/${hook.id}/stats?${query}`,
+      `/webhook_stats?${query}`,
+    ]);
+    await expectRefused(api, bad, 422, 'INVALID_PARAMS');
   });
 
   it('sends a test now: a sample or a chosen stored event, logged with the trigger test', async ({
     api,
     db,
     pipeline,
+    own,
   }) => {
-    let answer = 200;
-    const own = await startReceiver((_req, res) => res.writeHead(answer).end());
-    try {
-      const env = randomId('env');
-      const hook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput(own.url, { events: itemEventsIn(env, ['publish']), enabled: false }),
+    const env = randomId('env');
+    const hook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(own.url, { events: itemEventsIn(env, ['publish']), enabled: false }),
+    );
+    const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
+    const settled = (id: string, status: string) =>
+      waitFor(
+        async () => {
+          const call = await findWebhookCall(db, id);
+          if (call?.status !== status) throw new Error(`call ${id} is ${call?.status}`);
+          return call;
+        },
+        { timeout: 10_000, interval: 25 },
       );
-      const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
-      const settled = (id: string, status: string) =>
-        waitFor(
-          async () => {
-            const call = await findWebhookCall(db, id);
-            if (call?.status !== status) throw new Error(`call ${id} is ${call?.status}`);
-            return call;
-          },
-          { timeout: 10_000, interval: 25 },
-        );
-      const attemptsOf = async (id: string) =>
-        (await api.call('GET', `/webhook_calls/${id}/attempts`)).body['data'] as {
-          attributes: { trigger: string; outcome: string };
-        }[];
+    const attemptsOf = async (id: string) =>
+      (await api.call('GET', `/webhook_calls/${id}/attempts`)).body['data'] as {
+        attributes: { trigger: string; outcome: string };
+      }[];
 
-      // A sample event, to a webhook still disabled.
-      const sample = await test();
-      expect(sample.status).toBe(202);
-      const sampleCall = sample.body['data'] as { id: string; attributes: Record<string, unknown> };
-      expect(sampleCall.attributes).toMatchObject({
-        status: 'pending',
-        entity_type: 'item',
-        event_type: 'publish',
-        event_id: 'sample-event',
-      });
-      await settled(sampleCall.id, 'success');
-      expect(own.requests).toHaveLength(1);
-      expect(own.requests[0]!.headers['webhook-id']).toBe(sampleCall.id);
-      expect(own.requests[0]!.body).toContain('Hello from Herald');
-      expect((await attemptsOf(sampleCall.id)).map((a) => a.attributes)).toMatchObject([
-        { trigger: 'test', outcome: 'success' },
-      ]);
+    // A sample event, to a webhook still disabled.
+    const sample = await test();
+    expect(sample.status).toBe(202);
+    const sampleCall = sample.body['data'] as { id: string; attributes: Record<string, unknown> };
+    expect(sampleCall.attributes).toMatchObject({
+      status: 'pending',
+      entity_type: 'item',
+      event_type: 'publish',
+      event_id: 'sample-event',
+    });
+    await settled(sampleCall.id, 'success');
+    expect(own.requests).toHaveLength(1);
+    expect(own.requests[0]!.headers['webhook-id']).toBe(sampleCall.id);
+    expect(own.requests[0]!.body).toContain('Hello from Herald');
+    expect((await attemptsOf(sampleCall.id)).map((a) => a.attributes)).toMatchObject([
+      { trigger: 'test', outcome: 'success' },
+    ]);
 
-      // A stored event, already delivered: a second call of its own, the first untouched.
-      await api.call('PUT', `/webhooks/${hook.id}`, {
-        data: { type: 'webhook', id: hook.id, attributes: { enabled: true } },
-      });
-      const event = itemEvent({ environment: env, eventType: 'publish' });
-      await emitEvents(db, pipeline, [event]);
-      const delivered = await waitForCall(db, event.id, hook.id, ['success']);
-      answer = 500; // a failing test is failed at once: tests are never retried
-      const chosen = await test({
-        data: { type: 'webhook_test', attributes: { event_id: event.id } },
-      });
-      expect(chosen.status).toBe(202);
-      const chosenCall = chosen.body['data'] as { id: string; attributes: Record<string, unknown> };
-      expect(chosenCall.id).not.toBe(delivered.id);
-      expect(chosenCall.attributes['event_id']).toBe(event.id);
-      const failed = await settled(chosenCall.id, 'failed');
-      expect(failed.nextRetryAt).toBeNull();
-      expect(own.requests.map((r) => r.headers['webhook-id'])).toEqual([
-        sampleCall.id,
-        delivered.id,
-        chosenCall.id,
-      ]);
-      expect(own.requests[2]!.body).toContain(event.entityId);
-      expect((await attemptsOf(chosenCall.id)).map((a) => a.attributes)).toMatchObject([
-        { trigger: 'test', outcome: 'failed' },
-      ]);
-      expect((await api.call('GET', `/webhook_calls/${delivered.id}`)).body['data']).toMatchObject({
-        attributes: { status: 'success' },
-      });
+    // A stored event, already delivered: a second call of its own, the first untouched.
+    await api.call('PUT', `/webhooks/${hook.id}`, {
+      data: { type: 'webhook', id: hook.id, attributes: { enabled: true } },
+    });
+    const event = itemEvent({ environment: env, eventType: 'publish' });
+    await emitEvents(db, pipeline, [event]);
+    const delivered = await waitForCall(db, event.id, hook.id, ['success']);
+    own.status = 500; // a failing test is failed at once: tests are never retried
+    const chosen = await test({
+      data: { type: 'webhook_test', attributes: { event_id: event.id } },
+    });
+    expect(chosen.status).toBe(202);
+    const chosenCall = chosen.body['data'] as { id: string; attributes: Record<string, unknown> };
+    expect(chosenCall.id).not.toBe(delivered.id);
+    expect(chosenCall.attributes['event_id']).toBe(event.id);
+    const failed = await settled(chosenCall.id, 'failed');
+    expect(failed.nextRetryAt).toBeNull();
+    expect(own.requests.map((r) => r.headers['webhook-id'])).toEqual([
+      sampleCall.id,
+      delivered.id,
+      chosenCall.id,
+    ]);
+    expect(own.requests[2]!.body).toContain(event.entityId);
+    expect((await attemptsOf(chosenCall.id)).map((a) => a.attributes)).toMatchObject([
+      { trigger: 'test', outcome: 'failed' },
+    ]);
+    expect((await api.call('GET', `/webhook_calls/${delivered.id}`)).body['data']).toMatchObject({
+      attributes: { status: 'success' },
+    });
 
-      expect((await api.call('POST', '/webhooks/999999/test')).status).toBe(404);
-      for (const [body, code] of [
-        [
-          { data: { type: 'webhook_test', attributes: { event_id: 'never-sent' } } },
-          'VALIDATION_INCLUSION',
-        ],
-        [{ data: { type: 'webhook', attributes: {} } }, 'INVALID_FORMAT'],
-        [{ data: { type: 'webhook_test', attributes: { url: 'http://x' } } }, 'INVALID_ATTRIBUTES'],
-        [{ data: [] }, 'INVALID_FORMAT'],
-      ] as const) {
-        const response = await test(body);
-        expect(response.status, JSON.stringify(body)).toBe(422);
-        expect(JSON.stringify(response.body)).toContain(code);
-      }
-    } finally {
-      await own.close();
+    expect((await api.call('POST', '/webhooks/999999/test')).status).toBe(404);
+    for (const [body, code] of [
+      [
+        { data: { type: 'webhook_test', attributes: { event_id: 'never-sent' } } },
+        'VALIDATION_INCLUSION',
+      ],
+      [{ data: { type: 'webhook', attributes: {} } }, 'INVALID_FORMAT'],
+      [{ data: { type: 'webhook_test', attributes: { url: 'http://x' } } }, 'INVALID_ATTRIBUTES'],
+      [{ data: [] }, 'INVALID_FORMAT'],
+    ] as const) {
+      const response = await test(body);
+      expect(response.status, JSON.stringify(body)).toBe(422);
+      expect(JSON.stringify(response.body)).toContain(code);
     }
   });
 
@@ -477,115 +461,107 @@ describe('/webhook_calls', () => {
     api,
     db,
     pipeline,
+    own,
   }) => {
-    const own = await startReceiver();
-    try {
-      const env = randomId('env');
-      const hook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput(own.url, {
-          events: itemEventsIn(env, ['publish']),
-          headers: {
-            'X-Api-Key': 'key-in-clear-123',
-            // No scheme: the whole value is the secret.
-            Authorization: 'sk_live_456',
-            'X-Tenant': 'tenant-789',
-            'X-Team': 'content',
-          },
-          redactHeaders: ['x-tenant'],
-        }),
-      );
-      const event = itemEvent({ environment: env, eventType: 'publish' });
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, hook.id, ['success']);
+    const env = randomId('env');
+    const hook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(own.url, {
+        events: itemEventsIn(env, ['publish']),
+        headers: {
+          'X-Api-Key': 'key-in-clear-123',
+          // No scheme: the whole value is the secret.
+          Authorization: 'sk_live_456',
+          'X-Tenant': 'tenant-789',
+          'X-Team': 'content',
+        },
+        redactHeaders: ['x-tenant'],
+      }),
+    );
+    const event = itemEvent({ environment: env, eventType: 'publish' });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, hook.id, ['success']);
 
-      expect(own.requests).toHaveLength(1);
-      expect(own.requests[0]!.headers).toMatchObject({
-        'x-api-key': 'key-in-clear-123',
-        authorization: 'sk_live_456',
-        'x-tenant': 'tenant-789',
-        'x-team': 'content',
-      });
-      const logged = {
-        'X-Api-Key': '***',
-        Authorization: '***',
-        'X-Tenant': '***',
-        'X-Team': 'content',
-        'webhook-id': call.id,
-      };
-      expect(call.requestHeaders).toMatchObject(logged);
-      expect(call.requestHeaders?.['webhook-signature']).toBe(
-        own.requests[0]!.headers['webhook-signature'],
-      );
-      const listed = await api.call(
-        'GET',
-        `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
-      );
-      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
-      for (const calls of [listed.body, retrieved.body]) {
-        expect(JSON.stringify(calls)).toMatch(/"X-Api-Key":"\*\*\*"/);
-        expect(JSON.stringify(calls)).not.toMatch(/key-in-clear-123|sk_live_456|tenant-789/);
-      }
-      expect(retrieved.body['data']).toMatchObject({ attributes: { request_headers: logged } });
-    } finally {
-      await own.close();
+    expect(own.requests).toHaveLength(1);
+    expect(own.requests[0]!.headers).toMatchObject({
+      'x-api-key': 'key-in-clear-123',
+      authorization: 'sk_live_456',
+      'x-tenant': 'tenant-789',
+      'x-team': 'content',
+    });
+    const logged = {
+      'X-Api-Key': '***',
+      Authorization: '***',
+      'X-Tenant': '***',
+      'X-Team': 'content',
+      'webhook-id': call.id,
+    };
+    expect(call.requestHeaders).toMatchObject(logged);
+    expect(call.requestHeaders?.['webhook-signature']).toBe(
+      own.requests[0]!.headers['webhook-signature'],
+    );
+    const listed = await api.call(
+      'GET',
+      `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
+    );
+    const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
+    for (const calls of [listed.body, retrieved.body]) {
+      expect(JSON.stringify(calls)).toMatch(/"X-Api-Key":"\*\*\*"/);
+      expect(JSON.stringify(calls)).not.toMatch(/key-in-clear-123|sk_live_456|tenant-789/);
     }
+    expect(retrieved.body['data']).toMatchObject({ attributes: { request_headers: logged } });
   });
 
   it('stores credential query values as ***, sent in clear, and includes the webhook without its secrets', async ({
     api,
     db,
     pipeline,
+    own,
   }) => {
-    const own = await startReceiver();
-    try {
-      const env = randomId('env');
-      const hook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput(`${own.url}/hook?token=abc-url-secret&page=2`, {
-          events: itemEventsIn(env, ['publish']),
-          headers: { 'X-Api-Key': 'key-in-clear-123' },
-          httpBasicUser: 'herald',
-          httpBasicPassword: 'basic-in-clear-456',
-        }),
-      );
-      const event = itemEvent({ environment: env, eventType: 'publish' });
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, hook.id, ['success']);
+    const env = randomId('env');
+    const hook = await addWebhook(
+      db,
+      pipeline,
+      webhookInput(`${own.url}/hook?token=abc-url-secret&page=2`, {
+        events: itemEventsIn(env, ['publish']),
+        headers: { 'X-Api-Key': 'key-in-clear-123' },
+        httpBasicUser: 'herald',
+        httpBasicPassword: 'basic-in-clear-456',
+      }),
+    );
+    const event = itemEvent({ environment: env, eventType: 'publish' });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, hook.id, ['success']);
 
-      expect(own.requests).toHaveLength(1);
-      expect(own.requests[0]!.url).toBe('/hook?token=abc-url-secret&page=2');
-      const basic = Buffer.from('herald:basic-in-clear-456').toString('base64');
-      expect(own.requests[0]!.headers['authorization']).toBe(`Basic ${basic}`);
-      const logged = `${own.url}/hook?token=***&page=2`;
-      expect(call.requestUrl).toBe(logged);
+    expect(own.requests).toHaveLength(1);
+    expect(own.requests[0]!.url).toBe('/hook?token=abc-url-secret&page=2');
+    const basic = Buffer.from('herald:basic-in-clear-456').toString('base64');
+    expect(own.requests[0]!.headers['authorization']).toBe(`Basic ${basic}`);
+    const logged = `${own.url}/hook?token=***&page=2`;
+    expect(call.requestUrl).toBe(logged);
 
-      const listed = await api.call(
-        'GET',
-        `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
-      );
-      const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
-      const attempts = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
-      expect(listed.body).toMatchObject({
-        data: [{ attributes: { request_url: logged } }],
-        included: [{ id: hook.id, attributes: { url: logged } }],
-      });
-      expect(retrieved.body).toMatchObject({ data: { attributes: { request_url: logged } } });
-      expect(attempts.body).toMatchObject({ data: [{ attributes: { request_url: logged } }] });
-      const secrets = [
-        'abc-url-secret',
-        'key-in-clear-123',
-        'basic-in-clear-456',
-        basic,
-        hook.signingSecret.slice('whsec_'.length),
-      ];
-      for (const answer of [listed.body, retrieved.body, attempts.body]) {
-        for (const secret of secrets) expect(JSON.stringify(answer)).not.toContain(secret);
-      }
-    } finally {
-      await own.close();
+    const listed = await api.call(
+      'GET',
+      `/webhook_calls?filter[fields][webhook_id][eq]=${hook.id}`,
+    );
+    const retrieved = await api.call('GET', `/webhook_calls/${call.id}`);
+    const attempts = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
+    expect(listed.body).toMatchObject({
+      data: [{ attributes: { request_url: logged } }],
+      included: [{ id: hook.id, attributes: { url: logged } }],
+    });
+    expect(retrieved.body).toMatchObject({ data: { attributes: { request_url: logged } } });
+    expect(attempts.body).toMatchObject({ data: [{ attributes: { request_url: logged } }] });
+    const secrets = [
+      'abc-url-secret',
+      'key-in-clear-123',
+      'basic-in-clear-456',
+      basic,
+      hook.signingSecret.slice('whsec_'.length),
+    ];
+    for (const answer of [listed.body, retrieved.body, attempts.body]) {
+      for (const secret of secrets) expect(JSON.stringify(answer)).not.toContain(secret);
     }
   });
 

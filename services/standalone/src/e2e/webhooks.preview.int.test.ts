@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
@@ -12,9 +10,11 @@ import {
   randomId,
   serve,
   silentLogger,
+  startReceiver,
   testDeps,
   testRedis,
   testRedisCoordination,
+  type Receiver,
   type TestDb,
   type TestServer,
   waitFor,
@@ -22,22 +22,13 @@ import {
 import { Registry } from 'prom-client';
 import { testSettings } from '@herald/delivery/testing';
 
-/** A real endpoint that records what delivery sends it. */
-interface Received {
-  url: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
 let t: TestDb;
 let redis: Redis;
 let server: TestServer;
 let admin: string;
 let reader: string;
-let receiver: Server;
-let receiverUrl: string;
-const received: Received[] = [];
-const sockets = new Set<Socket>();
+/** A real endpoint that records what delivery sends it. */
+let receiver: Receiver;
 let delivery: DeliveryRuntime;
 let deliveryRedis: Redis;
 
@@ -58,24 +49,7 @@ beforeAll(async () => {
   admin = await createTestToken(t.db, 'admin');
   reader = await createTestToken(t.db, 'read_only');
 
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      received.push({
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-      });
-      res.end('ok');
-    });
-  });
-  receiver.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  receiver = await startReceiver();
 
   deliveryRedis = testRedis();
   delivery = await startDelivery(
@@ -101,8 +75,7 @@ afterAll(async () => {
   await delivery?.close();
   await deliveryRedis?.quit();
   await server?.close();
-  for (const socket of sockets) socket.destroy();
-  await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+  await receiver?.close();
   await redis?.quit();
   await t?.cleanup();
 });
@@ -289,7 +262,7 @@ describe('POST /webhooks/preview: validation (the same as creation)', () => {
 
 describe('POST /webhooks/preview: rendering', () => {
   it('renders a sample event when no event is named, secrets masked, nothing sent', async () => {
-    const before = received.length;
+    const before = receiver.requests.length;
     const response = await preview({
       ...BASE,
       http_basic_user: 'user',
@@ -310,7 +283,7 @@ describe('POST /webhooks/preview: rendering', () => {
       'webhook-signature': 'v1,***',
     });
     expect(JSON.stringify(attributes)).not.toContain('hunter2');
-    expect(received.length).toBe(before);
+    expect(receiver.requests.length).toBe(before);
   });
 
   it('masks credential headers and the given redact_headers as the call log does', async () => {
@@ -566,7 +539,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
     expect(models.status).toBe(202);
 
     const custom = {
-      url: `${receiverUrl}/custom/{{entity_type}}?event={{event_type}}&env={{environment}}`,
+      url: `${receiver.url}/custom/{{entity_type}}?event={{event_type}}&env={{environment}}`,
       headers: { 'X-Team': 'content', 'User-Agent': 'Receiver-Test/1' },
       custom_payload:
         '{"event": "{{entity_type}}.{{event_type}}", "at": "{{event_triggered_at}}", ' +
@@ -576,7 +549,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       nested_items_in_payload: true,
     };
     const plain = {
-      url: `${receiverUrl}/plain`,
+      url: `${receiver.url}/plain`,
       headers: {},
       custom_payload: null,
       http_basic_user: null,
@@ -640,13 +613,13 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       { timeout: 10_000, interval: 50 },
     );
     expect((await api('POST', '/events', publish)).status).toBe(202);
-    await waitFor(() => expect(received.length).toBeGreaterThanOrEqual(2), {
+    await waitFor(() => expect(receiver.requests.length).toBeGreaterThanOrEqual(2), {
       timeout: 15_000,
       interval: 50,
     });
 
     for (const [name, attributes] of Object.entries({ custom, plain })) {
-      const delivered = received.find((r) => r.url.startsWith(`/${name}`))!;
+      const delivered = receiver.requests.find((r) => r.url.startsWith(`/${name}`))!;
       expect(delivered).toBeDefined();
       const response = await preview({
         ...attributes,
@@ -697,7 +670,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
 
   it('matches the batch a real receiver gets, given the events its call carries', async () => {
     const attributes = {
-      url: `${receiverUrl}/batched`,
+      url: `${receiver.url}/batched`,
       headers: {},
       custom_payload: null,
       http_basic_user: null,
@@ -726,7 +699,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
     await storeItemEvents(a, [{ type: 'update', title: 'A2' }]);
     const delivered = await waitFor(
       () => {
-        const found = received.find((r) => r.url === '/batched');
+        const found = receiver.requests.find((r) => r.url === '/batched');
         if (!found) throw new Error('no batch received yet');
         return found;
       },
