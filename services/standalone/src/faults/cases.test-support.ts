@@ -21,7 +21,7 @@ import {
   type Stack,
 } from './harness.test-support.js';
 import { PrivatePostgres, freePort, waitUntil } from '@herald/testkit';
-import { PrivateRedis } from './servers.test-support.js';
+import { PrivateRedis, type FaultRedis } from './servers.test-support.js';
 
 /**
  * The faults of the suite (docs/reliability.md) that more than one stack runs, with the same
@@ -55,6 +55,8 @@ const SECTIONS = {
 export function useFaultInfrastructure(options: {
   section: keyof typeof SECTIONS;
   replica: boolean;
+  /** Starts the Redis the processes run on: one server by default; a cluster may take its place. */
+  redis?: () => Promise<FaultRedis>;
 }): FaultRunner {
   const rows: FaultRow[] = [];
   let infra: Infrastructure | undefined;
@@ -80,7 +82,7 @@ export function useFaultInfrastructure(options: {
     let replica: PrivatePostgres | undefined;
     try {
       if (options.replica) replica = await postgres.createReplica();
-      const redis = await PrivateRedis.create();
+      const redis = await (options.redis ?? (() => PrivateRedis.create()))();
       infra = { postgres, replica, redis, tempDirs: [] };
     } catch (error) {
       await replica?.destroy();

@@ -610,11 +610,6 @@ export class Scenario {
     return `http://127.0.0.1:${this.#ports.get(kind)![0]!}`;
   }
 
-  /** The gateway's own 503s (every upstream failed), on the many-process stack. */
-  get gatewayUnavailable(): number {
-    return this.#gateway?.unavailable ?? 0;
-  }
-
   get database(): string {
     return this.#database!;
   }
@@ -745,10 +740,11 @@ export class Scenario {
           read: this.#ports.get('read')!,
         });
       }
-      // Ingest first: it applies the migrations.
-      await startAll('ingest');
+      // Ingest and read first (every process applies the migrations, under a lock); delivery
+      // once the webhook exists, so that its first index of the webhooks holds it.
+      await Promise.all([startAll('ingest'), startAll('read')]);
       await this.#createModelAndWebhook();
-      await Promise.all([startAll('read'), startAll('delivery')]);
+      await startAll('delivery');
     } else {
       // An empty data folder: the first start makes the embedded PostgreSQL's cluster in it.
       const dataDir = await mkdtemp(join(tmpdir(), 'herald-faults-standalone-'));
@@ -898,7 +894,10 @@ export class Scenario {
     );
     await this.load.stop();
     const refused = this.load.refusalsSince(this.#faultStartAt ?? 0);
-    this.mark(`load stopped; answers other than 202 since the fault: ${JSON.stringify(refused)}`);
+    const gateway = this.#gateway ? `, the gateway's own 503s: ${this.#gateway.unavailable}` : '';
+    this.mark(
+      `load stopped; answers other than 202 since the fault: ${JSON.stringify(refused)}${gateway}`,
+    );
     for (const check of this.#afterLoad) await check();
     if (!resumed) {
       this.problems.push(

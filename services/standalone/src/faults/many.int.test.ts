@@ -10,9 +10,9 @@ import { waitUntil } from '@herald/testkit';
 // then the replica stopped and one of the three delivery processes killed for good. A file of
 // its own, so that it runs beside faults.int.test.ts rather than after it.
 //
-// Its Redis is the Infrastructure's `redis` (a FaultRedis): a Redis Cluster harness implementing
-// FaultRedis (env: REDIS_CLUSTER_NODES) can take the place of PrivateRedis in
-// useFaultInfrastructure, and a master killed become one more fault here.
+// Its Redis is useFaultInfrastructure's `redis` (a FaultRedis, PrivateRedis by default): a Redis
+// Cluster harness implementing FaultRedis (env: REDIS_CLUSTER_NODES) can take its place there,
+// and a master killed become one more fault here.
 
 const fault = useFaultInfrastructure({ section: 'many', replica: true });
 const SUFFIX = ', many processes';
