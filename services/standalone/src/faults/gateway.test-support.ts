@@ -5,8 +5,9 @@ import type { AddressInfo, Socket } from 'node:net';
  * The many-process configuration's gateway: infra/gateway/nginx.conf's routing, in the test
  * process (nginx is not on the test machines). `/items` and `/items/...` go to the read
  * processes, everything else to ingest; each request to the next upstream in turn. An upstream
- * whose `/readyz` does not answer 200 is left out until it does, as a load balancer's health
- * check does (probed every PROBE_MS); while none of a group is ready, all are tried. A request
+ * whose `/readyz` answers other than 200 or refuses connections is left out until it answers 200,
+ * as a load balancer's health check does (probed every PROBE_MS; a probe unanswered in time
+ * changes nothing); while none of a group is ready, all are tried. A request
  * whose connection is refused goes to the next upstream (nginx's `proxy_next_upstream error`,
  * 2 tries); one cut after it was sent is not sent again (a POST may have been taken) and is
  * answered 503, as nginx's error page for a failed upstream is. No keep-alive to the upstreams:
@@ -15,6 +16,12 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /** How often each upstream's /readyz is probed: within SHUTDOWN_READINESS_DELAY_MS (1 s). */
 const PROBE_MS = 500;
+/**
+ * On the gateway's own 503: the upstream connection's error (ECONNREFUSED, ECONNRESET...), for
+ * the load to tell a request cut on its way from one Herald refused.
+ */
+export const GATEWAY_ERROR_HEADER = 'x-faults-gateway-error';
+
 /** Upstreams a request is offered to at most (nginx.conf's proxy_next_upstream_tries). */
 const TRIES = 2;
 
@@ -86,9 +93,14 @@ export class Gateway {
             res.writeHead(answer.status, answer.headers);
             res.end(answer.body);
           },
-          () => {
+          (error: NodeJS.ErrnoException) => {
             gateway.unavailable++;
-            res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5' });
+            res.writeHead(503, {
+              'content-type': 'application/json',
+              'retry-after': '5',
+              // For the suite's load only (nginx says nothing): what the upstream connection did.
+              [GATEWAY_ERROR_HEADER]: error.code ?? error.message,
+            });
             res.end(UNAVAILABLE);
           },
         );
@@ -113,7 +125,11 @@ export class Gateway {
         },
       );
       probe.on('timeout', () => probe.destroy(new Error('timeout')));
-      probe.on('error', () => (upstream.ready = false));
+      // A probe unanswered in time says nothing: on a busy machine most of a live process's
+      // may be (the suite's faults never hang a process; one that is gone refuses connections).
+      probe.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ECONNREFUSED') upstream.ready = false;
+      });
       probe.end();
     }
   }

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitUntil, type PrivatePostgres } from '@herald/testkit';
-import { Gateway } from './gateway.test-support.js';
+import { GATEWAY_ERROR_HEADER, Gateway } from './gateway.test-support.js';
 import type { FaultRedis } from './servers.test-support.js';
 
 /**
@@ -476,7 +476,9 @@ export class Load {
       .then(async (response) => {
         await response.arrayBuffer();
         if (response.status === 202) this.accepted.set(id, now());
-        this.outcomes.push({ id, sentAt, at: now(), outcome: String(response.status) });
+        // Behind the gateway, a connection error on its way to Herald is its 503: the error counts.
+        const cut = response.headers.get(GATEWAY_ERROR_HEADER);
+        this.outcomes.push({ id, sentAt, at: now(), outcome: cut ?? String(response.status) });
       })
       .catch((error: unknown) => {
         this.outcomes.push({ id, sentAt, at: now(), outcome: errorCode(error) });
