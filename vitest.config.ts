@@ -1,17 +1,20 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The fault-injection suite (docs/reliability.md): one file, mostly waiting on its processes. */
+/**
+ * The fault-injection suite (docs/reliability.md): its files mostly wait on the processes they
+ * start, kill and restart (faults.int.test.ts, the one- and two-process stacks; many.int.test.ts,
+ * the many-process one; flow.int.test.ts).
+ */
 const FAULTS = 'services/standalone/src/faults/**/*.test.ts';
 
 /**
- * Files at once. The fault suite spends most of its ~90 s waiting on the processes it starts,
- * kills and restarts, so it takes a lane of its own beside the two that the rest of the files
- * share on this two-core machine.
+ * Files at once. The fault suite's two long files take a lane each, beside the two that the rest
+ * of the files share on this two-core machine (flow.int.test.ts, short, runs in one of those).
  */
-const MAX_WORKERS = 3;
+const MAX_WORKERS = 4;
 
-/** The fault suite first (the longest file, so the others fill the lanes around it). */
+/** The fault suite first (the longest files, so the others fill the lanes around them). */
 class FaultsFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);

@@ -33,9 +33,11 @@ export function readRouter(deps: ReadDeps): Router {
   const primary = new ReadGate(deps.readDb ?? deps.db, deps.readLimits);
   let replica: Replica | undefined;
   if (deps.readReplicaDb) {
+    const logger = deps.logger.child({ module: 'replica' });
     replica = {
       gate: new ReadGate(deps.readReplicaDb, deps.readLimits),
-      replay: new ReplayWatcher(deps.readReplicaDb, deps.logger.child({ module: 'replica' })),
+      replay: new ReplayWatcher(deps.readReplicaDb, logger),
+      logger,
     };
     registerReplicaLag(deps.metrics, deps.db, deps.readReplicaDb);
   }

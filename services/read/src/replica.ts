@@ -2,7 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Request } from 'express';
 import { errorMessage, readAfterOf } from '@herald/contract';
 import { warnOncePerCause, type Logger } from '@herald/runtime';
-import { readReplayState, type Queryable } from '@herald/store';
+import {
+  isDbUnavailableError,
+  readReplayState,
+  sqlState,
+  type NamedStatement,
+  type QueryResult,
+  type Queryable,
+  type Row,
+} from '@herald/store';
 import type { ReadAfterServed } from './metrics.js';
 import type { ReadGate } from './read-gate.js';
 
@@ -12,6 +20,8 @@ const POLL_MS = 5;
 // Logged at most once per 10 s each (warnOncePerCause): every read with a token would report it.
 const NO_ANSWER =
   'the read replica (READ_DATABASE_URL) does not answer: reads given X-Herald-Read-After go to the primary';
+const FELL_BACK =
+  'a read on the replica (READ_DATABASE_URL) failed: it runs on the primary instead';
 const NOT_A_REPLICA =
   'READ_DATABASE_URL names no replica (pg_last_wal_replay_lsn() is null there): reads given X-Herald-Read-After go to the primary';
 
@@ -97,6 +107,25 @@ export class ReplayWatcher {
 export interface Replica {
   gate: ReadGate;
   replay: ReplayWatcher;
+  logger: Logger;
+}
+
+/**
+ * SQLSTATEs a standby cancels a statement with when it conflicts with the WAL it replays ("canceling
+ * statement due to conflict with recovery": rows or a lock the primary took away, past
+ * max_standby_streaming_delay; 40P01 when the standby found a deadlock with its replay). On a
+ * replica nothing else raises them: a read there never writes.
+ */
+const RECOVERY_CONFLICT = new Set(['40001', '40P01']);
+
+/**
+ * Whether a statement that failed on the replica is run again on the primary: the replica could
+ * not be reached (stopped, restarting, too many connections) or cancelled it for a recovery
+ * conflict. Both say nothing about the statement; the primary answers it as it would have.
+ */
+function isReplicaFailure(error: unknown): boolean {
+  const state = sqlState(error);
+  return (state !== undefined && RECOVERY_CONFLICT.has(state)) || isDbUnavailableError(error);
 }
 
 /**
@@ -112,6 +141,38 @@ export class ReadSources {
     private readonly waitMs: number,
     private readonly served: ReadAfterServed,
   ) {}
+
+  /**
+   * The database one request of `tokenId` reads: `gate`'s (see gateFor) and, once a statement
+   * failed on the replica for the replica's sake (isReplicaFailure), the primary for that
+   * statement and the rest of the request. A stopped replica or a recovery conflict thus costs
+   * the request a second try, not an error.
+   */
+  dbFor(gate: ReadGate, tokenId: string): Queryable {
+    const primary = this.primary.forToken(tokenId);
+    const replica = this.replica;
+    if (!replica || gate !== replica.gate) return primary;
+    let current = replica.gate.forToken(tokenId);
+    return {
+      query: async <R extends Row = Row>(
+        statement: string | NamedStatement,
+        params?: readonly unknown[],
+      ): Promise<QueryResult<R>> => {
+        if (current === primary) return primary.query<R>(statement, params);
+        try {
+          return await current.query<R>(statement, params);
+        } catch (error) {
+          if (!isReplicaFailure(error)) throw error;
+          warnOncePerCause(replica.logger, FELL_BACK, {
+            err: errorMessage(error),
+            code: sqlState(error) ?? (error as { code?: unknown }).code,
+          });
+          current = primary;
+          return primary.query<R>(statement, params);
+        }
+      },
+    };
+  }
 
   async gateFor(readAfter: bigint | undefined): Promise<ReadGate> {
     const replica = this.replica;
@@ -132,5 +193,5 @@ export async function requestDb(
   tokenId: string,
 ): Promise<Queryable> {
   const gate = await deps.sources.gateFor(readAfterOf(req.headers['x-herald-read-after']));
-  return gate.forToken(tokenId);
+  return deps.sources.dbFor(gate, tokenId);
 }

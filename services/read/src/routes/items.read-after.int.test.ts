@@ -16,10 +16,12 @@ import {
   freePort,
   putRecord,
   serve,
+  startTcpProxy,
   testApi,
   testDeps,
   testRedis,
   type ReplicatedPostgres,
+  type TestAnswer,
   type TestApi,
   type TestServer,
 } from '@herald/testkit';
@@ -274,7 +276,7 @@ describe('a replica that cannot say how far it is', () => {
     expect(await app.metric(PRIMARY)).toBe(2);
   });
 
-  it('sends reads with a token to the primary, and answers those without 503, when unreachable', async () => {
+  it('sends every read to the primary when unreachable: tokens at once, the others after a try', async () => {
     const unreachable = createPostgresDb({
       connectionString: `postgres://postgres@127.0.0.1:${await freePort()}/herald`,
     });
@@ -283,14 +285,94 @@ describe('a replica that cannot say how far it is', () => {
       const readAfter = await saveNote('n7', 'v1');
       expect(await titles(app.api, 'n7', readAfter)).toEqual({ retrieved: 'v1', listed: 'v1' });
       expect(await app.metric(PRIMARY)).toBe(2);
-      const answer = await app.api.call('GET', '/items/n7');
-      expect(answer.status).toBe(503);
-      expect(answer.body.data[0].attributes).toMatchObject({
-        code: 'SERVICE_UNAVAILABLE',
-        transient: true,
-      });
+      expect(await titles(app.api, 'n7')).toEqual({ retrieved: 'v1', listed: 'v1' });
     } finally {
       await unreachable.close();
+    }
+  });
+});
+
+describe('a read the replica fails', () => {
+  it('runs on the primary when the replica stops and restarts under it', async () => {
+    // Through a proxy, so that the replica can go away for this app alone.
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: cluster.replica.port });
+    const through = createPostgresDb({
+      connectionString: proxy.url(cluster.replica.url('herald')),
+    });
+    try {
+      const app = await startApp({ readReplicaDb: through });
+      await saveNote('n9', 'v1');
+      await expect.poll(() => titles(app.api, 'n9')).toEqual({ retrieved: 'v1', listed: 'v1' });
+      // Its pooled connections cut, new ones refused.
+      await proxy.cut();
+      expect(await titles(app.api, 'n9')).toEqual({ retrieved: 'v1', listed: 'v1' });
+      await proxy.restore();
+      expect(await titles(app.api, 'n9')).toEqual({ retrieved: 'v1', listed: 'v1' });
+    } finally {
+      await through.close();
+      await proxy.close();
+    }
+  });
+
+  it('runs on the primary when the replica cancels it for a conflict with recovery (40001)', async () => {
+    // The standby cancels a conflicting read at once, instead of after 30 s.
+    await cluster.replica.psql('ALTER SYSTEM SET max_standby_streaming_delay = 0');
+    await cluster.replica.psql('SELECT pg_reload_conf()');
+    const own = createPostgresDb({
+      connectionString: cluster.replica.url('herald'),
+      applicationName: 'read-conflict',
+    });
+    try {
+      const app = await startApp({ readReplicaDb: own });
+      await saveNote('n10', 'v1');
+      await expect.poll(() => titles(app.api, 'n10')).toEqual({ retrieved: 'v1', listed: 'v1' });
+      const locksOnReplica = (mode: string, table: string) =>
+        cluster.replica.psql(
+          `SELECT count(*) FROM pg_locks WHERE relation = '${table}'::regclass AND mode = '${mode}' AND granted`,
+          'herald',
+        );
+      let listing: Promise<TestAnswer> | undefined;
+      // The listing's page statement locks records, then item_types (in this order: its FROM
+      // first). Held on the primary, item_types' exclusive lock is replayed: the standby's
+      // recovery holds it, and the statement waits there, holding its lock on records. Then an
+      // exclusive lock of records on the primary, replayed, conflicts with the statement, which
+      // the standby cancels: "canceling statement due to conflict with recovery".
+      await primary.transaction(async (tx) => {
+        await tx.query('LOCK TABLE item_types IN ACCESS EXCLUSIVE MODE');
+        // The lock's WAL record goes to the standby once flushed: another transaction's commit.
+        await cluster.primary.psql('SELECT txid_current()');
+        await expect
+          .poll(() => locksOnReplica('AccessExclusiveLock', 'item_types'), {
+            timeout: WAIT_TIMEOUT_MS,
+          })
+          .toBe('1');
+        listing = app.api.call('GET', '/items?filter[ids]=n10&version=current');
+        await expect
+          .poll(
+            () =>
+              cluster.replica.psql(
+                `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'read-conflict'
+                   AND wait_event_type = 'Lock'`,
+              ),
+            { timeout: WAIT_TIMEOUT_MS },
+          )
+          .toBe('1');
+        await cluster.primary.psql(
+          'BEGIN; LOCK TABLE records IN ACCESS EXCLUSIVE MODE; COMMIT',
+          'herald',
+        );
+      });
+      const answer = await listing!;
+      expect(answer.status).toBe(200);
+      expect(answer.body.data.map((item: { id: string }) => item.id)).toEqual(['n10']);
+      const conflicts = await cluster.replica.psql(
+        "SELECT confl_lock FROM pg_stat_database_conflicts WHERE datname = 'herald'",
+      );
+      expect(Number(conflicts)).toBeGreaterThan(0);
+    } finally {
+      await own.close();
+      await cluster.replica.psql('ALTER SYSTEM RESET max_standby_streaming_delay');
+      await cluster.replica.psql('SELECT pg_reload_conf()');
     }
   });
 });

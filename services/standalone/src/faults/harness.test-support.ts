@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitUntil, type PrivatePostgres } from '@herald/testkit';
-import type { PrivateRedis } from './servers.test-support.js';
+import { GATEWAY_ERROR_HEADER, Gateway } from './gateway.test-support.js';
+import type { FaultRedis } from './servers.test-support.js';
 
 /**
  * The fault suite's harness: the built Herald entry points as child processes on the suite's own
@@ -21,9 +22,10 @@ const SERVICES = fileURLToPath(new URL('../../../', import.meta.url));
 export const REPO_ROOT = join(SERVICES, '..');
 export const OUT_DIR = join(REPO_ROOT, '.ci', 'out');
 
-export type HeraldKind = 'ingest' | 'delivery' | 'standalone';
+export type HeraldKind = 'ingest' | 'read' | 'delivery' | 'standalone';
 const MAIN: Record<HeraldKind, string> = {
   ingest: join(SERVICES, 'ingest', 'dist', 'main.js'),
+  read: join(SERVICES, 'read', 'dist', 'main.js'),
   delivery: join(SERVICES, 'delivery', 'dist', 'main.js'),
   standalone: join(SERVICES, 'standalone', 'dist', 'main.js'),
 };
@@ -132,6 +134,8 @@ export class HeraldProcess {
     readonly kind: HeraldKind,
     readonly port: number,
     env: Record<string, string>,
+    /** Which of its kind's places in the stack it takes (a restart takes the same). */
+    readonly slot = 0,
   ) {
     this.child = spawn(process.execPath, [MAIN[kind]], {
       env: { ...env, PORT: String(port) },
@@ -472,7 +476,9 @@ export class Load {
       .then(async (response) => {
         await response.arrayBuffer();
         if (response.status === 202) this.accepted.set(id, now());
-        this.outcomes.push({ id, sentAt, at: now(), outcome: String(response.status) });
+        // Behind the gateway, a connection error on its way to Herald is its 503: the error counts.
+        const cut = response.headers.get(GATEWAY_ERROR_HEADER);
+        this.outcomes.push({ id, sentAt, at: now(), outcome: cut ?? String(response.status) });
       })
       .catch((error: unknown) => {
         this.outcomes.push({ id, sentAt, at: now(), outcome: errorCode(error) });
@@ -506,11 +512,38 @@ export interface FaultRow {
 
 export interface Infrastructure {
   postgres: PrivatePostgres;
-  redis: PrivateRedis;
+  /** A streaming replica of `postgres`: the many-process stack's read processes read it. */
+  replica?: PrivatePostgres | undefined;
+  /** The Redis the processes run on (REDIS_URL or, later, a cluster's REDIS_CLUSTER_NODES). */
+  redis: FaultRedis;
   tempDirs: string[];
 }
 
-type Stack = 'split' | 'standalone';
+/**
+ * Which Herald processes a fault runs: `split`, one ingest and one delivery process; `many`,
+ * MANY_PROCESSES behind a gateway (gateway.test-support.ts), the read processes on the replica;
+ * `standalone`, the single process on its embedded PostgreSQL.
+ */
+export type Stack = 'split' | 'many' | 'standalone';
+
+/** The many-process stack: processes of each kind. */
+export const MANY_PROCESSES: Readonly<Record<'ingest' | 'read' | 'delivery', number>> = {
+  ingest: 2,
+  read: 2,
+  delivery: 3,
+};
+
+/** Processes of each kind a stack runs. */
+function processCounts(stack: Stack): Partial<Record<HeraldKind, number>> {
+  switch (stack) {
+    case 'split':
+      return { ingest: 1, delivery: 1 };
+    case 'many':
+      return MANY_PROCESSES;
+    case 'standalone':
+      return { standalone: 1 };
+  }
+}
 
 /** Immediate shutdown of the postmaster of a data folder's embedded PostgreSQL, if it runs. */
 async function stopLeftOverPostgres(dataDir: string): Promise<void> {
@@ -549,10 +582,13 @@ export class Scenario {
   faultEndAt: number | undefined;
   receiver!: Receiver;
   load!: Load;
-  readonly #ports = new Map<HeraldKind, number>();
+  /** Each kind's ports, one per place (slot) in the stack. */
+  readonly #ports = new Map<HeraldKind, number[]>();
   readonly #env = new Map<HeraldKind, Record<string, string>>();
   #database: string | undefined;
   #dataDir: string | undefined;
+  #gateway: Gateway | undefined;
+  #faultStartAt: number | undefined;
   #counter = 0;
   readonly #afterLoad: (() => void | Promise<void>)[] = [];
   readonly #timeline: string[] = [];
@@ -569,9 +605,11 @@ export class Scenario {
     readonly settings: Readonly<Record<string, string>> = {},
   ) {}
 
-  /** The URL producers post to: ingest, or the single process. */
+  /** The URL clients use: ingest, the gateway, or the single process. */
   get entryUrl(): string {
-    return `http://127.0.0.1:${this.#ports.get(this.stack === 'split' ? 'ingest' : 'standalone')!}`;
+    if (this.#gateway) return this.#gateway.url;
+    const kind = this.stack === 'standalone' ? 'standalone' : 'ingest';
+    return `http://127.0.0.1:${this.#ports.get(kind)![0]!}`;
   }
 
   get database(): string {
@@ -584,7 +622,7 @@ export class Scenario {
       PATH: process.env['PATH'] ?? '',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
-      REDIS_URL: this.infra.redis.url,
+      ...this.infra.redis.env,
       REDIS_PREFIX: this.prefix,
       HERALD_ADMIN_TOKEN: this.token,
       SSRF_ALLOW_CIDRS: '127.0.0.0/8',
@@ -598,12 +636,24 @@ export class Scenario {
     } else {
       env['DATABASE_URL'] = this.infra.postgres.url(database ?? this.database);
     }
+    if (kind === 'read' && this.infra.replica) {
+      env['READ_DATABASE_URL'] = this.infra.replica.url(database ?? this.database);
+    }
     return env;
   }
 
-  /** Starts (or restarts, on the same port and data) a Herald process and waits until it listens. */
+  /**
+   * Starts (or restarts, on the same port and data) a Herald process and waits until it listens:
+   * in the first place of its kind that no running process holds.
+   */
   async start(kind: HeraldKind): Promise<HeraldProcess> {
-    const child = this.spawn(kind);
+    const held = new Set(
+      this.processes.filter((p) => p.kind === kind && p.running).map((p) => p.slot),
+    );
+    const slots = this.#ports.get(kind)?.length ?? 0;
+    let slot = 0;
+    while (slot < slots - 1 && held.has(slot)) slot++;
+    const child = this.spawn(kind, { slot });
     // The single process's first start makes its embedded cluster (initdb) on a busy machine.
     await child.ready(kind === 'standalone' ? 120_000 : 60_000);
     this.mark(`${child.name} listening`);
@@ -611,17 +661,22 @@ export class Scenario {
   }
 
   /** Spawns a Herald process without waiting for it. */
-  spawn(kind: HeraldKind, options: { env?: Record<string, string>; port?: number } = {}) {
+  spawn(
+    kind: HeraldKind,
+    options: { env?: Record<string, string>; port?: number; slot?: number } = {},
+  ) {
+    const slot = options.slot ?? 0;
     let port = options.port;
     if (port === undefined) {
-      port = this.#ports.get(kind);
-      if (port === undefined) throw new Error(`no port for ${kind}: call setUp first`);
+      port = this.#ports.get(kind)?.[slot];
+      if (port === undefined) throw new Error(`no port for ${kind} #${slot}: call setUp first`);
     }
     const child = new HeraldProcess(
       `${kind}#${++this.#counter}`,
       kind,
       port,
       options.env ?? this.#env.get(kind)!,
+      slot,
     );
     this.processes.push(child);
     return child;
@@ -669,23 +724,35 @@ export class Scenario {
   /** Database or data folder, the processes, a model and a webhook to the receiver. */
   async setUp(): Promise<void> {
     this.receiver = await Receiver.start();
-    if (this.stack === 'split') {
+    const counts = processCounts(this.stack);
+    for (const [kind, count] of Object.entries(counts) as [HeraldKind, number][]) {
+      const ports: number[] = [];
+      for (let i = 0; i < count; i++) ports.push(await freePort());
+      this.#ports.set(kind, ports);
+    }
+    const startAll = (kind: HeraldKind): Promise<unknown> =>
+      Promise.all(Array.from({ length: counts[kind] ?? 0 }, () => this.start(kind)));
+    if (this.stack !== 'standalone') {
       this.#database = `faults_${this.tag}`;
       await this.infra.postgres.createDatabase(this.#database);
-      this.#ports.set('ingest', await freePort());
-      this.#ports.set('delivery', await freePort());
-      this.#env.set('ingest', this.env('ingest'));
-      this.#env.set('delivery', this.env('delivery'));
-      await this.start('ingest');
+      for (const kind of Object.keys(counts) as HeraldKind[]) this.#env.set(kind, this.env(kind));
+      if (this.stack === 'many') {
+        this.#gateway = await Gateway.start({
+          ingest: this.#ports.get('ingest')!,
+          read: this.#ports.get('read')!,
+        });
+      }
+      // Ingest and read first (every process applies the migrations, under a lock); delivery
+      // once the webhook exists, so that its first index of the webhooks holds it.
+      await Promise.all([startAll('ingest'), startAll('read')]);
       await this.#createModelAndWebhook();
-      await this.start('delivery');
+      await startAll('delivery');
     } else {
       // An empty data folder: the first start makes the embedded PostgreSQL's cluster in it.
       const dataDir = await mkdtemp(join(tmpdir(), 'herald-faults-standalone-'));
       this.infra.tempDirs.push(dataDir);
       this.#dataDir = dataDir;
       this.#env.set('standalone', this.env('standalone'));
-      this.#ports.set('standalone', await freePort());
       await this.start('standalone');
       await this.#createModelAndWebhook();
     }
@@ -790,6 +857,7 @@ export class Scenario {
         this.mark(`Herald delivered ${perS.toFixed(1)}/s: the load goes on at ${pace}/s`);
       }
     }
+    this.#faultStartAt = now();
     this.mark('deliveries keep pace; fault starts');
   }
 
@@ -827,7 +895,11 @@ export class Scenario {
       30_000,
     );
     await this.load.stop();
-    this.mark('load stopped');
+    const refused = this.load.refusalsSince(this.#faultStartAt ?? 0);
+    const gateway = this.#gateway ? `, the gateway's own 503s: ${this.#gateway.unavailable}` : '';
+    this.mark(
+      `load stopped; answers other than 202 since the fault: ${JSON.stringify(refused)}${gateway}`,
+    );
     for (const check of this.#afterLoad) await check();
     if (!resumed) {
       this.problems.push(
@@ -903,7 +975,7 @@ export class Scenario {
 
   /** What Herald's own store says, for a failing fault (split stack: straight from Postgres). */
   async storeSummary(): Promise<string> {
-    if (this.stack !== 'split') return '';
+    if (this.stack === 'standalone') return '';
     // Counts by status, then each call not finished (what holds it, since when its clock runs,
     // its last attempt) and each process's lease.
     const sql = `SELECT 'events unmatched: ' || (SELECT count(*) FROM events WHERE matched_at IS NULL)
@@ -945,6 +1017,7 @@ export class Scenario {
     );
     await this.load?.stop();
     await this.receiver?.close();
+    await this.#gateway?.close();
     // The single process stops its embedded PostgreSQL; one a killed process left running (a
     // fault that failed before its restart) is stopped here, before its folder is deleted.
     if (this.#dataDir) await stopLeftOverPostgres(this.#dataDir);

@@ -11,8 +11,28 @@ import { freePort, waitUntil } from '@herald/testkit';
 
 const run = promisify(execFile);
 
+/**
+ * The Redis a fault's Herald processes run on, as the faults see it: one server today; a Redis
+ * Cluster (REDIS_CLUSTER_NODES) can take its place by implementing the same.
+ */
+export interface FaultRedis {
+  /** The variables that point Herald at it (REDIS_URL; a cluster's REDIS_CLUSTER_NODES). */
+  readonly env: Readonly<Record<string, string>>;
+  /** FLUSHALL (a cluster: on every master). */
+  flushAll(): Promise<void>;
+  /** kill -9 of every server: Redis goes down with everything it held. */
+  kill(): Promise<void>;
+  /** Starts every server again, empty, and waits until they answer. */
+  start(): Promise<void>;
+  /** One redis-cli command (a cluster: to the node holding the key). */
+  cli(...args: string[]): Promise<string>;
+  destroy(): Promise<void>;
+  /** For an exit handler: kill -9, synchronously. */
+  killSync(): void;
+}
+
 /** A redis-server child of the suite's own, without persistence, killable and restartable. */
-export class PrivateRedis {
+export class PrivateRedis implements FaultRedis {
   #child: ChildProcess | undefined;
   #output = '';
 
@@ -26,6 +46,15 @@ export class PrivateRedis {
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get env(): Readonly<Record<string, string>> {
+    return { REDIS_URL: this.url };
+  }
+
+  async flushAll(): Promise<void> {
+    const answer = await this.cli('FLUSHALL');
+    if (answer !== 'OK') throw new Error(`FLUSHALL answered ${answer}`);
   }
 
   get output(): string {
