@@ -190,6 +190,9 @@ function explain(reason: string): string {
     return `the message is too large for the broker (${reason})`;
   }
   if (/ACCESS_REFUSED/.test(reason)) return `access refused (${reason})`;
+  if (/nack/i.test(reason)) {
+    return `the broker did not take it (nack): a queue it routes to is full and refuses new messages, or the broker is short of resources`;
+  }
   return reason;
 }
 
