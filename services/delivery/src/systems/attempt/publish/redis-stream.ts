@@ -51,15 +51,19 @@ export class RedisStreamPublisher implements Publisher {
       ...(username !== null && { username }),
       ...(password !== null && { password }),
     });
-    client.on('error', () => {
-      // Commands in flight fail with it; the client is replaced once it ended.
+    // Commands in flight fail with it; the client is replaced once it ended. A refused AUTH is
+    // only told here: connect() then rejects with "Connection is closed".
+    let lastError: unknown;
+    client.on('error', (error: unknown) => {
+      lastError = error;
     });
     try {
       await client.connect();
       return new RedisStreamPublisher(client, broker);
     } catch (error) {
       client.disconnect();
-      throw new BrokerError(connectFailure(error, broker), { cause: error });
+      const cause = lastError ?? error;
+      throw new BrokerError(connectFailure(cause, broker), { cause });
     }
   }
 
