@@ -75,3 +75,16 @@ export function describeDestination(destination: BrokerDestination): string {
       return `${url} stream=${destination.stream} (MAXLEN ~ ${destination.max_len})`;
   }
 }
+
+/**
+ * An update's destination with the credentials it sends back as shown (`***`) replaced by the
+ * stored ones: a client that sends back what it read keeps them, never stores `***`.
+ */
+export function keepStoredCredentials(sent: Destination, stored: Destination): Destination {
+  if (sent.kind === 'http' || stored.kind === 'http') return sent;
+  return {
+    ...sent,
+    url: sent.url === redactBrokerUrl(stored.url) ? stored.url : sent.url,
+    password: sent.password === '***' ? stored.password : sent.password,
+  };
+}

@@ -35,6 +35,7 @@ export {
   HTTP_DESTINATION,
   STREAM_MAX_LEN,
   describeDestination,
+  keepStoredCredentials,
   redactBrokerUrl,
   redactDestination,
   type BrokerDestination,

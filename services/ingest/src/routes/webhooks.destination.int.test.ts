@@ -62,6 +62,32 @@ describe('the destination attribute', () => {
     });
   });
 
+  it('an update that sends back the shown destination keeps its credentials', async ({
+    api,
+    deps,
+  }) => {
+    const created = await create(api, {
+      kind: 'redis_stream',
+      url: 'redis://:url-secret@127.0.0.1:6379/0',
+      stream: 'changes',
+      username: 'herald',
+      password: 'field-secret',
+    });
+    const { id, attributes } = created.body.data;
+    const shown = { ...attributes.destination, stream: 'renamed' };
+    const updated = await api.call('PUT', `/webhooks/${id}`, {
+      data: { type: 'webhook', id, attributes: { destination: shown } },
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.body.data.attributes.destination).toEqual(shown);
+    const stored = await findWebhook(deps.db, id);
+    expect(stored!.destination).toMatchObject({
+      url: 'redis://:url-secret@127.0.0.1:6379/0',
+      password: 'field-secret',
+      stream: 'renamed',
+    });
+  });
+
   it('fills the defaults of nats and redis_stream', async ({ api }) => {
     const nats = await create(api, { kind: 'nats', url: 'nats://127.0.0.1:4222', subject: 'a.b' });
     expect(nats.body.data.attributes.destination).toMatchObject({ jetstream: true });
