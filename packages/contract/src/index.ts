@@ -29,6 +29,19 @@ export {
   totalCount,
   type BlockResource,
 } from './resources.js';
+export {
+  DESTINATION_KINDS,
+  DESTINATION_SCHEMES,
+  HTTP_DESTINATION,
+  STREAM_MAX_LEN,
+  describeDestination,
+  keepStoredCredentials,
+  redactBrokerUrl,
+  redactDestination,
+  type BrokerDestination,
+  type Destination,
+  type DestinationKind,
+} from './destinations.js';
 export { QUEUE_EVENT_MATCH, QUEUE_WEBHOOK_DELIVER, CHANNEL_WEBHOOKS_CHANGED } from './queues.js';
 export { AccessTokenName, ROLES, isRole, type Role } from './roles.js';
 export type { ApiOperation } from './api-operation.js';

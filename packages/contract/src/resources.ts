@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ERROR_CODES, type ErrorCode } from './error-codes.js';
 import { ROLES } from './roles.js';
+import type { Destination } from './destinations.js';
 import { ATTEMPT_TRIGGERS, WEBHOOK_CALL_STATUSES } from './webhook-calls.js';
 import {
   DELIVERY_ORDERS,
@@ -84,6 +85,35 @@ const DeliveryPolicySchema = z.strictObject({
   disable_after_failing_ms: policyNumber,
 }) satisfies z.ZodType<DeliveryPolicy>;
 
+const brokerFields = {
+  url: z.string(),
+  username: z.string().nullable(),
+  password: z.string().nullable(),
+};
+/** Extension: where the calls go (docs/api.md, Destinations); credentials shown as `***`. */
+const DestinationSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('http') }),
+  z.strictObject({
+    kind: z.literal('rabbitmq'),
+    ...brokerFields,
+    exchange: z.string(),
+    routing_key: z.string(),
+  }),
+  z.strictObject({
+    kind: z.literal('nats'),
+    ...brokerFields,
+    subject: z.string(),
+    jetstream: z.boolean(),
+  }),
+  z.strictObject({ kind: z.literal('mqtt'), ...brokerFields, topic: z.string() }),
+  z.strictObject({
+    kind: z.literal('redis_stream'),
+    ...brokerFields,
+    stream: z.string(),
+    max_len: z.number().int(),
+  }),
+]) satisfies z.ZodType<Destination>;
+
 const WebhookBatchSchema = z.strictObject({
   window_ms: z.number().int(),
   max_events: z.number().int(),
@@ -115,6 +145,7 @@ export const WebhookResource = z
       // Extension: requests carry the traceparent of their attempt's span (docs/operations.md,
       // Traces).
       trace_context: z.boolean(),
+      destination: DestinationSchema,
       signing_secret: z.string(),
       disabled_reason: z.string().nullable(),
       disabled_at: NullableInstant,

@@ -24,6 +24,11 @@ export const REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
+  // A webhook's broker destination: its URL may hold credentials (docs/api.md, Destinations).
+  'destination.url',
+  'destination.password',
+  '*.destination.url',
+  '*.destination.password',
 ];
 
 export function createLogger(options: {

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { ApiError, ReplayOffer, WebhookResource } from '@herald/contract';
+import { ApiError, ReplayOffer, WebhookResource, keepStoredCredentials } from '@herald/contract';
 import { requestDocument } from '@herald/runtime';
 import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
 import { webhooksOperation } from '../admin-api.js';
@@ -62,6 +62,14 @@ export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id:
         deliveryOrder !== undefined ? 'delivery_order' : 'batch',
       );
       if (conflict) throw ApiError.many([conflict]);
+    }
+    if (result.value.destination !== undefined) {
+      const stored = await findWebhook(deps.db, id);
+      if (!stored) throw webhookNotFound(id);
+      result.value.destination = keepStoredCredentials(
+        result.value.destination,
+        stored.destination,
+      );
     }
     const before = result.value.enabled === true ? await findWebhook(deps.db, id) : null;
     const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {

@@ -3,6 +3,10 @@ import { z } from 'zod';
 import {
   ApiError,
   BATCH_LIMITS,
+  DESTINATION_KINDS,
+  DESTINATION_SCHEMES,
+  HTTP_DESTINATION,
+  STREAM_MAX_LEN,
   CONTENT_ENTRY_KEYS,
   DELIVERY_ORDERS,
   ENVIRONMENT_TYPES,
@@ -17,6 +21,7 @@ import {
   isObject,
   isWebhookEventType,
   type CidrList,
+  type Destination,
   type ErrorEntry,
   type WebhookBatch,
   type WebhookEntityType,
@@ -54,6 +59,7 @@ const WRITABLE = {
   coalesce: 'coalesceEvents',
   batch: 'batch',
   trace_context: 'traceContext',
+  destination: 'destination',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -76,6 +82,7 @@ const OPTIONAL_ON_CREATE = {
   coalesce: true,
   batch: true,
   trace_context: true,
+  destination: true,
 } as const;
 
 const DEFAULTS = {
@@ -88,6 +95,7 @@ const DEFAULTS = {
   coalesceEvents: false,
   batch: null,
   traceContext: true,
+  destination: HTTP_DESTINATION,
 } as const;
 
 const LIMITS = {
@@ -610,6 +618,158 @@ const HttpBasicPassword = z
   .string(expected('http_basic_password must be a string or null'))
   .nullable();
 
+/** The longest exchange, subject, topic or stream key (AMQP's shortstr is 255 bytes). */
+const DESTINATION_NAME_MAX = 255;
+
+/** The keys of each destination kind, each with its check; a problem names its key. */
+const DESTINATION_KEYS: Record<Destination['kind'], readonly string[]> = {
+  http: ['kind'],
+  rabbitmq: ['kind', 'url', 'username', 'password', 'exchange', 'routing_key'],
+  nats: ['kind', 'url', 'username', 'password', 'subject', 'jetstream'],
+  mqtt: ['kind', 'url', 'username', 'password', 'topic'],
+  redis_stream: ['kind', 'url', 'username', 'password', 'stream', 'max_len'],
+};
+
+/** What is wrong with a broker URL for `kind`, or undefined. */
+function brokerUrlProblem(
+  kind: keyof typeof DESTINATION_SCHEMES,
+  value: string,
+  allowCidrs: CidrList,
+): string | undefined {
+  const schemes: readonly string[] = DESTINATION_SCHEMES[kind];
+  const expectedUrl = `destination.url must be a ${schemes.map((s) => `${s}://`).join(' or ')} URL`;
+  if (value.length > LIMITS.urlChars || !NO_SPACE_OR_CONTROL.test(value)) return expectedUrl;
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    return expectedUrl;
+  }
+  if (!schemes.includes(parsed.protocol.slice(0, -1))) return expectedUrl;
+  if (!parsed.hostname) return 'destination.url must name a host';
+  const host = literalHost(parsed.hostname);
+  const address = host === undefined ? undefined : checkAddress(host, allowCidrs);
+  return address?.blocked
+    ? `destination.url points to a refused address: ${address.reason}`
+    : undefined;
+}
+
+/**
+ * Extension: where the calls go (docs/api.md, Destinations). `{"kind": "http"}` (the default)
+ * sends HTTP to `url`; a broker kind names its broker and where on it the message goes.
+ */
+const destinationSchema = (allowCidrs: CidrList) =>
+  jsonObject('destination must be an object {"kind": …}').transform((given, ctx): Destination => {
+    const kind = given['kind'];
+    if (typeof kind !== 'string' || !(DESTINATION_KINDS as readonly string[]).includes(kind)) {
+      report(
+        ctx,
+        'VALIDATION_INCLUSION',
+        `destination.kind must be one of: ${DESTINATION_KINDS.join(', ')}`,
+        ['kind'],
+      );
+      return z.NEVER;
+    }
+    const known = kind as Destination['kind'];
+    unknownKeys(
+      ctx,
+      given,
+      new Set(DESTINATION_KEYS[known]),
+      `a ${known} destination has ${DESTINATION_KEYS[known].join(', ')}`,
+    );
+    if (known === 'http') return HTTP_DESTINATION;
+    const text = (key: string, { required = true, empty = false } = {}): string | null => {
+      const value = given[key];
+      if ((value === undefined || value === null) && !required) return null;
+      if (typeof value !== 'string') {
+        report(ctx, 'VALIDATION_REQUIRED', `destination.${key} must be a string`, [key]);
+        return null;
+      }
+      if (!empty && value === '') {
+        report(ctx, 'VALIDATION_REQUIRED', `destination.${key} must not be empty`, [key]);
+      } else if (Buffer.byteLength(value) > DESTINATION_NAME_MAX && key !== 'url') {
+        report(
+          ctx,
+          'VALIDATION_LENGTH',
+          `destination.${key} must be at most ${DESTINATION_NAME_MAX} bytes`,
+          [key],
+        );
+      }
+      return value;
+    };
+    const url = text('url') ?? '';
+    const problem = url ? brokerUrlProblem(known, url, allowCidrs) : undefined;
+    if (problem) report(ctx, 'VALIDATION_FORMAT', problem, ['url']);
+    const credentials = {
+      url,
+      username: text('username', { required: false }),
+      password: text('password', { required: false, empty: true }),
+    };
+    switch (known) {
+      case 'rabbitmq':
+        // An empty routing key is AMQP's own (a fanout exchange ignores it).
+        return {
+          kind: known,
+          ...credentials,
+          exchange: text('exchange') ?? '',
+          routing_key: text('routing_key', { required: false, empty: true }) ?? '',
+        };
+      case 'nats': {
+        const subject = text('subject') ?? '';
+        if (/[\s*>]/.test(subject)) {
+          report(
+            ctx,
+            'VALIDATION_FORMAT',
+            'destination.subject must not hold spaces or the wildcards * and >',
+            ['subject'],
+          );
+        }
+        const jetstream = given['jetstream'] ?? true;
+        if (typeof jetstream !== 'boolean') {
+          report(ctx, 'VALIDATION_TYPE', 'destination.jetstream must be true or false', [
+            'jetstream',
+          ]);
+        }
+        return { kind: known, ...credentials, subject, jetstream: jetstream === true };
+      }
+      case 'mqtt': {
+        const topic = text('topic') ?? '';
+        if (/[+#]/.test(topic)) {
+          report(
+            ctx,
+            'VALIDATION_FORMAT',
+            'destination.topic must not hold the wildcards + and #',
+            ['topic'],
+          );
+        }
+        return { kind: known, ...credentials, topic };
+      }
+      case 'redis_stream': {
+        const maxLen = given['max_len'] ?? STREAM_MAX_LEN.default;
+        const { min, max } = STREAM_MAX_LEN;
+        if (
+          typeof maxLen !== 'number' ||
+          !Number.isInteger(maxLen) ||
+          maxLen < min ||
+          maxLen > max
+        ) {
+          report(
+            ctx,
+            'VALIDATION_FORMAT',
+            `destination.max_len must be an integer from ${min} to ${max}`,
+            ['max_len'],
+          );
+        }
+        return {
+          kind: known,
+          ...credentials,
+          stream: text('stream') ?? '',
+          max_len: maxLen as number,
+        };
+      }
+    }
+  });
+
 const flag = (key: string) => z.boolean(expected(`${key} must be true or false`));
 
 const PayloadApiVersion = member(
@@ -680,6 +840,7 @@ function webhookAttributes(allowCidrs: CidrList) {
     coalesce: flag('coalesce'),
     batch: BatchSchema,
     trace_context: flag('trace_context'),
+    destination: destinationSchema(allowCidrs),
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;
   for (const key of Object.keys(fields) as WireAttribute[])

@@ -1,4 +1,8 @@
-import type { IncludedWebhookResource, WebhookResource } from '@herald/contract';
+import {
+  redactDestination,
+  type IncludedWebhookResource,
+  type WebhookResource,
+} from '@herald/contract';
 import { redactHeaders, redactUrl } from '@herald/payload';
 import type { WebhookRecord } from '@herald/store';
 
@@ -30,6 +34,8 @@ export function serializeWebhook(webhook: WebhookRecord): WebhookResource {
       coalesce: webhook.coalesceEvents,
       batch: webhook.batch,
       trace_context: webhook.traceContext,
+      // Write-only credentials: shown as `***`.
+      destination: redactDestination(webhook.destination),
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,

@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
-import type { DeliverJobData } from '@herald/contract';
+import { describeDestination, type BrokerDestination, type DeliverJobData } from '@herald/contract';
 import {
   renderDeliveryRequest,
   signWebhook,
@@ -23,6 +23,7 @@ import type { Limits } from '../limits/limits.js';
 import type { SystemResources } from '../resources.js';
 import { decideOutcome, statusClass, tripsCircuit, type Outcome } from './decide-outcome.js';
 import { HttpClient, type SendResult } from './http-client.js';
+import { Publishers } from './publish/publishers.js';
 import type { OutcomeRecorder } from './record-outcomes.js';
 
 /** The call an attempt is made of, as its job or its caller knows it. */
@@ -77,6 +78,8 @@ export type AttemptSettings = Pick<
 export class Attempts {
   /** One undici Agent per process, shared by every attempt. */
   readonly #client: HttpClient;
+  /** The broker connections of the webhooks whose destination is not HTTP. */
+  readonly #publishers: Publishers;
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -89,11 +92,16 @@ export class Attempts {
       maxResponseBytes: settings.responseMaxBytes,
       connectionsPerOrigin: settings.connectionsPerOrigin,
     });
+    this.#publishers = new Publishers({
+      connectTimeoutMs: settings.connectTimeoutMs,
+      totalTimeoutMs: settings.timeoutMs,
+      allowCidrs: settings.allowCidrs,
+    });
   }
 
-  /** Closes the client's connections (once no attempt is in flight). */
-  close(): Promise<void> {
-    return this.#client.close();
+  /** Closes the client's and the publishers' connections (once no attempt is in flight). */
+  async close(): Promise<void> {
+    await Promise.all([this.#client.close(), this.#publishers.close()]);
   }
 
   async make(
@@ -160,7 +168,7 @@ export class Attempts {
         'http.request.method': 'POST',
       });
     }
-    const request = await renderDeliveryRequest(deps.db, {
+    const rendered = await renderDeliveryRequest(deps.db, {
       webhook,
       event,
       entries,
@@ -174,6 +182,8 @@ export class Attempts {
       models: deps.models.forEvent(event),
       traceparent: webhook.traceContext ? traceparentOf(span) : null,
     });
+    const destination = webhook.destination;
+    const request = destination.kind === 'http' ? rendered : asMessage(rendered, destination);
 
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
     const bulk = trigger === 'bulk_resend' || trigger === 'replay';
@@ -181,7 +191,14 @@ export class Attempts {
       deps.limits.rateStarted(webhook.id, perSecond);
     }
     const started = performance.now();
-    const result = await this.#client.send(request.url, request.headers, request.body);
+    const result =
+      destination.kind === 'http'
+        ? await this.#client.send(request.url, request.headers, request.body)
+        : await this.#publishers.publish(destination, {
+            id: call.id,
+            body: request.body,
+            headers: request.headers,
+          });
     answered?.();
     if (span.isRecording()) {
       if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
@@ -298,6 +315,31 @@ export class Attempts {
     );
     return released;
   }
+}
+
+/**
+ * A broker destination's request as the call log shows it: the URL is where the message went
+ * (broker, exchange/subject/topic/stream, credentials hidden), the headers its message headers.
+ * No `authorization`: Basic auth is HTTP's.
+ */
+function asMessage(request: DeliveryRequest, destination: BrokerDestination): DeliveryRequest {
+  const where = `${destination.kind}: ${describeDestination(destination)}`;
+  return {
+    ...request,
+    url: where,
+    headers: messageHeaders(request.headers),
+    logged: { url: where, headers: messageHeaders(request.logged.headers) },
+  };
+}
+
+/** Header names in lower case (as HTTP/2 and the brokers' consumers read them), no Basic auth. */
+function messageHeaders(headers: Record<string, string>): Record<string, string> {
+  const named: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (lower !== 'authorization') named[lower] = value;
+  }
+  return named;
 }
 
 /** Ends an attempt's span with its outcome (success, rescheduled, failed). */

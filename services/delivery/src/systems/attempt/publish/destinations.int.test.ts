@@ -1,0 +1,295 @@
+import { randomBytes } from 'node:crypto';
+import amqp from 'amqplib';
+import { Redis } from 'ioredis';
+import mqtt from 'mqtt';
+import { connect as natsConnect, type NatsConnection } from 'nats';
+import { Webhook } from 'standardwebhooks';
+import { describe, expect, onTestFinished, vi } from 'vitest';
+import type { BrokerDestination, Destination } from '@herald/contract';
+import { listWebhookCallAttempts, type Db, type WebhookRecord } from '@herald/store';
+import {
+  addWebhook,
+  emitEvents,
+  itemEvent,
+  itemEventsIn,
+  pipelineTest,
+  waitForCall,
+  webhookInput,
+  type Pipeline,
+} from '../../../harness.test-support.js';
+
+// Real brokers (scripts/ensure-services.sh): each test makes its own exchange, queue, stream,
+// topic or key, and removes it.
+const AMQP_URL = process.env['TEST_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
+const NATS_URL = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222';
+const MQTT_URL = process.env['TEST_MQTT_URL'] ?? 'mqtt://127.0.0.1:1883';
+const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+const it = pipelineTest({}, 'redis');
+const unique = (prefix: string) => `herald-test-${prefix}-${randomBytes(6).toString('hex')}`;
+
+const broker = (destination: BrokerDestination): Destination => destination;
+const credentials = { username: null, password: null };
+
+/** Stores a webhook sending the test's environment's item events to `destination`. */
+async function brokerWebhook(
+  { db, pipeline }: { db: Db; pipeline: Pipeline },
+  destination: Destination,
+): Promise<{ webhook: WebhookRecord; env: string }> {
+  const env = unique('env');
+  const webhook = await addWebhook(
+    db,
+    pipeline,
+    webhookInput('https://unused.example/hook', { events: itemEventsIn(env), destination }),
+  );
+  return { webhook, env };
+}
+
+/** What the consumer verifies, as an HTTP receiver does. */
+function verify(webhook: WebhookRecord, body: string, headers: Record<string, unknown>): unknown {
+  const asText = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, String(v)]));
+  return new Webhook(webhook.signingSecret).verify(body, asText);
+}
+
+describe('rabbitmq', () => {
+  /** A direct exchange and a queue bound to it by `routingKey`, deleted after the test. */
+  async function rabbitTopology(routingKey: string, bind = true) {
+    const connection = await amqp.connect(AMQP_URL);
+    const channel = await connection.createChannel();
+    const exchange = unique('exchange');
+    const queue = unique('queue');
+    await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: false });
+    await channel.assertQueue(queue, { durable: false, exclusive: false, autoDelete: false });
+    if (bind) await channel.bindQueue(queue, exchange, routingKey);
+    onTestFinished(async () => {
+      await channel.deleteQueue(queue);
+      await channel.deleteExchange(exchange);
+      await connection.close();
+    });
+    return { channel, exchange, queue };
+  }
+
+  it('publishes a signed message that a consumer verifies; the call log says where', async ({
+    db,
+    pipeline,
+  }) => {
+    const { channel, exchange, queue } = await rabbitTopology('changes');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'changes', ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+
+    const message = await vi.waitFor(
+      async () => {
+        const got = await channel.get(queue, { noAck: true });
+        if (!got) throw new Error('no message yet');
+        return got;
+      },
+      { timeout: 5000, interval: 25 },
+    );
+    const body = message.content.toString();
+    const headers = message.properties.headers as Record<string, unknown>;
+    expect(headers['webhook-id']).toBe(call.id);
+    expect(verify(webhook, body, headers)).toMatchObject({ webhook_call_id: call.id });
+    expect(message.properties.messageId).toBe(call.id);
+
+    const logged = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
+    const attempt = logged!.attempts[0]!;
+    expect(attempt.requestUrl).toContain(`exchange=${exchange} routing_key=changes`);
+    expect(attempt.requestUrl).not.toContain('guest:guest');
+    expect(attempt.responseStatus).toBe(200);
+    expect(attempt.responsePayload).toContain('confirmed by RabbitMQ');
+    expect(attempt.requestHeaders['webhook-signature']).toBeDefined();
+  });
+
+  it('a missing exchange is a failure that says so, retried', async ({ db, pipeline }) => {
+    const exchange = unique('missing');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'x', ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['failed'], 15_000);
+    expect(call.attemptedAutoRetriesCount).toBe(3);
+    expect(call.failureReason).toMatch(/exchange does not exist/);
+  });
+
+  it('refused credentials are a failure that says so, the password never logged', async ({
+    db,
+    pipeline,
+  }) => {
+    const { exchange } = await rabbitTopology('x');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({
+        kind: 'rabbitmq',
+        url: 'amqp://127.0.0.1:5672',
+        exchange,
+        routing_key: 'x',
+        username: 'guest',
+        password: 'not-the-password',
+      }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+    expect(call.failureReason).toMatch(/refused the credentials/);
+    const logged = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
+    expect(JSON.stringify(logged)).not.toContain('not-the-password');
+  });
+
+  it('a message no queue takes is not reported as delivered', async ({ db, pipeline }) => {
+    const { exchange } = await rabbitTopology('bound');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'unbound', ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+    expect(call.failureReason).toMatch(/no queue is bound/);
+  });
+});
+
+describe('nats', () => {
+  async function natsStream(subject: string): Promise<{ nc: NatsConnection; stream: string }> {
+    const nc = await natsConnect({ servers: NATS_URL });
+    const jsm = await nc.jetstreamManager();
+    const stream = unique('stream').replaceAll('-', '_');
+    await jsm.streams.add({ name: stream, subjects: [subject] });
+    onTestFinished(async () => {
+      await jsm.streams.delete(stream);
+      await nc.close();
+    });
+    return { nc, stream };
+  }
+
+  it('publishes to JetStream with an ack; a consumer verifies the message', async ({
+    db,
+    pipeline,
+  }) => {
+    const subject = unique('subject').replaceAll('-', '.');
+    const { nc, stream } = await natsStream(subject);
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'nats', url: NATS_URL, subject, jetstream: true, ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+
+    const consumer = await nc.jetstream().consumers.get(stream);
+    const message = await consumer.next({ expires: 5000 });
+    expect(message).not.toBeNull();
+    const headers: Record<string, string> = {};
+    for (const [name, values] of message!.headers!) headers[name] = values[0] ?? '';
+    expect(verify(webhook, message!.string(), headers)).toMatchObject({ webhook_call_id: call.id });
+    message!.ack();
+
+    const logged = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
+    expect(logged!.attempts[0]!.responsePayload).toMatch(
+      new RegExp(`stream "${stream}" sequence 1`),
+    );
+  });
+
+  it('a subject no stream captures is a failure that says so', async ({ db, pipeline }) => {
+    const subject = unique('nostream').replaceAll('-', '.');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'nats', url: NATS_URL, subject, jetstream: true, ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+    expect(call.failureReason).toMatch(/no JetStream stream/);
+  });
+});
+
+describe('mqtt', () => {
+  it('publishes with QoS 1; a subscriber verifies the message from its user properties', async ({
+    db,
+    pipeline,
+  }) => {
+    const topic = `herald-test/${unique('topic')}`;
+    const subscriber = await mqtt.connectAsync(MQTT_URL, { protocolVersion: 5 });
+    onTestFinished(() => subscriber.endAsync());
+    const received: { body: string; headers: Record<string, unknown> }[] = [];
+    subscriber.on('message', (_topic, payload, packet) => {
+      received.push({
+        body: payload.toString(),
+        headers: packet.properties?.userProperties ?? {},
+      });
+    });
+    await subscriber.subscribeAsync(topic, { qos: 1 });
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'mqtt', url: MQTT_URL, topic, ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+    await vi.waitFor(() => expect(received).toHaveLength(1));
+    const [message] = received;
+    expect(verify(webhook, message!.body, message!.headers)).toMatchObject({
+      webhook_call_id: call.id,
+    });
+  });
+
+  it('an unreachable broker is a failure that says so', async ({ db, pipeline }) => {
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'mqtt', url: 'mqtt://127.0.0.1:1', topic: 'nowhere', ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+    expect(call.failureReason).toMatch(/unreachable/);
+  });
+});
+
+describe('redis_stream', () => {
+  it('adds a signed entry that a consumer verifies', async ({ db, pipeline }) => {
+    const stream = unique('stream');
+    const reader = new Redis(REDIS_URL);
+    onTestFinished(async () => {
+      await reader.del(stream);
+      await reader.quit();
+    });
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'redis_stream', url: REDIS_URL, stream, max_len: 100, ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+    const entries = await reader.xrange(stream, '-', '+');
+    expect(entries).toHaveLength(1);
+    const [, flat] = entries[0]!;
+    const fields: Record<string, string> = {};
+    for (let i = 0; i < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+    const { body, ...headers } = fields;
+    expect(verify(webhook, body!, headers)).toMatchObject({ webhook_call_id: call.id });
+  });
+
+  it('a key that is not a stream is a failure that says so', async ({ db, pipeline }) => {
+    const stream = unique('not-a-stream');
+    const reader = new Redis(REDIS_URL);
+    onTestFinished(async () => {
+      await reader.del(stream);
+      await reader.quit();
+    });
+    await reader.set(stream, 'a string');
+    const { webhook, env } = await brokerWebhook(
+      { db, pipeline },
+      broker({ kind: 'redis_stream', url: REDIS_URL, stream, max_len: 100, ...credentials }),
+    );
+    const event = itemEvent({ environment: env });
+    await emitEvents(db, pipeline, [event]);
+    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+    expect(call.failureReason).toMatch(/holds something other than a stream/);
+  });
+});
