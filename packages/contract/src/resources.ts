@@ -4,7 +4,9 @@ import { ROLES } from './roles.js';
 import { ATTEMPT_TRIGGERS, WEBHOOK_CALL_STATUSES } from './webhook-calls.js';
 import {
   DELIVERY_ORDERS,
+  OAUTH2_CLIENT_AUTHS,
   RECORD_STATUSES,
+  WEBHOOK_AUTH_KINDS,
   WEBHOOK_ENTITY_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   type DeliveryPolicy,
@@ -89,6 +91,22 @@ const WebhookBatchSchema = z.strictObject({
   max_events: z.number().int(),
 }) satisfies z.ZodType<WebhookBatch>;
 
+/** A webhook's `auth` as answered: everything but the write-only `client_secret`. */
+const WebhookAuthSchema = z.strictObject({
+  kind: z.enum(WEBHOOK_AUTH_KINDS),
+  token_url: z.string(),
+  client_id: z.string(),
+  client_auth: z.enum(OAUTH2_CLIENT_AUTHS),
+  scope: z.string().nullable(),
+  audience: z.string().nullable(),
+});
+
+/** A webhook's `tls` as answered: the certificates, not the write-only `client_key`. */
+const WebhookTlsSchema = z.strictObject({
+  client_certificate: z.string().nullable(),
+  ca_certificate: z.string().nullable(),
+});
+
 export const WebhookResource = z
   .strictObject({
     type: z.literal('webhook'),
@@ -115,6 +133,10 @@ export const WebhookResource = z
       // Extension: requests carry the traceparent of their attempt's span (docs/operations.md,
       // Traces).
       trace_context: z.boolean(),
+      // Extensions: how Herald authenticates to the endpoint (docs/api.md, Endpoint
+      // authentication); the secrets are write-only.
+      auth: WebhookAuthSchema.nullable(),
+      tls: WebhookTlsSchema.nullable(),
       signing_secret: z.string(),
       disabled_reason: z.string().nullable(),
       disabled_at: NullableInstant,

@@ -4,6 +4,7 @@ import { ApiError, ReplayOffer, WebhookResource } from '@herald/contract';
 import { requestDocument, type ApiOperation } from '@herald/runtime';
 import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
 import { flowConflict, validateUpdate, webhookAttributeSchemas } from '../webhooks/attributes.js';
+import { withStoredSecrets } from '../webhooks/endpoint-auth.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { readWebhookDocument } from '../webhooks/document.js';
 import { mapUniqueName, webhookNotFound } from '../webhooks/errors.js';
@@ -66,9 +67,19 @@ export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id:
       );
       if (conflict) throw ApiError.many([conflict]);
     }
-    const before = result.value.enabled === true ? await findWebhook(deps.db, id) : null;
-    const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {
-      throw mapUniqueName(error, result.value.name);
+    let patch = result.value;
+    if (patch.auth || patch.tls) {
+      // Write-only secrets left out are kept from what is stored (for the same token URL and
+      // client id, the same certificate).
+      const stored = await findWebhook(deps.db, id);
+      if (!stored) throw webhookNotFound(id);
+      const completed = withStoredSecrets(patch, stored);
+      if (!completed.ok) throw ApiError.many(completed.errors);
+      patch = completed.value;
+    }
+    const before = patch.enabled === true ? await findWebhook(deps.db, id) : null;
+    const webhook = await updateWebhook(deps.db, id, patch).catch((error: unknown) => {
+      throw mapUniqueName(error, patch.name);
     });
     if (!webhook) throw webhookNotFound(id);
     await publishWebhookChange(deps, { id, change: 'updated' });

@@ -13,7 +13,6 @@ import {
   WEBHOOK_FILTER_ENTITY_TYPES,
   checkAddress,
   errorMessage,
-  isIpAddress,
   isObject,
   isWebhookEventType,
   type CidrList,
@@ -25,6 +24,8 @@ import {
 import type { WebhookInput } from '@herald/store';
 import { check, issueToEntry, parse, report, rule } from '../validation/zod-errors.js';
 import { checkContentKeys } from './content-keys.js';
+import { endpointAuth, endpointTls, withStoredSecrets } from './endpoint-auth.js';
+import { literalHost } from './hosts.js';
 
 /**
  * Webhook attributes (docs/api.md, The webhook resource) as a zod schema, shared by create, update
@@ -54,6 +55,8 @@ const WRITABLE = {
   coalesce: 'coalesceEvents',
   batch: 'batch',
   trace_context: 'traceContext',
+  auth: 'auth',
+  tls: 'tls',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -76,6 +79,8 @@ const OPTIONAL_ON_CREATE = {
   coalesce: true,
   batch: true,
   trace_context: true,
+  auth: true,
+  tls: true,
 } as const;
 
 const DEFAULTS = {
@@ -88,6 +93,8 @@ const DEFAULTS = {
   coalesceEvents: false,
   batch: null,
   traceContext: true,
+  auth: null,
+  tls: null,
 } as const;
 
 const LIMITS = {
@@ -251,18 +258,6 @@ function urlProblem(value: string, allowCidrs: CidrList): string | undefined {
   const host = literalHost(parsed.hostname);
   const address = host === undefined ? undefined : checkAddress(host, allowCidrs);
   return address?.blocked ? `url points to a refused address: ${address.reason}` : undefined;
-}
-
-/**
- * The IP address a URL's host names literally: an IP literal (the URL parser has already turned
- * forms such as `0x7f.1` into dotted decimal), or loopback for `localhost` names (RFC 6761).
- */
-function literalHost(hostname: string): string | undefined {
-  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
-  if (isIpAddress(bare)) return bare;
-  const name = bare.toLowerCase().replace(/\.$/, '');
-  if (name === 'localhost' || name.endsWith('.localhost')) return '127.0.0.1';
-  return undefined;
 }
 
 const HeaderName = z.string(expected('header names are strings')).regex(HEADER_NAME, {
@@ -680,6 +675,8 @@ function webhookAttributes(allowCidrs: CidrList) {
     coalesce: flag('coalesce'),
     batch: BatchSchema,
     trace_context: flag('trace_context'),
+    auth: endpointAuth(allowCidrs),
+    tls: endpointTls,
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;
   for (const key of Object.keys(fields) as WireAttribute[])
@@ -732,9 +729,17 @@ export function validateCreate(
     'delivery_order',
   );
   if (conflict) return { ok: false, errors: [conflict] };
+  // A create has nothing stored: the write-only secrets must be given.
+  const completed = withStoredSecrets(result.value, null);
+  if (!completed.ok) return completed;
   return {
     ok: true,
-    value: { ...DEFAULTS, redactHeaders: [], deliveryPolicy: {}, ...result.value } as WebhookInput,
+    value: {
+      ...DEFAULTS,
+      redactHeaders: [],
+      deliveryPolicy: {},
+      ...completed.value,
+    } as WebhookInput,
   };
 }
 

@@ -1,4 +1,4 @@
-import type { IncludedWebhookResource, WebhookResource } from '@herald/contract';
+import type { IncludedWebhookResource, WebhookAuth, WebhookResource } from '@herald/contract';
 import { redactHeaders, redactUrl } from '@herald/payload';
 import type { WebhookRecord } from '@herald/store';
 
@@ -30,6 +30,11 @@ export function serializeWebhook(webhook: WebhookRecord): WebhookResource {
       coalesce: webhook.coalesceEvents,
       batch: webhook.batch,
       trace_context: webhook.traceContext,
+      auth: serializeAuth(webhook.auth),
+      tls: webhook.tls && {
+        client_certificate: webhook.tls.client_certificate,
+        ca_certificate: webhook.tls.ca_certificate,
+      },
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
@@ -57,4 +62,11 @@ export function serializeIncludedWebhook(webhook: WebhookRecord): IncludedWebhoo
       http_basic_password: webhook.httpBasicPassword === null ? null : '***',
     },
   };
+}
+
+/** `auth` as answered: the write-only `client_secret` left out. */
+function serializeAuth(auth: WebhookAuth | null): WebhookResource['attributes']['auth'] {
+  if (!auth) return null;
+  const { client_secret: _secret, ...shown } = auth;
+  return shown;
 }
