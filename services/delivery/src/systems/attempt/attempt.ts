@@ -23,6 +23,8 @@ import type { Limits } from '../limits/limits.js';
 import type { SystemResources } from '../resources.js';
 import { decideOutcome, statusClass, tripsCircuit, type Outcome } from './decide-outcome.js';
 import { HttpClient, type SendResult } from './http-client.js';
+import { OAuth2Tokens } from './oauth2-tokens.js';
+import { TlsDispatchers } from './tls-dispatchers.js';
 import type { OutcomeRecorder } from './record-outcomes.js';
 
 /** The call an attempt is made of, as its job or its caller knows it. */
@@ -77,6 +79,10 @@ export type AttemptSettings = Pick<
 export class Attempts {
   /** One undici Agent per process, shared by every attempt. */
   readonly #client: HttpClient;
+  /** The OAuth2 tokens of webhooks with `auth` (docs/api.md, Endpoint authentication). */
+  readonly #tokens: OAuth2Tokens;
+  /** An Agent per mutual TLS identity, for webhooks with `tls`. */
+  readonly #tls: TlsDispatchers;
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -89,11 +95,22 @@ export class Attempts {
       maxResponseBytes: settings.responseMaxBytes,
       connectionsPerOrigin: settings.connectionsPerOrigin,
     });
+    const client = this.#client;
+    this.#tokens = new OAuth2Tokens({
+      send: (url, headers, body) => client.send(url, headers, body),
+    });
+    this.#tls = new TlsDispatchers((tls) => client.createAgent(tls));
+  }
+
+  /** A webhook changed or went: its token and its TLS Agent are not used again. */
+  webhookChanged(webhookId: string): void {
+    this.#tokens.forget(webhookId);
+    this.#tls.forget(webhookId);
   }
 
   /** Closes the client's connections (once no attempt is in flight). */
-  close(): Promise<void> {
-    return this.#client.close();
+  async close(): Promise<void> {
+    await Promise.all([this.#client.close(), this.#tls.close()]);
   }
 
   async make(
@@ -160,7 +177,7 @@ export class Attempts {
         'http.request.method': 'POST',
       });
     }
-    const request = await renderDeliveryRequest(deps.db, {
+    const rendered = await renderDeliveryRequest(deps.db, {
       webhook,
       event,
       entries,
@@ -174,6 +191,7 @@ export class Attempts {
       models: deps.models.forEvent(event),
       traceparent: webhook.traceContext ? traceparentOf(span) : null,
     });
+    const request = webhook.auth ? withBearer(rendered) : rendered;
 
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
     const bulk = trigger === 'bulk_resend' || trigger === 'replay';
@@ -181,7 +199,7 @@ export class Attempts {
       deps.limits.rateStarted(webhook.id, perSecond);
     }
     const started = performance.now();
-    const result = await this.#client.send(request.url, request.headers, request.body);
+    const result = await this.#send(webhook, request);
     answered?.();
     if (span.isRecording()) {
       if (result.kind === 'response') span.setAttribute('http.response.status_code', result.status);
@@ -215,6 +233,30 @@ export class Attempts {
     };
     const released = await this.#record(outcome, sent);
     return { outcome, released };
+  }
+
+  /**
+   * Sends a rendered request: on the webhook's TLS Agent when it has `tls`, with its OAuth2 token
+   * when it has `auth` (asked again once when the endpoint answers 401 with the cached one; the
+   * second answer stands). A token that cannot be had is an `auth` failure, the endpoint unasked.
+   */
+  async #send(webhook: WebhookRecord, request: DeliveryRequest): Promise<SendResult> {
+    const dispatcher = this.#tls.for(webhook.id, webhook.tls);
+    const send = (headers: Record<string, string>) =>
+      this.#client.send(request.url, headers, request.body, dispatcher);
+    const { auth } = webhook;
+    if (!auth) return withTlsHint(webhook, await send(request.headers));
+    let refreshed = false;
+    for (;;) {
+      const token = await this.#tokens.token(webhook.id, auth);
+      if (!token.ok) return { kind: 'error', error: 'auth', reason: token.reason };
+      const result = await send({ ...request.headers, Authorization: `Bearer ${token.token}` });
+      if (refreshed || result.kind !== 'response' || result.status !== 401) {
+        return withTlsHint(webhook, result);
+      }
+      this.#tokens.refused(webhook.id, token.token);
+      refreshed = true;
+    }
   }
 
   /**
@@ -298,6 +340,35 @@ export class Attempts {
     );
     return released;
   }
+}
+
+/**
+ * Under TLS 1.3 a server that refuses the client certificate (or wants one) does so after the
+ * client's side of the handshake: the client sees the connection closed, not a TLS error. The
+ * reason of a webhook with `tls` says what it likely means.
+ */
+function withTlsHint(webhook: WebhookRecord, result: SendResult): SendResult {
+  if (!webhook.tls || result.kind !== 'error' || result.error !== 'reset') return result;
+  const what = webhook.tls.client_certificate
+    ? 'refused the client certificate'
+    : 'wants a client certificate';
+  return { ...result, reason: `${result.reason}; the endpoint may have ${what}` };
+}
+
+/**
+ * A request of a webhook with OAuth2: any Authorization header of its own (Basic auth, a static
+ * header) gives way to the bearer token added at send time, which the call log shows as
+ * `Bearer ***`.
+ */
+function withBearer(request: DeliveryRequest): DeliveryRequest {
+  const other = ([name]: [string, string]) => name.toLowerCase() !== 'authorization';
+  const headers = Object.fromEntries(Object.entries(request.headers).filter(other));
+  const logged = Object.fromEntries(Object.entries(request.logged.headers).filter(other));
+  return {
+    ...request,
+    headers,
+    logged: { ...request.logged, headers: { ...logged, Authorization: 'Bearer ***' } },
+  };
 }
 
 /** Ends an attempt's span with its outcome (success, rescheduled, failed). */
