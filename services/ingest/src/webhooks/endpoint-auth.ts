@@ -106,7 +106,7 @@ export const endpointAuth = (allowCidrs: CidrList) =>
       params: { code: 'VALIDATION_TYPE' },
       abort: true,
     })
-    .meta({ type: 'object', nullable: true })
+    .meta({ type: ['object', 'null'] })
     .superRefine((auth, ctx) => {
       if (auth === null) return;
       unknownKeys(ctx, auth, AUTH_KEYS, 'auth');
@@ -205,7 +205,7 @@ export const endpointTls = z
     params: { code: 'VALIDATION_TYPE' },
     abort: true,
   })
-  .meta({ type: 'object', nullable: true })
+  .meta({ type: ['object', 'null'] })
   .superRefine((tls, ctx) => {
     if (tls === null) return;
     unknownKeys(ctx, tls, TLS_KEYS, 'tls');
