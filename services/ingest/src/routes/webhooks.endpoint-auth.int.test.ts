@@ -1,4 +1,5 @@
 import { describe, expect } from 'vitest';
+import fc from 'fast-check';
 import { findWebhook } from '@herald/store';
 import { makeTestPki, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
@@ -236,5 +237,54 @@ describe('endpoint authentication attributes', () => {
       client_certificate: null,
       ca_certificate: pki.ca.certificate + pki.server.certificate,
     });
+  });
+
+  it('any auth or tls is stored or refused in the envelope, never a 5xx', async ({ api }) => {
+    const pem = fc.constantFrom(
+      pki.client.certificate,
+      pki.client.key,
+      pki.ca.certificate,
+      pki.stranger.key,
+      corrupt(pki.client.certificate),
+      '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----',
+      '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----',
+    );
+    const value = fc.oneof(fc.constant(null), fc.string(), pem, fc.integer(), fc.anything());
+    const auth = fc.oneof(
+      fc.anything(),
+      fc.record(
+        {
+          kind: fc.oneof(fc.constant('oauth2_client_credentials'), value),
+          token_url: fc.oneof(fc.webUrl(), fc.constant('http://[::1]/t'), value),
+          client_id: value,
+          client_secret: value,
+          client_auth: fc.oneof(fc.constantFrom('basic', 'body'), value),
+          scope: value,
+          audience: value,
+        },
+        { requiredKeys: [] },
+      ),
+    );
+    const tls = fc.oneof(
+      fc.anything(),
+      fc.record(
+        {
+          client_certificate: fc.oneof(pem, value),
+          client_key: fc.oneof(pem, value),
+          ca_certificate: fc.oneof(pem, value),
+        },
+        { requiredKeys: [] },
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(auth, tls, async (authValue, tlsValue) => {
+        const answer = await create(api, { auth: authValue, tls: tlsValue });
+        expect([201, 422]).toContain(answer.status);
+        if (answer.status === 422) {
+          expect(answer.body.data[0]?.attributes.code).toMatch(/^INVALID_/);
+        }
+      }),
+      { numRuns: 150 },
+    );
   });
 });
