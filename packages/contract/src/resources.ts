@@ -5,7 +5,9 @@ import type { Destination } from './destinations.js';
 import { ATTEMPT_TRIGGERS, WEBHOOK_CALL_STATUSES } from './webhook-calls.js';
 import {
   DELIVERY_ORDERS,
+  OAUTH2_CLIENT_AUTHS,
   RECORD_STATUSES,
+  WEBHOOK_AUTH_KINDS,
   WEBHOOK_ENTITY_TYPES,
   WEBHOOK_FILTER_ENTITY_TYPES,
   type DeliveryPolicy,
@@ -119,6 +121,22 @@ const WebhookBatchSchema = z.strictObject({
   max_events: z.number().int(),
 }) satisfies z.ZodType<WebhookBatch>;
 
+/** A webhook's `auth` as answered: everything but the write-only `client_secret`. */
+const WebhookAuthSchema = z.strictObject({
+  kind: z.enum(WEBHOOK_AUTH_KINDS),
+  token_url: z.string(),
+  client_id: z.string(),
+  client_auth: z.enum(OAUTH2_CLIENT_AUTHS),
+  scope: z.string().nullable(),
+  audience: z.string().nullable(),
+});
+
+/** A webhook's `tls` as answered: the certificates, not the write-only `client_key`. */
+const WebhookTlsSchema = z.strictObject({
+  client_certificate: z.string().nullable(),
+  ca_certificate: z.string().nullable(),
+});
+
 export const WebhookResource = z
   .strictObject({
     type: z.literal('webhook'),
@@ -146,6 +164,10 @@ export const WebhookResource = z
       // Traces).
       trace_context: z.boolean(),
       destination: DestinationSchema,
+      // Extensions: how Herald authenticates to the endpoint (docs/api.md, Endpoint
+      // authentication); the secrets are write-only.
+      auth: WebhookAuthSchema.nullable(),
+      tls: WebhookTlsSchema.nullable(),
       signing_secret: z.string(),
       disabled_reason: z.string().nullable(),
       disabled_at: NullableInstant,

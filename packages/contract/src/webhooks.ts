@@ -136,6 +136,35 @@ export interface WebhookBatch {
   max_events: number;
 }
 
+/**
+ * How a webhook authenticates to its endpoint (extension; docs/api.md, Endpoint authentication):
+ * OAuth2 client credentials (RFC 6749 §4.4), the token sent as `Authorization: Bearer`. As
+ * stored: `client_secret` is write-only, never in an answer, a log or the call log.
+ */
+export interface WebhookAuth {
+  kind: 'oauth2_client_credentials';
+  token_url: string;
+  client_id: string;
+  client_secret: string;
+  /** How the client authenticates to the token endpoint (RFC 6749 §2.3.1): Basic, or the body. */
+  client_auth: 'basic' | 'body';
+  scope: string | null;
+  audience: string | null;
+}
+export const WEBHOOK_AUTH_KINDS = ['oauth2_client_credentials'] as const;
+export const OAUTH2_CLIENT_AUTHS = ['basic', 'body'] as const;
+
+/**
+ * Mutual TLS towards a webhook's endpoint (extension): a client certificate and its key, and the
+ * CAs that sign the endpoint's certificate in place of the system's (PEM). `client_key` is
+ * write-only. A webhook may give only `ca_certificate` (an endpoint with a private CA).
+ */
+export interface WebhookTls {
+  client_certificate: string | null;
+  client_key: string | null;
+  ca_certificate: string | null;
+}
+
 /** The bounds of `batch` (docs/api.md, Flow control). */
 export const BATCH_LIMITS = {
   window_ms: { min: 10, max: 600_000 },

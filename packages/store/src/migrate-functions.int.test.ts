@@ -22,6 +22,8 @@ const CHANGED_SINCE = [
   'function herald_create_webhook_call_partitions(',
   'function herald_drop_webhook_call_partition(',
   'function herald_drop_empty_legacy_webhook_calls(',
+  // Columns added since, with a default (migration 030: a webhook's destination).
+  'default webhooks.destination',
 ];
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 

@@ -3,8 +3,10 @@ import type {
   DeliveryOrder,
   Destination,
   DeliveryPolicy,
+  WebhookAuth,
   WebhookBatch,
   WebhookEventEntry,
+  WebhookTls,
 } from '@herald/contract';
 import type { Queryable } from './db.js';
 
@@ -36,8 +38,12 @@ export interface WebhookRecord {
   batch: WebhookBatch | null;
   /** Extension: requests carry the traceparent of their attempt's span (migration 028). */
   traceContext: boolean;
-  /** Extension: where the calls go (migration 029); credentials included. */
+  /** Extension: where the calls go (migration 030); credentials included. */
   destination: Destination;
+  /** Extension: OAuth2 client credentials towards the endpoint (migration 031), secret included. */
+  auth: WebhookAuth | null;
+  /** Extension: mutual TLS towards the endpoint (migration 031), key included. */
+  tls: WebhookTls | null;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -74,6 +80,9 @@ export interface WebhookInput {
   traceContext?: boolean;
   /** Absent: HTTP to `url`. */
   destination?: Destination;
+  /** Endpoint authentication (absent: none). */
+  auth?: WebhookAuth | null;
+  tls?: WebhookTls | null;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -97,12 +106,14 @@ const COLUMNS: Record<keyof WebhookInput, { column: string; json?: true }> = {
   batch: { column: 'batch', json: true },
   traceContext: { column: 'trace_context' },
   destination: { column: 'destination', json: true },
+  auth: { column: 'auth', json: true },
+  tls: { column: 'tls', json: true },
 };
 
 /** A webhook's columns (qualified by `w.` for a join: see webhook-calls.ts). */
 export const WEBHOOK_COLUMNS = `id, name, url, enabled, headers, events, custom_payload, http_basic_user,
   http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
-  delivery_policy, payload_changes, delivery_order, coalesce_events, batch, trace_context, destination, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
+  delivery_policy, payload_changes, delivery_order, coalesce_events, batch, trace_context, destination, auth, tls, signing_secret, previous_signing_secret, previous_secret_expires_at, disabled_reason, disabled_at, version, created_at, updated_at`;
 const SELECT = `SELECT ${WEBHOOK_COLUMNS}`;
 const RETURNING = SELECT.replace(/^SELECT/, 'RETURNING');
 
@@ -127,6 +138,8 @@ export interface WebhookRow extends Record<string, unknown> {
   batch: WebhookBatch | null;
   trace_context: boolean;
   destination: Destination;
+  auth: WebhookAuth | null;
+  tls: WebhookTls | null;
   signing_secret: string;
   previous_signing_secret: string | null;
   previous_secret_expires_at: Date | null;
@@ -158,6 +171,8 @@ export const toWebhook = (row: WebhookRow): WebhookRecord => ({
   batch: row.batch,
   traceContext: row.trace_context,
   destination: row.destination,
+  auth: row.auth,
+  tls: row.tls,
   signingSecret: row.signing_secret,
   previousSigningSecret: row.previous_signing_secret,
   previousSecretExpiresAt: row.previous_secret_expires_at,
@@ -188,9 +203,9 @@ export async function insertWebhook(
     `INSERT INTO webhooks (name, url, enabled, headers, events, custom_payload, http_basic_user,
        http_basic_password, payload_api_version, nested_items_in_payload, auto_retry, redact_headers,
        signing_secret, delivery_policy, payload_changes, delivery_order, coalesce_events, batch,
-       trace_context, destination)
+       trace_context, destination, auth, tls)
      VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10, $11, $12::json, $13, $14::json,
-       $15, $16, $17, $18::jsonb, $19, $20::jsonb)
+       $15, $16, $17, $18::jsonb, $19, $20::jsonb, $21::jsonb, $22::jsonb)
      ${RETURNING}`,
     [
       input.name,
@@ -213,6 +228,8 @@ export async function insertWebhook(
       input.batch ? JSON.stringify(input.batch) : null,
       input.traceContext ?? true,
       JSON.stringify(input.destination ?? { kind: 'http' }),
+      input.auth ? JSON.stringify(input.auth) : null,
+      input.tls ? JSON.stringify(input.tls) : null,
     ],
   );
   return toWebhook(rows[0]!);

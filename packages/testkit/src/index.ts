@@ -337,6 +337,7 @@ export function testItemEvent(id: string, overrides: Partial<NewEvent> = {}): Ne
 // client of a served app. The vitest fixtures built on them are @herald/testkit/fixtures (this
 // entry stays free of vitest, for the benchmarks).
 export { startReceiver, type Received, type Receiver } from './receiver.js';
+export { makeTestPki, type TestIdentity, type TestPki } from './tls.js';
 export {
   defineModel,
   putRecord,

@@ -107,6 +107,7 @@ export async function startDelivery(
     { ...resources, logger: deliverLogger, outcomes, limits },
     settings,
   );
+  webhooks.onChange((id) => attempts.webhookChanged(id));
   const lanes = new Lanes(resources, settings);
   const deliveries = new Deliveries({
     ...resources,

@@ -5,6 +5,7 @@ import { requestDocument } from '@herald/runtime';
 import { findWebhook, isWebhookId, updateWebhook } from '@herald/store';
 import { webhooksOperation } from '../admin-api.js';
 import { flowConflict, validateUpdate, webhookAttributeSchemas } from '../webhooks/attributes.js';
+import { withStoredSecrets } from '../webhooks/endpoint-auth.js';
 import type { WebhookRouteDeps } from '../webhooks/deps.js';
 import { readWebhookDocument } from '../webhooks/document.js';
 import { mapUniqueName, webhookNotFound } from '../webhooks/errors.js';
@@ -63,17 +64,25 @@ export function updateWebhookRoute(deps: WebhookRouteDeps): RequestHandler<{ id:
       );
       if (conflict) throw ApiError.many([conflict]);
     }
-    if (result.value.destination !== undefined) {
+    let patch = result.value;
+    if (patch.auth || patch.tls || patch.destination !== undefined) {
       const stored = await findWebhook(deps.db, id);
       if (!stored) throw webhookNotFound(id);
-      result.value.destination = keepStoredCredentials(
-        result.value.destination,
-        stored.destination,
-      );
+      if (patch.destination !== undefined) {
+        // A destination sent back as shown (`***`) keeps its stored credentials.
+        patch.destination = keepStoredCredentials(patch.destination, stored.destination);
+      }
+      if (patch.auth || patch.tls) {
+        // Write-only secrets left out are kept from what is stored (for the same token URL and
+        // client id, the same certificate).
+        const completed = withStoredSecrets(patch, stored);
+        if (!completed.ok) throw ApiError.many(completed.errors);
+        patch = completed.value;
+      }
     }
-    const before = result.value.enabled === true ? await findWebhook(deps.db, id) : null;
-    const webhook = await updateWebhook(deps.db, id, result.value).catch((error: unknown) => {
-      throw mapUniqueName(error, result.value.name);
+    const before = patch.enabled === true ? await findWebhook(deps.db, id) : null;
+    const webhook = await updateWebhook(deps.db, id, patch).catch((error: unknown) => {
+      throw mapUniqueName(error, patch.name);
     });
     if (!webhook) throw webhookNotFound(id);
     await publishWebhookChange(deps, { id, change: 'updated' });

@@ -17,7 +17,6 @@ import {
   WEBHOOK_FILTER_ENTITY_TYPES,
   checkAddress,
   errorMessage,
-  isIpAddress,
   isObject,
   isWebhookEventType,
   type CidrList,
@@ -30,6 +29,8 @@ import {
 import type { WebhookInput } from '@herald/store';
 import { check, issueToEntry, parse, report, rule } from '../validation/zod-errors.js';
 import { checkContentKeys } from './content-keys.js';
+import { endpointAuth, endpointTls, withStoredSecrets } from './endpoint-auth.js';
+import { literalHost } from './hosts.js';
 
 /**
  * Webhook attributes (docs/api.md, The webhook resource) as a zod schema, shared by create, update
@@ -60,6 +61,8 @@ const WRITABLE = {
   batch: 'batch',
   trace_context: 'traceContext',
   destination: 'destination',
+  auth: 'auth',
+  tls: 'tls',
 } as const satisfies Record<string, keyof WebhookInput>;
 type WireAttribute = keyof typeof WRITABLE;
 
@@ -83,6 +86,8 @@ const OPTIONAL_ON_CREATE = {
   batch: true,
   trace_context: true,
   destination: true,
+  auth: true,
+  tls: true,
 } as const;
 
 const DEFAULTS = {
@@ -96,6 +101,8 @@ const DEFAULTS = {
   batch: null,
   traceContext: true,
   destination: HTTP_DESTINATION,
+  auth: null,
+  tls: null,
 } as const;
 
 const LIMITS = {
@@ -259,18 +266,6 @@ function urlProblem(value: string, allowCidrs: CidrList): string | undefined {
   const host = literalHost(parsed.hostname);
   const address = host === undefined ? undefined : checkAddress(host, allowCidrs);
   return address?.blocked ? `url points to a refused address: ${address.reason}` : undefined;
-}
-
-/**
- * The IP address a URL's host names literally: an IP literal (the URL parser has already turned
- * forms such as `0x7f.1` into dotted decimal), or loopback for `localhost` names (RFC 6761).
- */
-function literalHost(hostname: string): string | undefined {
-  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
-  if (isIpAddress(bare)) return bare;
-  const name = bare.toLowerCase().replace(/\.$/, '');
-  if (name === 'localhost' || name.endsWith('.localhost')) return '127.0.0.1';
-  return undefined;
 }
 
 const HeaderName = z.string(expected('header names are strings')).regex(HEADER_NAME, {
@@ -841,6 +836,8 @@ function webhookAttributes(allowCidrs: CidrList) {
     batch: BatchSchema,
     trace_context: flag('trace_context'),
     destination: destinationSchema(allowCidrs),
+    auth: endpointAuth(allowCidrs),
+    tls: endpointTls,
   } satisfies Record<WireAttribute, z.ZodType>;
   const shape = {} as Record<WireAttribute, z.ZodType>;
   for (const key of Object.keys(fields) as WireAttribute[])
@@ -893,9 +890,17 @@ export function validateCreate(
     'delivery_order',
   );
   if (conflict) return { ok: false, errors: [conflict] };
+  // A create has nothing stored: the write-only secrets must be given.
+  const completed = withStoredSecrets(result.value, null);
+  if (!completed.ok) return completed;
   return {
     ok: true,
-    value: { ...DEFAULTS, redactHeaders: [], deliveryPolicy: {}, ...result.value } as WebhookInput,
+    value: {
+      ...DEFAULTS,
+      redactHeaders: [],
+      deliveryPolicy: {},
+      ...completed.value,
+    } as WebhookInput,
   };
 }
 

@@ -1,6 +1,7 @@
 import {
   redactDestination,
   type IncludedWebhookResource,
+  type WebhookAuth,
   type WebhookResource,
 } from '@herald/contract';
 import { redactHeaders, redactUrl } from '@herald/payload';
@@ -36,6 +37,11 @@ export function serializeWebhook(webhook: WebhookRecord): WebhookResource {
       trace_context: webhook.traceContext,
       // Write-only credentials: shown as `***`.
       destination: redactDestination(webhook.destination),
+      auth: serializeAuth(webhook.auth),
+      tls: webhook.tls && {
+        client_certificate: webhook.tls.client_certificate,
+        ca_certificate: webhook.tls.ca_certificate,
+      },
       signing_secret: webhook.signingSecret,
       disabled_reason: webhook.disabledReason,
       disabled_at: webhook.disabledAt ? webhook.disabledAt.toISOString() : null,
@@ -63,4 +69,11 @@ export function serializeIncludedWebhook(webhook: WebhookRecord): IncludedWebhoo
       http_basic_password: webhook.httpBasicPassword === null ? null : '***',
     },
   };
+}
+
+/** `auth` as answered: the write-only `client_secret` left out. */
+function serializeAuth(auth: WebhookAuth | null): WebhookResource['attributes']['auth'] {
+  if (!auth) return null;
+  const { client_secret: _secret, ...shown } = auth;
+  return shown;
 }

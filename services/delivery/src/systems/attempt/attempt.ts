@@ -24,6 +24,8 @@ import type { SystemResources } from '../resources.js';
 import { decideOutcome, statusClass, tripsCircuit, type Outcome } from './decide-outcome.js';
 import { HttpClient, type SendResult } from './http-client.js';
 import { Publishers } from './publish/publishers.js';
+import { OAuth2Tokens } from './oauth2-tokens.js';
+import { TlsDispatchers } from './tls-dispatchers.js';
 import type { OutcomeRecorder } from './record-outcomes.js';
 
 /** The call an attempt is made of, as its job or its caller knows it. */
@@ -80,6 +82,10 @@ export class Attempts {
   readonly #client: HttpClient;
   /** The broker connections of the webhooks whose destination is not HTTP. */
   readonly #publishers: Publishers;
+  /** The OAuth2 tokens of webhooks with `auth` (docs/api.md, Endpoint authentication). */
+  readonly #tokens: OAuth2Tokens;
+  /** An Agent per mutual TLS identity, for webhooks with `tls`. */
+  readonly #tls: TlsDispatchers;
 
   constructor(
     private readonly deps: AttemptDeps,
@@ -92,6 +98,11 @@ export class Attempts {
       maxResponseBytes: settings.responseMaxBytes,
       connectionsPerOrigin: settings.connectionsPerOrigin,
     });
+    const client = this.#client;
+    this.#tokens = new OAuth2Tokens({
+      send: (url, headers, body) => client.send(url, headers, body),
+    });
+    this.#tls = new TlsDispatchers((tls) => client.createAgent(tls));
     this.#publishers = new Publishers({
       connectTimeoutMs: settings.connectTimeoutMs,
       totalTimeoutMs: settings.timeoutMs,
@@ -99,9 +110,15 @@ export class Attempts {
     });
   }
 
-  /** Closes the client's and the publishers' connections (once no attempt is in flight). */
+  /** A webhook changed or went: its token and its TLS Agent are not used again. */
+  webhookChanged(webhookId: string): void {
+    this.#tokens.forget(webhookId);
+    this.#tls.forget(webhookId);
+  }
+
+  /** Closes the client's, the TLS Agents' and the publishers' connections (once no attempt is in flight). */
   async close(): Promise<void> {
-    await Promise.all([this.#client.close(), this.#publishers.close()]);
+    await Promise.all([this.#client.close(), this.#tls.close(), this.#publishers.close()]);
   }
 
   async make(
@@ -183,7 +200,12 @@ export class Attempts {
       traceparent: webhook.traceContext ? traceparentOf(span) : null,
     });
     const destination = webhook.destination;
-    const request = destination.kind === 'http' ? rendered : asMessage(rendered, destination);
+    const request =
+      destination.kind !== 'http'
+        ? asMessage(rendered, destination)
+        : webhook.auth
+          ? withBearer(rendered)
+          : rendered;
 
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
     const bulk = trigger === 'bulk_resend' || trigger === 'replay';
@@ -193,7 +215,7 @@ export class Attempts {
     const started = performance.now();
     const result =
       destination.kind === 'http'
-        ? await this.#client.send(request.url, request.headers, request.body)
+        ? await this.#send(webhook, request)
         : await this.#publishers.publish(destination, {
             id: call.id,
             body: request.body,
@@ -232,6 +254,30 @@ export class Attempts {
     };
     const released = await this.#record(outcome, sent);
     return { outcome, released };
+  }
+
+  /**
+   * Sends a rendered request: on the webhook's TLS Agent when it has `tls`, with its OAuth2 token
+   * when it has `auth` (asked again once when the endpoint answers 401 with the cached one; the
+   * second answer stands). A token that cannot be had is an `auth` failure, the endpoint unasked.
+   */
+  async #send(webhook: WebhookRecord, request: DeliveryRequest): Promise<SendResult> {
+    const dispatcher = this.#tls.for(webhook.id, webhook.tls);
+    const send = (headers: Record<string, string>) =>
+      this.#client.send(request.url, headers, request.body, dispatcher);
+    const { auth } = webhook;
+    if (!auth) return withTlsHint(webhook, await send(request.headers));
+    let refreshed = false;
+    for (;;) {
+      const token = await this.#tokens.token(webhook.id, auth);
+      if (!token.ok) return { kind: 'error', error: 'auth', reason: token.reason };
+      const result = await send({ ...request.headers, Authorization: `Bearer ${token.token}` });
+      if (refreshed || result.kind !== 'response' || result.status !== 401) {
+        return withTlsHint(webhook, result);
+      }
+      this.#tokens.refused(webhook.id, token.token);
+      refreshed = true;
+    }
   }
 
   /**
@@ -340,6 +386,35 @@ function messageHeaders(headers: Record<string, string>): Record<string, string>
     if (lower !== 'authorization') named[lower] = value;
   }
   return named;
+}
+
+/**
+ * Under TLS 1.3 a server that refuses the client certificate (or wants one) does so after the
+ * client's side of the handshake: the client sees the connection closed, not a TLS error. The
+ * reason of a webhook with `tls` says what it likely means.
+ */
+function withTlsHint(webhook: WebhookRecord, result: SendResult): SendResult {
+  if (!webhook.tls || result.kind !== 'error' || result.error !== 'reset') return result;
+  const what = webhook.tls.client_certificate
+    ? 'refused the client certificate'
+    : 'wants a client certificate';
+  return { ...result, reason: `${result.reason}; the endpoint may have ${what}` };
+}
+
+/**
+ * A request of a webhook with OAuth2: any Authorization header of its own (Basic auth, a static
+ * header) gives way to the bearer token added at send time, which the call log shows as
+ * `Bearer ***`.
+ */
+function withBearer(request: DeliveryRequest): DeliveryRequest {
+  const other = ([name]: [string, string]) => name.toLowerCase() !== 'authorization';
+  const headers = Object.fromEntries(Object.entries(request.headers).filter(other));
+  const logged = Object.fromEntries(Object.entries(request.logged.headers).filter(other));
+  return {
+    ...request,
+    headers,
+    logged: { ...request.logged, headers: { ...logged, Authorization: 'Bearer ***' } },
+  };
 }
 
 /** Ends an attempt's span with its outcome (success, rescheduled, failed). */

@@ -67,12 +67,13 @@ export function statusClass(result: SendResult): string {
 /**
  * Whether a result says the endpoint is away, and counts toward opening its circuit: no answer
  * (a timeout, a reset, a refused connection, a name that does not resolve), a 5xx or a 429. A
- * success, another answer (the endpoint is there, it refused this one) and an SSRF refusal (the
- * URL's fault, not the endpoint's) do not.
+ * success, another answer (the endpoint is there, it refused this one), an SSRF refusal (the
+ * URL's fault, not the endpoint's), a refused TLS handshake and an OAuth2 token not had (the
+ * credentials' or the token endpoint's fault: the endpoint was not asked) do not.
  */
 export function tripsCircuit(result: SendResult): boolean {
   if (result.kind === 'response') return result.status >= 500 || result.status === 429;
-  return result.error !== 'blocked';
+  return result.error !== 'blocked' && result.error !== 'tls' && result.error !== 'auth';
 }
 
 /**

@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { checkAddress, isIpAddress, type CidrList, errorMessage } from '@herald/contract';
 
 /** A resolved or literal address in a blocked range (docs/api.md, The webhook resource). */
@@ -64,18 +64,43 @@ export type SendResult =
     }
   | {
       kind: 'error';
-      /** timeout, reset, dns, refused (connection refused), blocked (SSRF), error (other). */
-      error: 'timeout' | 'reset' | 'dns' | 'refused' | 'blocked' | 'error';
+      /**
+       * timeout, reset, dns, refused (connection refused), blocked (SSRF), tls (a handshake
+       * refused, a certificate not trusted), auth (the OAuth2 token could not be had), error
+       * (other).
+       */
+      error: 'timeout' | 'reset' | 'dns' | 'refused' | 'blocked' | 'tls' | 'auth' | 'error';
       reason: string;
     };
+
+/** What a TLS connection presents and trusts beyond the defaults (PEM; mutual TLS). */
+export interface TlsIdentity {
+  cert?: string;
+  key?: string;
+  /** Replaces the system's CAs for the server's certificate. */
+  ca?: string;
+}
 
 /** One undici Agent per process, shared by every delivery (keep-alive pools per origin). */
 export class HttpClient {
   readonly agent: Agent;
 
   constructor(private readonly options: HttpClientOptions) {
-    this.agent = new Agent({
-      connect: { timeout: options.connectTimeoutMs, lookup: guardedLookup(options.allowCidrs) },
+    this.agent = this.createAgent({});
+  }
+
+  /**
+   * An Agent with this client's SSRF lookup and timeouts, presenting `tls` on its connections
+   * (the process's Agent has none; mutual TLS has one per identity: tls-dispatchers.ts).
+   */
+  createAgent(tls: TlsIdentity): Agent {
+    const { options } = this;
+    return new Agent({
+      connect: {
+        timeout: options.connectTimeoutMs,
+        lookup: guardedLookup(options.allowCidrs),
+        ...tls,
+      },
       headersTimeout: options.totalTimeoutMs,
       bodyTimeout: options.totalTimeoutMs,
       connections: options.connectionsPerOrigin,
@@ -83,8 +108,16 @@ export class HttpClient {
     });
   }
 
-  /** POSTs; never follows redirects, never throws for a network failure. */
-  async send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+  /**
+   * POSTs (through `dispatcher`, default the process's Agent); never follows redirects, never
+   * throws for a network failure.
+   */
+  async send(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    dispatcher: Dispatcher = this.agent,
+  ): Promise<SendResult> {
     let hostname: string;
     try {
       hostname = new URL(url).hostname;
@@ -102,7 +135,7 @@ export class HttpClient {
         method: 'POST',
         headers,
         body,
-        dispatcher: this.agent,
+        dispatcher,
         signal,
       });
       const text = await readCapped(response.body, this.options.maxResponseBytes);
@@ -160,6 +193,13 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * Node's TLS failures: OpenSSL's alerts and errors (a client certificate refused, none sent) and
+ * certificate checks (an unknown CA, a name that does not match).
+ */
+const TLS_CODE =
+  /^(ERR_SSL_|ERR_TLS_|UNABLE_TO_|SELF_SIGNED_CERT|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_|ERR_OSSL_)/;
+
 function classifyError(error: unknown, aborted: boolean): SendResult & { kind: 'error' } {
   const message = errorMessage(error);
   const code = errorCode(error);
@@ -185,6 +225,9 @@ function classifyError(error: unknown, aborted: boolean): SendResult & { kind: '
   }
   if (code === 'ECONNREFUSED')
     return { kind: 'error', error: 'refused', reason: 'connection refused' };
+  if (code !== undefined && TLS_CODE.test(code)) {
+    return { kind: 'error', error: 'tls', reason: `TLS handshake failed (${code}: ${message})` };
+  }
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE') {
     return { kind: 'error', error: 'reset', reason: `connection reset (${message})` };
   }

@@ -22,6 +22,7 @@ export class WebhookIndexSync {
   readonly #channel: string;
   #subscription: { close(): Promise<void> } | undefined;
   #timer: NodeJS.Timeout | undefined;
+  readonly #listeners: ((webhookId: string) => void)[] = [];
 
   constructor(private readonly deps: WebhookIndexSyncDeps) {
     this.#channel = webhooksChangedChannel(deps.coordination.prefix);
@@ -54,6 +55,11 @@ export class WebhookIndexSync {
       });
   }
 
+  /** Hears each announced webhook change (the attempts drop what they keep of it). */
+  onChange(listener: (webhookId: string) => void): void {
+    this.#listeners.push(listener);
+  }
+
   /** Stops the periodic reload (announcements are still heard until `stop`). */
   stopReloading(): void {
     clearInterval(this.#timer);
@@ -76,6 +82,7 @@ export class WebhookIndexSync {
       return;
     }
     const { db, logger } = this.deps;
+    for (const listener of this.#listeners) listener(message.id);
     findWebhook(db, message.id)
       .then((webhook) => this.index.upsert(message.id, webhook))
       .catch((error: unknown) =>
