@@ -18,7 +18,7 @@ const children: ChildProcess[] = [];
 
 afterAll(async () => {
   for (const child of children) stopGroup(child);
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true, maxRetries: 10 });
 });
 
 /** Ends a detached child and everything it started (its process group). */
