@@ -1,5 +1,4 @@
 import { configDefaults, defineConfig } from 'vitest/config';
-import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * The fault-injection suite (docs/reliability.md): its files mostly wait on the processes they
@@ -8,37 +7,12 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const FAULTS = 'services/standalone/src/faults/**/*.test.ts';
 
-/**
- * Files at once. The fault suite's one- and two-process file takes a lane of its own, beside the
- * two that the rest of the files share on this two-core machine.
- */
-const MAX_WORKERS = 3;
-
-/** The many-process faults (seven Herald processes and a gateway at once). */
-const MANY = /faults\/many\.int\.test\.ts$/;
-
-/**
- * The fault suite first (the longest file, so the others fill the lanes around it), and its
- * many-process file last, when the rest of the suite has (mostly) finished: run beside the other
- * fault file and two more, its seven processes starved the others' restarts on two cores.
- */
-class FaultsFirst extends BaseSequencer {
-  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const sorted = await super.sort(files);
-    const isMany = (file: TestSpecification): boolean => MANY.test(file.moduleId);
-    const isFaults = (file: TestSpecification): boolean =>
-      file.project.name === 'faults' && !isMany(file);
-    return [
-      ...sorted.filter(isFaults),
-      ...sorted.filter((file) => !isFaults(file) && !isMany(file)),
-      ...sorted.filter(isMany),
-    ];
-  }
-}
-
 export default defineConfig({
   test: {
     testTimeout: 30_000,
+    // expect.poll waits as long as testkit's waitFor (WAIT_TIMEOUT_MS), not 1 s: on a busy
+    // machine a few passes of a worker take longer than that.
+    expect: { poll: { timeout: 20_000 } },
     // Each test file deletes the Redis keys of the prefixes it made (testkit's vitest-setup), and
     // every answer the tests receive is checked against the OpenAPI document.
     setupFiles: [
@@ -47,7 +21,6 @@ export default defineConfig({
     ],
     hookTimeout: 60_000,
     pool: 'forks',
-    sequence: { sequencer: FaultsFirst },
     projects: [
       {
         extends: true,
@@ -60,8 +33,10 @@ export default defineConfig({
           ],
           exclude: [...configDefaults.exclude, FAULTS],
           // Every integration test isolates itself (fresh schema, random Redis prefix), so files
-          // run in parallel.
-          maxWorkers: MAX_WORKERS,
+          // run in parallel: three at once on this two-core machine, as they mostly wait on the
+          // servers and processes they talk to.
+          maxWorkers: 3,
+          sequence: { groupOrder: 0 },
           // A worker runs its files one after another in one module graph: each file imports
           // what an earlier one loaded already (pg, bullmq, express...), not all of it again. No
           // test mocks modules or stubs globals, and each builds its own app and registry.
@@ -73,9 +48,13 @@ export default defineConfig({
         test: {
           name: 'faults',
           include: [FAULTS],
-          // Beside the other files (one group, so one worker count): it stops and restarts
-          // Postgres and Redis servers of its own, never the shared ones the others use.
-          maxWorkers: MAX_WORKERS,
+          // After the other files, one file at a time: each fault judges how Herald recovers
+          // against the pace it kept just before, and runs up to seven Herald processes, Postgres
+          // and Redis servers of its own (never the shared ones). Beside other files on two cores
+          // their restarts were starved, the pace fell below the load's floor, and stalled
+          // processes lost their leases (calls sent twice): failures of the machine, not Herald.
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -12,6 +12,9 @@
  *   pnpm bench:delivery --no-flow   (or FLOW=0): all but the flow control rows
  *   pnpm bench:delivery --processes 1,2,3   (or PROCESSES=1,2,3): instead of all that, the
  *                                           capacity sweep (./capacity.ts, docs/scaling.md)
+ *   pnpm bench:delivery --destinations rabbitmq,nats   (or DESTINATIONS=…; empty: all four):
+ *                                           only the broker destination rows (./destinations.ts),
+ *                                           which the default run prints before the flow rows
  *
  * Beside Herald's latency runs, the floor (./floor.ts): the same one-event POSTs, stored, matched,
  * delivered and logged by hand (node:http + pg + undici) in Herald's tables, in this process,
@@ -36,6 +39,12 @@ import {
 } from './fixtures.js';
 import { capacity, processCounts } from './capacity.js';
 import { startFloor, type FloorFanOutRun, type FloorRun } from './floor.js';
+import {
+  destinationKinds,
+  destinationRows,
+  BROKER_KINDS,
+  type BrokerKind,
+} from './destinations.js';
 import { flowRows, prepareFlow } from './flow.js';
 import { matchingBench, matchingRows } from './matching.js';
 import { ReceiverProcess, baseline } from '../lib/receiver-process.js';
@@ -52,6 +61,7 @@ import {
   createEventMatchQueue,
   createLogger,
   createMetrics,
+  LocalMatchHandOff,
   queuePrefix,
   type Logger,
   type Redis,
@@ -203,7 +213,8 @@ interface Harness {
   receiver: ReceiverProcess;
   testDb: TestDb;
   redis: Redis;
-  deps: TestDeps;
+  /** With the hand-off of "one process": the workers in this process match what it ingests. */
+  deps: TestDeps & { localMatch: LocalMatchHandOff };
   settings: DeliverySettings;
   herald: TestServer;
   token: string;
@@ -442,6 +453,7 @@ async function deliveryRows(
       coordination: deps.coordination,
       logger,
       registry: deps.metrics.registry,
+      localMatch: deps.localMatch,
     },
     settings,
   );
@@ -483,6 +495,7 @@ async function deliveryRows(
       logger,
       // Its own: the Redis mode's workers registered theirs in deps.metrics.
       registry: createMetrics({ defaultMetrics: false }).registry,
+      localMatch: deps.localMatch,
     },
     settings,
   );
@@ -659,6 +672,17 @@ async function deliveryRows(
   process.stdout.write(`\n${table.join('\n')}\n`);
 }
 
+/** Prints a section's table with the machine's load average before it and now. */
+function printSection(table: string[], loadBefore: number[]): void {
+  const loadAfter = loadavg();
+  table.push(
+    '',
+    `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
+      `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+  );
+  process.stdout.write(`\n${table.join('\n')}\n`);
+}
+
 /**
  * The flow control rows (./flow.ts), the workers in this process, started once the flow webhooks
  * are stored so that their index has them.
@@ -680,7 +704,13 @@ async function flowSection(h: Harness): Promise<void> {
   const ids = await prepareFlow(flow);
   const db = flow.sqlTimings?.wrap(h.workerDb) ?? h.workerDb;
   const delivery = await startDelivery(
-    { db, coordination: h.deps.coordination, logger: h.logger, registry: h.deps.metrics.registry },
+    {
+      db,
+      coordination: h.deps.coordination,
+      logger: h.logger,
+      registry: h.deps.metrics.registry,
+      localMatch: h.deps.localMatch,
+    },
     h.settings,
   );
   let table: string[];
@@ -689,20 +719,45 @@ async function flowSection(h: Harness): Promise<void> {
   } finally {
     await delivery.close();
   }
-  const loadAfter = loadavg();
-  table.push(
-    '',
-    `machine: ${cpus().length} cores; load average before ${loadBefore.map((l) => l.toFixed(2)).join(' ')}, ` +
-      `after ${loadAfter.map((l) => l.toFixed(2)).join(' ')} (other work on the machine slows every row)`,
+  printSection(table, loadBefore);
+}
+
+/** The broker destination rows (./destinations.ts), the workers in this process. */
+async function destinationSection(h: Harness, kinds: readonly BrokerKind[]): Promise<void> {
+  const loadBefore = loadavg();
+  const table = await destinationRows(
+    {
+      receiverUrl: h.receiver.url,
+      receiverPid: h.receiver.pid,
+      db: h.testDb.db,
+      schema: h.testDb.schema!,
+      heraldUrl: h.herald.url,
+      token: h.token,
+      batch: BATCH,
+      startWorkers: () =>
+        startDelivery(
+          {
+            db: h.workerDb,
+            coordination: h.deps.coordination,
+            logger: h.logger,
+            registry: h.deps.metrics.registry,
+          },
+          h.settings,
+        ),
+    },
+    kinds,
   );
-  process.stdout.write(`\n${table.join('\n')}\n`);
+  printSection(table, loadBefore);
 }
 
 async function main(): Promise<void> {
   const processes = processCounts(process.argv);
   if (processes) return capacity(processes);
   const loadBefore = loadavg();
-  const matching = FLOW_ONLY ? undefined : matchingBench();
+  /** Only the destination rows when --destinations names kinds; all four in the default run. */
+  const onlyDestinations = destinationKinds(process.argv);
+  const destinations = onlyDestinations ?? (FLOW_ONLY ? [] : BROKER_KINDS);
+  const matching = FLOW_ONLY || onlyDestinations ? undefined : matchingBench();
   if (matching) process.stdout.write(`${matchingRows(matching).join('\n')}\n`);
 
   const receiver = await ReceiverProcess.start();
@@ -710,7 +765,13 @@ async function main(): Promise<void> {
   const redis = testRedis();
   // Errors only (a 500's cause, a worker's failure), on stderr: the tables stay on stdout.
   const logger = createLogger({ name: 'bench', level: 'error', destination: process.stderr });
-  const deps = { ...testDeps(testDb.db, redis, productionHttp()), logger };
+  // As in the single process (startRoles): what this process ingests, the workers it runs match
+  // in memory; when they run elsewhere (the split shape), the ids go on the queue.
+  const deps = {
+    ...testDeps(testDb.db, redis, productionHttp()),
+    logger,
+    localMatch: new LocalMatchHandOff(),
+  };
   const config = loadConfig({
     ...process.env,
     REDIS_PREFIX: deps.redisPrefix,
@@ -745,7 +806,8 @@ async function main(): Promise<void> {
       poolSize,
     };
     if (matching) await deliveryRows(h, matching, loadBefore);
-    if (!NO_FLOW) await flowSection(h);
+    if (destinations.length > 0) await destinationSection(h, destinations);
+    if (!NO_FLOW && !onlyDestinations) await flowSection(h);
   } finally {
     await herald.close();
     await receiver.stop();

@@ -259,6 +259,9 @@ export const WebhookPreviewResource = z
       event_type: z.string(),
       event_ids: z.array(z.string()),
       batch_entries: z.number().int().nullable(),
+      // Where the call goes (credentials as `***`); for a broker, `url` says where it is
+      // published and `headers` are the message's headers.
+      destination: DestinationSchema,
     }),
   })
   .meta({ id: 'WebhookPreview', description: 'docs/api.md, POST /webhooks/preview' });

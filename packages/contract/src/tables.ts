@@ -35,6 +35,13 @@ export {
   type AttemptTrigger,
   type WebhookCallStatus,
 } from './webhook-calls.js';
+export {
+  DESTINATION_KINDS,
+  DESTINATION_SCHEMES,
+  STREAM_MAX_LEN,
+  type Destination,
+  type DestinationKind,
+} from './destinations.js';
 export { ITEM_FILTER_OPERATORS, type ItemFilterOperator } from './item-filters.js';
 // The resources' types (types only: erased from the bundle, so zod is never reached at run time).
 export type {

@@ -81,6 +81,7 @@ export {
   type EventMatchQueue,
   type MatchJobRetries,
 } from './queues.js';
+export { LocalMatchHandOff, type LocalMatcher } from './local-match.js';
 export {
   DeploymentConflictError,
   claimPrefix,

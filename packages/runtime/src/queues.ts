@@ -23,6 +23,7 @@ import {
 } from '@herald/contract';
 import type { Coordination } from './coordination.js';
 import { postgresProblem, redisProblem, warnOncePerCause } from './dependencies.js';
+import type { LocalMatchHandOff } from './local-match.js';
 import type { Logger } from './logger.js';
 import type { RedisClient } from './redis.js';
 import { createPostgresQueueBackend } from './postgres-backend.js';
@@ -292,7 +293,8 @@ interface Waiting {
  * its way to Redis go in the next one; and, given a `waitForWritesMs`, ids whose request committed
  * while other requests' writes were still running (startWrite) wait for those writes, at most
  * that long, to go with their ids. At low load each request's ids go at once, alone; each
- * request's promise resolves only once its own ids are in Redis.
+ * request's promise resolves only once its own ids are in Redis. Given the process's `local`
+ * hand-off, ids its match workers take go to them in memory instead, and resolve at once.
  */
 export class EventMatchEnqueuer {
   #waiting: Waiting[] = [];
@@ -309,6 +311,8 @@ export class EventMatchEnqueuer {
     private readonly timeoutMs: number,
     /** 0: never wait for writes (ENQUEUE_WAIT_FOR_WRITES_MS of ingest). */
     private readonly waitForWritesMs = 0,
+    /** The match workers of this process, when it runs them (the single process). */
+    private readonly local?: Pick<LocalMatchHandOff, 'offer'>,
   ) {}
 
   /** A request starts writing events: enqueues waiting meanwhile may wait for its ids. */
@@ -328,6 +332,11 @@ export class EventMatchEnqueuer {
 
   /** Resolves once these ids are in Redis; rejects as enqueueEventMatches would. */
   enqueue(eventIds: readonly string[]): Promise<void> {
+    if (eventIds.length > 0 && this.local?.offer(eventIds)) {
+      // A write that ended may be what a waiting group waited for.
+      this.#next();
+      return Promise.resolve();
+    }
     const done = this.#add(eventIds);
     this.#next();
     return done;

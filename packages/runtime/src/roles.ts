@@ -13,6 +13,7 @@ import {
 import type { Coordination } from './coordination.js';
 import { redisReady } from './dependencies.js';
 import { claimPrefix } from './deployment.js';
+import { LocalMatchHandOff } from './local-match.js';
 import {
   createApiApp,
   createOpsApp,
@@ -39,6 +40,8 @@ export interface Infrastructure {
   logger: Logger;
   metrics: Metrics;
   lifecycle: Lifecycle;
+  /** Ids ingest commits, handed to the delivery role's match workers when this process runs both. */
+  localMatch: LocalMatchHandOff;
 }
 
 /** A role's routes on the process's one API app (createApiApp). */
@@ -158,6 +161,7 @@ export async function startRoles<C extends ProcessConfig>(
     logger,
     metrics,
     lifecycle,
+    localMatch: new LocalMatchHandOff(),
   };
   const app = createRolesApp(config, roles, infrastructure);
   // Listening first: while Postgres or Redis does not answer, /readyz says which and why, and the

@@ -1,6 +1,15 @@
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, createTestToken, testDeps, testRedis, type TestDb } from '@herald/testkit';
+import { createPostgresDb } from '@herald/store';
+import {
+  TEST_DATABASE_URL,
+  createTestDb,
+  createTestToken,
+  startTcpProxy,
+  testDeps,
+  testRedis,
+  type TestDb,
+} from '@herald/testkit';
 import type { Redis } from 'ioredis';
 import { createApiApp } from './http/create-api-app.js';
 import { listen } from './http/listen.js';
@@ -91,6 +100,32 @@ describe('graceful shutdown', () => {
       .toBe(1);
     await lifecycle.shutdown('SIGTERM');
     await expect(hanging).rejects.toThrow();
+  });
+
+  it('readiness says it drains at once, without waiting for a database that does not answer', async () => {
+    const target = new URL(TEST_DATABASE_URL);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const silent = createPostgresDb({
+      connectionString: proxy.url(TEST_DATABASE_URL),
+      maxConnections: 1,
+    });
+    proxy.blackhole();
+    const logger = createLogger({ name: 'test', level: 'silent' });
+    const { server, url } = await listen(
+      createApiApp({ ...testDeps(silent, redis), lifecycle: { draining: true } }, []),
+      { port: 0, host: '127.0.0.1', docsUrl: 'https://docs.test/errors', logger },
+    );
+    try {
+      const res = await fetch(`${url}/readyz`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as { data: [{ attributes: { details: unknown } }] };
+      // No `checks`: the answer did not wait for Postgres (silent here: its check gives up at 2 s).
+      expect(body.data[0].attributes.details).toEqual({ message: 'Shutting down', draining: true });
+    } finally {
+      await closeServer(server, 0);
+      await silent.close();
+      await proxy.close();
+    }
   });
 
   it('readiness answers 503 while draining', async () => {

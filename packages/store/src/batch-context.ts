@@ -1,6 +1,7 @@
 import type { ModelInfo } from '@herald/contract';
 import type { Queryable } from './db.js';
 import type { Environment } from './environments.js';
+import { toModel, type ModelRow } from './models.js';
 
 export interface BatchContext {
   /** The event ids among those asked that are already stored. */
@@ -15,17 +16,7 @@ export interface BatchContext {
 interface ContextRow extends Record<string, unknown> {
   known: string[];
   environments: { id: string; locales: string[]; is_primary: boolean }[];
-  models: {
-    environment: string;
-    id: string;
-    api_key: string;
-    modular_block: boolean;
-    sortable: boolean;
-    tree: boolean;
-    draft_mode_active: boolean;
-    version: string;
-    fields: { api_key: string; field_type: string; localized: boolean }[] | null;
-  }[];
+  models: (ModelRow & { environment: string })[];
 }
 
 /**
@@ -49,19 +40,7 @@ export async function loadBatchContext(
     modelVersions.set(`${m.environment}\u0000${m.id}`, m.version);
     let byId = models.get(m.environment);
     if (!byId) models.set(m.environment, (byId = new Map<string, ModelInfo>()));
-    byId.set(m.id, {
-      id: m.id,
-      apiKey: m.api_key,
-      modularBlock: m.modular_block,
-      sortable: m.sortable,
-      tree: m.tree,
-      draftModeActive: m.draft_mode_active,
-      fields: (m.fields ?? []).map((f) => ({
-        apiKey: f.api_key,
-        fieldType: f.field_type,
-        localized: f.localized,
-      })),
-    });
+    byId.set(m.id, toModel(m));
   }
   return {
     knownEventIds: new Set(row.known),

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { describe, expect, it } from 'vitest';
+import { testWebhookInput } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   addReplayItems,
   cancelBulkJob,
@@ -21,11 +22,7 @@ import {
 // A bulk job's statements, one after another as a delivery process runs them (the delivery
 // tests run them end to end on Postgres), on both databases: the embedded default too.
 describe.each(['postgres', 'embedded'] as const)('bulk jobs on %s', (kind) => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb(kind);
-  });
-  afterAll(() => t.cleanup());
+  const t = suiteTestDb(kind);
 
   const lease = { id: 'lease-a', host: 'test', pid: 1 };
   const addEvents = (prefix: string, count: number, at = '2026-11-01T00:00:00Z') =>

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.js';
-import type { StoredEvent } from './events.js';
+import type { MatchableEvent, StoredEvent } from './events.js';
 import type { WebhookCallStatus } from './webhook-calls/call.js';
 
 // Bulk jobs (migration 017, docs/api.md, Bulk jobs): a bulk resend or a replay, stored here and
@@ -290,19 +290,7 @@ export async function selectBulkResendCalls(
 }
 
 /** An event a replay may send: what matching reads of it, and where it is in the order. */
-export type ReplayCandidate = Pick<
-  StoredEvent,
-  | 'id'
-  | 'seq'
-  | 'occurredAt'
-  | 'environment'
-  | 'isEnvironmentPrimary'
-  | 'entityType'
-  | 'eventType'
-  | 'entityId'
-  | 'itemTypeId'
-  | 'itemTypeApiKey'
->;
+export type ReplayCandidate = MatchableEvent & Pick<StoredEvent, 'id' | 'seq' | 'occurredAt'>;
 
 /**
  * The next `limit` stored events of a replay's range after `after`, in occurrence order

@@ -1,7 +1,13 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { TEST_DATABASE_URL, createTestDb, testItemEvent, testWebhookInput } from '@herald/testkit';
+import {
+  TEST_DATABASE_URL,
+  createTestDb,
+  testAttempt,
+  testItemEvent,
+  testWebhookInput,
+} from '@herald/testkit';
 import {
   createPostgresDb,
   createWebhookCalls,
@@ -22,6 +28,7 @@ const STORE = new URL('../dist/index.js', import.meta.url).href;
  */
 function runScenario(): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const script = `
+    import net from 'node:net';
     import { createPostgresDb, isDbUnavailableError } from ${JSON.stringify(STORE)};
     const url = process.env.DATABASE_URL;
     const db = createPostgresDb({ connectionString: url, maxConnections: 2 });
@@ -89,6 +96,47 @@ function runScenario(): Promise<{ code: number | null; stdout: string; stderr: s
       }),
     );
     results.query = (await db.query('SELECT 41 + 1 AS n')).rows[0].n;
+    // The backend is terminated as the connection opens: a proxy hands the client the server's
+    // error in the same read as the handshake's end, before the transaction can listen on the
+    // client it is given.
+    const fatal = (() => {
+      const fields = ['SFATAL', 'VFATAL', 'C57P01', 'Mterminating connection due to administrator command'];
+      const body = Buffer.concat([...fields.map((f) => Buffer.from(f + '\\0')), Buffer.from([0])]);
+      const head = Buffer.alloc(5);
+      head.write('E', 0);
+      head.writeInt32BE(body.length + 4, 1);
+      return Buffer.concat([head, body]);
+    })();
+    const target = new URL(url);
+    const proxy = net.createServer((client) => {
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      client.on('error', () => upstream.destroy());
+      upstream.on('error', () => client.destroy());
+      client.pipe(upstream);
+      let read = Buffer.alloc(0);
+      upstream.on('data', (chunk) => {
+        read = Buffer.concat([read, chunk]);
+        for (let at = 0; read.length - at >= 5; ) {
+          const length = read.readInt32BE(at + 1);
+          if (read.length - at < 1 + length) return;
+          const type = String.fromCharCode(read[at]);
+          at += 1 + length;
+          if (type !== 'Z') continue;
+          // ReadyForQuery: the handshake's end, and the error right behind it.
+          client.end(Buffer.concat([read.subarray(0, at), fatal]));
+          upstream.destroy();
+          return;
+        }
+      });
+    });
+    await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const proxied = new URL(url);
+    proxied.hostname = '127.0.0.1';
+    proxied.port = String(proxy.address().port);
+    const opening = createPostgresDb({ connectionString: proxied.toString(), maxConnections: 1 });
+    results.atHandshake = await outcome(opening.transaction((tx) => tx.query('SELECT 1')));
+    await opening.close();
+    proxy.close();
     process.stdout.write(JSON.stringify(results) + '\\n');
     await db.close();
     await admin.close();
@@ -118,6 +166,7 @@ describe('a Postgres connection lost inside a transaction', () => {
       wrapped: 'unavailable',
       afterwards: 'committed',
       query: 42,
+      atHandshake: 'unavailable',
     });
   });
 });
@@ -170,22 +219,7 @@ describe('statements planned once per connection (planOnce)', () => {
       await recordWebhookCallAttempts(recording, [
         {
           id: call!.id,
-          attempt: {
-            status: 'success',
-            trigger: 'first',
-            durationMs: 1,
-            tripsCircuit: false,
-            requestUrl: 'https://example.com/hook',
-            requestHeaders: {},
-            requestPayload: '{}',
-            responseStatus: 200,
-            responseHeaders: {},
-            responsePayload: '',
-            failureReason: null,
-            attemptedAutoRetriesCount: 0,
-            lastSentAt: new Date(),
-            nextRetryAt: null,
-          },
+          attempt: testAttempt({ durationMs: 1 }),
         },
       ]);
       expect(asked.map((a) => a.name.replace(/\.\d{4}_\d{2}$/, '.<month>'))).toEqual([

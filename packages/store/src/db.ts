@@ -110,6 +110,11 @@ export function createPostgresDb(options: PostgresOptions): Db {
     });
     // An idle client's connection dropping (server restart) must not crash the process.
     opened.on('error', () => undefined);
+    // Nor a checked-out one's before its user listens: the pool hands a new client over from
+    // inside the read that ends its handshake, and an error in the same read (a backend
+    // terminated as it opened) was emitted with nobody listening. The statement that next uses
+    // the client fails as unavailable instead.
+    opened.on('connect', (client) => client.on('error', () => undefined));
     return opened;
   };
   const pool = openPool(options.maxConnections ?? 10, false);

@@ -2,6 +2,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { processAlive } from '@herald/testkit';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   embeddedPostgresUrlFile,
@@ -33,15 +34,6 @@ async function query(url: string, sql: string, params: unknown[] = []): Promise<
     await client.end();
   }
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 afterAll(async () => {
   for (const server of servers) await server.stop();
@@ -102,7 +94,7 @@ describe('the embedded PostgreSQL', { timeout: 120_000 }, () => {
     }
 
     await server.stop();
-    expect(alive(server.pid)).toBe(false);
+    expect(processAlive(server.pid)).toBe(false);
     await expect(stat(urlFile)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
@@ -124,7 +116,7 @@ describe('the embedded PostgreSQL', { timeout: 120_000 }, () => {
     const messages: string[] = [];
     const second = await start(dir, (m) => messages.push(m));
     expect(messages.join('\n')).toContain(`(pid ${first.pid}) left running`);
-    expect(alive(first.pid)).toBe(false);
+    expect(processAlive(first.pid)).toBe(false);
     expect(second.pid).not.toBe(first.pid);
     expect((await query(second.url, 'SELECT v FROM kept')).rows).toEqual([{ v: 'before' }]);
     await second.stop();
@@ -136,7 +128,7 @@ describe('the embedded PostgreSQL', { timeout: 120_000 }, () => {
     await query(first.url, 'CREATE TABLE kept (v text)');
     await query(first.url, "INSERT INTO kept VALUES ('committed')");
     process.kill(first.pid, 'SIGKILL');
-    await expect.poll(() => alive(first.pid)).toBe(false);
+    await expect.poll(() => processAlive(first.pid)).toBe(false);
 
     const second = await start(dir);
     expect((await query(second.url, 'SELECT v FROM kept')).rows).toEqual([{ v: 'committed' }]);

@@ -43,6 +43,18 @@ export interface StoredEvent extends Omit<NewEvent, 'entityJson'> {
   recordStatus?: string | null;
 }
 
+/** What matching reads of an event (docs/api.md, Events and filters). */
+export type MatchableEvent = Pick<
+  StoredEvent,
+  | 'environment'
+  | 'isEnvironmentPrimary'
+  | 'entityType'
+  | 'eventType'
+  | 'entityId'
+  | 'itemTypeId'
+  | 'itemTypeApiKey'
+>;
+
 /** The rows of insertEvents' recordset; `n` keeps the request order (seq follows it). */
 function eventRows(events: readonly NewEvent[]): Record<string, unknown>[] {
   return events.map((e, n) => ({
@@ -188,6 +200,31 @@ export async function findEvent(db: Queryable, id: string): Promise<StoredEvent 
     id,
   ]);
   return rows[0] ? toStoredEvent(rows[0]) : null;
+}
+
+/**
+ * The events of a match (findEvents) and the webhooks' generation (migration 032) read in the same
+ * statement: every webhook change committed before these events were is counted in it, so a
+ * webhook index at least that new has every webhook they may match. 0n when none was found.
+ */
+export async function findEventsToMatch(
+  db: Queryable,
+  ids: readonly string[],
+): Promise<{ events: StoredEvent[]; webhooksGeneration: bigint }> {
+  const { rows } = await db.query<EventRow & { webhooks_generation: string }>(
+    {
+      name: 'herald.events.find-to-match',
+      text: `SELECT ${EVENT_COLUMNS},
+         (SELECT generation FROM webhooks_generation)::text AS webhooks_generation
+       FROM events WHERE id = ANY($1::text[]) ORDER BY seq`,
+      planOnce: true,
+    },
+    [ids],
+  );
+  return {
+    events: rows.map(toStoredEvent),
+    webhooksGeneration: BigInt(rows[0]?.webhooks_generation ?? 0),
+  };
 }
 
 export async function findEvents(db: Queryable, ids: readonly string[]): Promise<StoredEvent[]> {

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testItemEvent, testWebhookInput, type TestDb } from '@herald/testkit';
+import { describe, expect } from 'vitest';
+import { testItemEvent, testWebhookInput } from '@herald/testkit';
+import { integrationTest } from '@herald/testkit/fixtures';
 import {
   claimFlowCall,
   createWebhookCalls,
@@ -14,18 +15,12 @@ import {
   type WebhookInput,
 } from '@herald/store';
 
-let t: TestDb;
-let db: Db;
 let n = 0;
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  db = t.db;
-  await renewLease(db, { id: 'holder', host: 'test', pid: 1 });
-});
+const it = integrationTest();
 
-afterAll(async () => {
-  await t.cleanup();
+it.beforeAll(async ({ db }) => {
+  await renewLease(db, { id: 'holder', host: 'test', pid: 1 });
 });
 
 /**
@@ -33,7 +28,10 @@ afterAll(async () => {
  * call placed and claimed by its attempt, the second placed behind it (parked). Returns both
  * calls and the second's event.
  */
-async function laneOfTwo(settings: Partial<WebhookInput>): Promise<[string, string, string]> {
+async function laneOfTwo(
+  db: Db,
+  settings: Partial<WebhookInput>,
+): Promise<[string, string, string]> {
   const webhook = await insertWebhook(db, testWebhookInput(settings));
   const record = `rec-${n++}`;
   const events = [1, 2].map((version) =>
@@ -66,7 +64,7 @@ async function laneOfTwo(settings: Partial<WebhookInput>): Promise<[string, stri
 }
 
 /** Records a success for `callId` and releases its lane, as the workers' outcome batch does. */
-const succeed = (callId: string) =>
+const succeed = (db: Db, callId: string) =>
   recordFlowOutcomes(
     db,
     [callId],
@@ -78,7 +76,7 @@ const succeed = (callId: string) =>
     'holder',
   );
 
-const claimOf = async (callId: string) =>
+const claimOf = async (db: Db, callId: string) =>
   (
     await db.query<{ claimed_at: Date | null; held_by: string | null }>(
       'SELECT claimed_at, held_by FROM webhook_calls WHERE id = $1',
@@ -87,9 +85,11 @@ const claimOf = async (callId: string) =>
   ).rows[0]!;
 
 describe('an outcome releasing the next call of a lane', () => {
-  it('claims it for its holder in a lane no event can join, with its event; letting it go unclaims it', async () => {
-    const [first, next, nextEvent] = await laneOfTwo({ deliveryOrder: 'per_entity' });
-    const released = await succeed(first);
+  it('claims it for its holder in a lane no event can join, with its event; letting it go unclaims it', async ({
+    db,
+  }) => {
+    const [first, next, nextEvent] = await laneOfTwo(db, { deliveryOrder: 'per_entity' });
+    const released = await succeed(db, first);
     expect(released).toEqual([
       expect.objectContaining({
         id: next,
@@ -98,20 +98,25 @@ describe('an outcome releasing the next call of a lane', () => {
         claimed: true,
       }),
     ]);
-    const held = await claimOf(next);
+    const held = await claimOf(db, next);
     expect(held.held_by).toBe('holder');
     expect(held.claimed_at).not.toBeNull();
     // Deferred unsent (its webhook at its limit): its job must be able to claim it again.
     await releaseWebhookCalls(db, 'holder', [next], false);
-    expect(await claimOf(next)).toEqual({ claimed_at: null, held_by: null });
+    expect(await claimOf(db, next)).toEqual({ claimed_at: null, held_by: null });
   });
 
-  it('leaves it unclaimed where events may still join it (coalesce), for its attempt to claim', async () => {
-    const [first, next] = await laneOfTwo({ deliveryOrder: 'per_entity', coalesceEvents: true });
+  it('leaves it unclaimed where events may still join it (coalesce), for its attempt to claim', async ({
+    db,
+  }) => {
+    const [first, next] = await laneOfTwo(db, {
+      deliveryOrder: 'per_entity',
+      coalesceEvents: true,
+    });
     // The second version's call is parked: events that come meanwhile join it.
-    const released = await succeed(first);
+    const released = await succeed(db, first);
     expect(released).toEqual([expect.objectContaining({ id: next, claimed: false })]);
-    const held = await claimOf(next);
+    const held = await claimOf(db, next);
     expect(held.held_by).toBe('holder');
     expect(held.claimed_at).toBeNull();
   });

@@ -54,11 +54,13 @@ export {
 export {
   findEvent,
   findEvents,
+  findEventsToMatch,
   insertEvents,
   listUnmatchedEvents,
   markEventsMatched,
   type LoggedEvent,
   type NewEvent,
+  type MatchableEvent,
   type StoredEvent,
 } from './events.js';
 export {
@@ -126,7 +128,7 @@ export {
   insertWebhook,
   isWebhookId,
   isWebhookNameTaken,
-  listEnabledWebhooks,
+  readWebhookIndex,
   listWebhooks,
   listWebhooksPage,
   listWebhookVersions,

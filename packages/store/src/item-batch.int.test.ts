@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, defineModel, testRecordWrite, type TestDb } from '@herald/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defineModel, testRecordWrite } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   deleteRecords,
   findRecord,
@@ -99,9 +100,8 @@ async function counts(db: Db): Promise<{ actual: unknown[]; kept: unknown[] }> {
 }
 
 describe.each(['postgres', 'embedded'] as const)('item batches (%s)', (kind) => {
-  let t: TestDb;
+  const t = suiteTestDb(kind);
   beforeAll(async () => {
-    t = await createTestDb(kind);
     for (const id of ['post', 'page']) {
       await defineModel(t.db, 'main', {
         id,
@@ -110,7 +110,6 @@ describe.each(['postgres', 'embedded'] as const)('item batches (%s)', (kind) => 
       });
     }
   });
-  afterAll(() => t.cleanup());
 
   it('writes a record from its event entity, and one document per version of a publish', async () => {
     const published = item('ib-1', 'ib-r1', { mode: 'publish', title: 'published walrus' });
@@ -291,11 +290,7 @@ describe.each(['postgres', 'embedded'] as const)('item batches (%s)', (kind) => 
 });
 
 describe('item batches and other writers (postgres)', () => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb('postgres');
-  });
-  afterAll(() => t.cleanup());
+  const t = suiteTestDb();
 
   it('never makes a batch wait for another transaction writing the same model', async () => {
     let release!: () => void;

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testItemEvent, testWebhookInput, type TestDb } from '@herald/testkit';
+import { describe, expect } from 'vitest';
+import { createTestDb, testAttempt, testItemEvent, testWebhookInput } from '@herald/testkit';
+import { integrationTest } from '@herald/testkit/fixtures';
 import {
   createWebhookCalls,
   deleteExpiredLeases,
@@ -19,21 +20,12 @@ import {
   type Db,
 } from '@herald/store';
 
-let t: TestDb;
-let db: Db;
 let n = 0;
 
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-  db = t.db;
-});
-
-afterAll(async () => {
-  await t.cleanup();
-});
+const it = integrationTest();
 
 /** A call of a new event to `webhookId`, held by `holder` (null: its job is in Redis). */
-async function newCall(webhookId: string, holder: string | null): Promise<string> {
+async function newCall(db: Db, webhookId: string, holder: string | null): Promise<string> {
   const id = `lease-evt-${n++}`;
   await insertEvents(db, [testItemEvent(id)]);
   const [call] = await createWebhookCalls(
@@ -45,7 +37,7 @@ async function newCall(webhookId: string, holder: string | null): Promise<string
 }
 
 /** Moves a lease's heartbeat `ms` into the past (a process that stopped beating). */
-const ageLease = (id: string, ms: number) =>
+const ageLease = (db: Db, id: string, ms: number) =>
   db.query(
     `UPDATE delivery_leases SET heartbeat_at = now() - $2 * interval '1 millisecond' WHERE id = $1`,
     [id, ms],
@@ -54,16 +46,18 @@ const ageLease = (id: string, ms: number) =>
 const lease = (id: string) => ({ id, host: 'test', pid: 1 });
 
 describe('leases on held calls', () => {
-  it('lists only the pending calls of a lease that ran out, never those of a live one', async () => {
+  it('lists only the pending calls of a lease that ran out, never those of a live one', async ({
+    db,
+  }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
     await renewLease(db, lease('alive'));
     await renewLease(db, lease('dead'));
-    await ageLease('dead', 10_000);
-    const alive = await newCall(webhook.id, 'alive');
-    const dead = await newCall(webhook.id, 'dead');
-    const finished = await newCall(webhook.id, 'dead');
-    const unknown = await newCall(webhook.id, 'never-registered');
-    const inRedis = await newCall(webhook.id, null);
+    await ageLease(db, 'dead', 10_000);
+    const alive = await newCall(db, webhook.id, 'alive');
+    const dead = await newCall(db, webhook.id, 'dead');
+    const finished = await newCall(db, webhook.id, 'dead');
+    const unknown = await newCall(db, webhook.id, 'never-registered');
+    const inRedis = await newCall(db, webhook.id, null);
     await db.query(`UPDATE webhook_calls SET status = 'success' WHERE id = $1`, [finished]);
 
     const orphans = await listOrphanedWebhookCalls(db, { leaseMs: 5000, limit: 100 });
@@ -83,31 +77,18 @@ describe('leases on held calls', () => {
     expect(stranded.map((c) => c.id)).not.toContain(dead);
   });
 
-  it('an outcome ends the hold; a release hands the call to the sweeper, due or not', async () => {
+  it('an outcome ends the hold; a release hands the call to the sweeper, due or not', async ({
+    db,
+  }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
     await renewLease(db, lease('holder'));
-    const answered = await newCall(webhook.id, 'holder');
-    const deferred = await newCall(webhook.id, 'holder');
-    const abandoned = await newCall(webhook.id, 'holder');
+    const answered = await newCall(db, webhook.id, 'holder');
+    const deferred = await newCall(db, webhook.id, 'holder');
+    const abandoned = await newCall(db, webhook.id, 'holder');
     await recordWebhookCallAttempts(db, [
       {
         id: answered,
-        attempt: {
-          status: 'success',
-          trigger: 'first',
-          durationMs: 12.5,
-          tripsCircuit: false,
-          requestUrl: 'http://x',
-          requestHeaders: {},
-          requestPayload: '{}',
-          responseStatus: 200,
-          responseHeaders: {},
-          responsePayload: '',
-          failureReason: null,
-          attemptedAutoRetriesCount: 0,
-          lastSentAt: new Date(),
-          nextRetryAt: null,
-        },
+        attempt: testAttempt({ durationMs: 12.5, requestUrl: 'http://x' }),
       },
     ]);
     expect(await releaseWebhookCalls(db, 'someone-else', [deferred], false)).toBe(0);
@@ -127,13 +108,13 @@ describe('leases on held calls', () => {
     expect(now.map((c) => c.id)).not.toContain(deferred);
   });
 
-  it('forgets a lease that ran out only once it holds nothing', async () => {
+  it('forgets a lease that ran out only once it holds nothing', async ({ db }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
     await renewLease(db, lease('gone-empty'));
     await renewLease(db, lease('gone-holding'));
-    await ageLease('gone-empty', 10_000);
-    await ageLease('gone-holding', 10_000);
-    await newCall(webhook.id, 'gone-holding');
+    await ageLease(db, 'gone-empty', 10_000);
+    await ageLease(db, 'gone-holding', 10_000);
+    await newCall(db, webhook.id, 'gone-holding');
     await deleteExpiredLeases(db, 5000);
     const { rows } = await db.query<{ id: string }>(
       `SELECT id FROM delivery_leases WHERE id LIKE 'gone-%' ORDER BY id`,
@@ -144,10 +125,10 @@ describe('leases on held calls', () => {
 });
 
 describe('a webhook turned off ends its waiting calls in the same statement', () => {
-  async function waiting(webhookId: string) {
-    const pending = await newCall(webhookId, 'x');
-    const rescheduled = await newCall(webhookId, null);
-    const done = await newCall(webhookId, null);
+  async function waiting(db: Db, webhookId: string) {
+    const pending = await newCall(db, webhookId, 'x');
+    const rescheduled = await newCall(db, webhookId, null);
+    const done = await newCall(db, webhookId, null);
     await db.query(
       `UPDATE webhook_calls SET status = 'rescheduled', next_retry_at = now() + interval '1 hour'
        WHERE id = $1`,
@@ -157,7 +138,7 @@ describe('a webhook turned off ends its waiting calls in the same statement', ()
     return { pending, rescheduled, done };
   }
 
-  async function statesOf(calls: { pending: string; rescheduled: string; done: string }) {
+  async function statesOf(db: Db, calls: { pending: string; rescheduled: string; done: string }) {
     return Promise.all(
       [calls.pending, calls.rescheduled, calls.done].map(async (id) => {
         const call = await findWebhookCall(db, id);
@@ -166,35 +147,35 @@ describe('a webhook turned off ends its waiting calls in the same statement', ()
     );
   }
 
-  it('on a disable by the API', async () => {
+  it('on a disable by the API', async ({ db }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
-    const calls = await waiting(webhook.id);
+    const calls = await waiting(db, webhook.id);
     await updateWebhook(db, webhook.id, { name: 'renamed' });
-    expect((await statesOf(calls))[0]![0]).toBe('pending');
+    expect((await statesOf(db, calls))[0]![0]).toBe('pending');
     await updateWebhook(db, webhook.id, { enabled: false });
-    expect(await statesOf(calls)).toEqual([
+    expect(await statesOf(db, calls)).toEqual([
       ['failed', null, 'the webhook was disabled'],
       ['failed', null, 'the webhook was disabled'],
       ['success', null, null],
     ]);
   });
 
-  it('on a disable by a worker (410 Gone), with the reason it gives', async () => {
+  it('on a disable by a worker (410 Gone), with the reason it gives', async ({ db }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
-    const calls = await waiting(webhook.id);
+    const calls = await waiting(db, webhook.id);
     await disableWebhook(db, webhook.id, 'answered 410', 'the webhook was disabled (410 Gone)');
-    expect((await statesOf(calls)).map((s) => s[2])).toEqual([
+    expect((await statesOf(db, calls)).map((s) => s[2])).toEqual([
       'the webhook was disabled (410 Gone)',
       'the webhook was disabled (410 Gone)',
       null,
     ]);
   });
 
-  it('on a delete, and no new call is made for a webhook off or gone', async () => {
+  it('on a delete, and no new call is made for a webhook off or gone', async ({ db }) => {
     const webhook = await insertWebhook(db, testWebhookInput());
-    const calls = await waiting(webhook.id);
+    const calls = await waiting(db, webhook.id);
     await deleteWebhook(db, webhook.id);
-    expect((await statesOf(calls)).map((s) => s[0])).toEqual(['failed', 'failed', 'success']);
+    expect((await statesOf(db, calls)).map((s) => s[0])).toEqual(['failed', 'failed', 'success']);
     expect((await findWebhookCall(db, calls.pending))?.failureReason).toBe(
       'the webhook was deleted',
     );
@@ -214,7 +195,7 @@ describe('a webhook turned off ends its waiting calls in the same statement', ()
 });
 
 describe('the deployment', () => {
-  it('has one identity per database, the same at every read', async () => {
+  it('has one identity per database, the same at every read', async ({ db }) => {
     const other = await createTestDb('postgres');
     try {
       const ours = await readDeploymentId(db);

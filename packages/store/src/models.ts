@@ -19,7 +19,8 @@ export interface FieldWrite extends ModelField {
   attributes: Record<string, unknown>;
 }
 
-interface ModelRow extends Record<string, unknown> {
+/** An item_types row with its fields, as MODEL_SELECT and herald_batch_context read it. */
+export interface ModelRow extends Record<string, unknown> {
   id: string;
   api_key: string;
   modular_block: boolean;
@@ -40,7 +41,7 @@ const MODEL_SELECT = `SELECT m.id, m.api_key, m.modular_block, m.sortable, m.tre
      FROM fields f WHERE f.environment = m.environment AND f.item_type_id = m.id) AS fields
   FROM item_types m`;
 
-const toModel = (row: ModelRow): ModelInfo => ({
+export const toModel = (row: ModelRow): ModelInfo => ({
   id: row.id,
   apiKey: row.api_key,
   modularBlock: row.modular_block,

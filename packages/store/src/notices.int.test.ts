@@ -1,14 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { describe, expect, it } from 'vitest';
+import { testWebhookInput } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import { createBulkJob, emitNotices, insertWebhook } from '@herald/store';
 
 // emitNotices (notices.ts): each change told once, whoever looks, however often.
 describe('notices', () => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb('postgres');
-  });
-  afterAll(() => t.cleanup());
+  const t = suiteTestDb();
 
   const setHealth = (webhookId: string, streak: number, openFor: number | null = null) =>
     t.db.query(

@@ -1,11 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createTestDb,
-  defineModel,
-  testItemEvent,
-  testRecordWrite as write,
-  type TestDb,
-} from '@herald/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { defineModel, testItemEvent, testRecordWrite as write } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   deleteRecords,
   findRecord,
@@ -24,9 +19,8 @@ import {
 
 for (const kind of ['postgres', 'embedded'] as const) {
   describe(`record store SQL on ${kind}`, () => {
-    let t: TestDb;
+    const t = suiteTestDb(kind);
     beforeAll(async () => {
-      t = await createTestDb(kind);
       await defineModel(t.db, 'main', {
         id: 'post',
         apiKey: 'post',
@@ -34,7 +28,6 @@ for (const kind of ['postgres', 'embedded'] as const) {
         fields: [{ apiKey: 'title', fieldType: 'string' }],
       });
     });
-    afterAll(() => t.cleanup());
 
     it('stores events once and lists the unmatched ones', async () => {
       const event = testItemEvent('ev:1', { eventType: 'create' });

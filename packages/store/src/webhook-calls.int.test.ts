@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { TEST_DATABASE_URL, createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import {
+  TEST_DATABASE_URL,
+  createTestDb,
+  testAttempt,
+  testWebhookInput,
+  type TestDb,
+} from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   createPostgresDb,
   createTestWebhookCall,
@@ -188,22 +195,14 @@ const attempt = (
   status: 'success' | 'failed' | 'rescheduled',
   lastSentAt: Date,
   nextRetryAt: Date | null = null,
-): WebhookCallAttempt => ({
-  status,
-  trigger: 'first',
-  durationMs: 5,
-  tripsCircuit: false,
-  requestUrl: 'https://example.com/hook',
-  requestHeaders: {},
-  requestPayload: '{}',
-  responseStatus: status === 'success' ? 200 : 500,
-  responseHeaders: {},
-  responsePayload: '',
-  failureReason: status === 'success' ? null : 'HTTP 500',
-  attemptedAutoRetriesCount: 0,
-  lastSentAt,
-  nextRetryAt,
-});
+): WebhookCallAttempt =>
+  testAttempt({
+    status,
+    responseStatus: status === 'success' ? 200 : 500,
+    failureReason: status === 'success' ? null : 'HTTP 500',
+    lastSentAt,
+    nextRetryAt,
+  });
 
 /** Stored events: [id, entity id, entity type, event type, created_at of their calls]. */
 async function insertEvents(
@@ -249,13 +248,7 @@ async function expectCountsAgree(db: Queryable): Promise<void> {
 }
 
 describe.each(['postgres', 'embedded'] as const)('webhook_call_counts (%s)', (kind) => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb(kind);
-  }, 60_000);
-  afterAll(async () => {
-    await t.cleanup();
-  });
+  const t = suiteTestDb(kind);
 
   it('agree with the log after every kind of write', async () => {
     const a = await insertWebhook(t.db, testWebhookInput());
@@ -302,13 +295,7 @@ describe.each(['postgres', 'embedded'] as const)('webhook_call_counts (%s)', (ki
 });
 
 describe('webhook_call_counts under concurrent writers', () => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb('postgres');
-  }, 60_000);
-  afterAll(async () => {
-    await t.cleanup();
-  });
+  const t = suiteTestDb();
 
   it('never make a writer wait for another: a key held by one transaction gets a row of its own', async () => {
     const hook = await insertWebhook(t.db, testWebhookInput());
@@ -341,13 +328,7 @@ describe('webhook_call_counts under concurrent writers', () => {
 });
 
 describe("the log's hot statements on their month's partitions", () => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb('postgres');
-  }, 60_000);
-  afterAll(async () => {
-    await t.cleanup();
-  });
+  const t = suiteTestDb();
 
   it('counts the call from the status it has when the write locks it, not when it began', async () => {
     const hook = await insertWebhook(t.db, testWebhookInput());

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   LATENCY_BOUNDS_MS,
   STATS_WINDOWS,
@@ -444,11 +445,7 @@ describe('sustained failure: a webhook whose attempts all failed for days is dis
 });
 
 describe("a webhook's own delivery_policy over the deployment's defaults", () => {
-  let t: TestDb;
-  beforeAll(async () => {
-    t = await createTestDb('postgres');
-  });
-  afterAll(() => t.cleanup());
+  const t = suiteTestDb();
 
   const failOnce = (webhookId: string, circuit: CircuitSettings) =>
     recordResults(t.db, webhookId, [503], circuit);

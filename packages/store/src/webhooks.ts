@@ -10,9 +10,8 @@ import type {
 } from '@herald/contract';
 import type { Queryable } from './db.js';
 
-/** A stored webhook, secrets included: the HTTP layer decides what to show. */
-export interface WebhookRecord {
-  id: string;
+/** What a client sets (docs/api.md, The webhook resource), already validated. */
+export interface WebhookInput {
   name: string;
   url: string;
   enabled: boolean;
@@ -30,20 +29,34 @@ export interface WebhookRecord {
   deliveryPolicy: DeliveryPolicy;
   /** Extension: the default payload carries `changes`, a JSON Patch (migration 022). */
   payloadChanges: boolean;
-  /** Extension, flow control (migration 023): calls of one entity in event order, or in any. */
-  deliveryOrder: DeliveryOrder;
+  /**
+   * Extension, flow control (migration 023): calls of one entity in event order, or in any
+   * (absent: 'any').
+   */
+  deliveryOrder?: DeliveryOrder;
   /** Extension, flow control: a newer event replaces the payload of a call still waiting. */
-  coalesceEvents: boolean;
+  coalesceEvents?: boolean;
   /** Extension, flow control: the events of a window go out as one call (null: one per event). */
-  batch: WebhookBatch | null;
-  /** Extension: requests carry the traceparent of their attempt's span (migration 028). */
-  traceContext: boolean;
-  /** Extension: where the calls go (migration 030); credentials included. */
-  destination: Destination;
+  batch?: WebhookBatch | null;
+  /**
+   * Extension: requests carry the traceparent of their attempt's span (migration 028; absent:
+   * true).
+   */
+  traceContext?: boolean;
+  /** Extension: where the calls go (migration 030; absent: HTTP to `url`); credentials included. */
+  destination?: Destination;
   /** Extension: OAuth2 client credentials towards the endpoint (migration 031), secret included. */
-  auth: WebhookAuth | null;
+  auth?: WebhookAuth | null;
   /** Extension: mutual TLS towards the endpoint (migration 031), key included. */
-  tls: WebhookTls | null;
+  tls?: WebhookTls | null;
+}
+
+/**
+ * A stored webhook, secrets included: the HTTP layer decides what to show. Every setting of
+ * WebhookInput is there, defaults applied.
+ */
+export interface WebhookRecord extends Required<WebhookInput> {
+  id: string;
   signingSecret: string;
   previousSigningSecret: string | null;
   previousSecretExpiresAt: Date | null;
@@ -54,35 +67,6 @@ export interface WebhookRecord {
   version: number;
   createdAt: Date;
   updatedAt: Date;
-}
-
-/** What a client sets (docs/api.md, The webhook resource), already validated. */
-export interface WebhookInput {
-  name: string;
-  url: string;
-  enabled: boolean;
-  headers: Record<string, string>;
-  events: WebhookEventEntry[];
-  customPayload: string | null;
-  httpBasicUser: string | null;
-  httpBasicPassword: string | null;
-  payloadApiVersion: string;
-  nestedItemsInPayload: boolean;
-  autoRetry: boolean;
-  redactHeaders: string[];
-  deliveryPolicy: DeliveryPolicy;
-  payloadChanges: boolean;
-  /** Flow control (absent: the defaults, 'any', false, null). */
-  deliveryOrder?: DeliveryOrder;
-  coalesceEvents?: boolean;
-  batch?: WebhookBatch | null;
-  /** Absent: true. */
-  traceContext?: boolean;
-  /** Absent: HTTP to `url`. */
-  destination?: Destination;
-  /** Endpoint authentication (absent: none). */
-  auth?: WebhookAuth | null;
-  tls?: WebhookTls | null;
 }
 
 /** The columns an update may set, by input key: the only identifiers that reach the SQL text. */
@@ -310,10 +294,23 @@ export async function findWebhooks(
   return rows.map(toWebhook);
 }
 
-/** The webhooks delivery matches events against. */
-export async function listEnabledWebhooks(db: Queryable): Promise<WebhookRecord[]> {
-  const { rows } = await db.query<WebhookRow>(`${SELECT} FROM webhooks WHERE enabled ORDER BY id`);
-  return rows.map(toWebhook);
+/**
+ * The webhooks delivery matches events against (the enabled ones), with the webhooks' generation
+ * they were read at (migration 032): one statement, so the list holds every change that
+ * generation counts.
+ */
+export async function readWebhookIndex(
+  db: Queryable,
+): Promise<{ generation: bigint; webhooks: WebhookRecord[] }> {
+  const { rows } = await db.query<WebhookRow & { webhooks_generation: string }>(
+    `${SELECT}, g.generation::text AS webhooks_generation
+     FROM webhooks_generation g LEFT JOIN webhooks ON enabled ORDER BY id`,
+  );
+  return {
+    generation: BigInt(rows[0]?.webhooks_generation ?? 0),
+    // No webhook: one row of nulls beside the generation.
+    webhooks: rows.filter((row) => row.id !== null).map(toWebhook),
+  };
 }
 
 /**

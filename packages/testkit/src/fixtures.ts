@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { test, type TestAPI } from 'vitest';
+import { afterAll, beforeAll, test, type TestAPI } from 'vitest';
 import type { Role } from '@herald/contract';
 import type { HttpSettings, Redis } from '@herald/runtime';
 import type { Db } from '@herald/store';
@@ -153,4 +153,32 @@ export function appTest<E extends object = object>(
   }) as TestAPI<Fixtures>;
   it.beforeAll(({ api: _api }) => {});
   return it;
+}
+
+/**
+ * A migrated database (createTestDb) for the suite that calls this: made before its first test,
+ * dropped after its last. For a describe block that needs a database of its own apart from the
+ * file's other blocks; read it in tests and hooks, once made.
+ */
+export function suiteTestDb(kind: 'postgres' | 'embedded' = 'postgres'): TestDb {
+  let testDb: TestDb | undefined;
+  beforeAll(async () => {
+    testDb = await createTestDb(kind);
+  }, 60_000);
+  afterAll(async () => {
+    await testDb?.cleanup();
+  });
+  const made = (): TestDb => {
+    if (!testDb) throw new Error('the suite database is made before its first test');
+    return testDb;
+  };
+  return {
+    get db() {
+      return made().db;
+    },
+    get schema() {
+      return made().schema;
+    },
+    cleanup: () => made().cleanup(),
+  };
 }

@@ -31,6 +31,7 @@ import {
   migrate,
   type Db,
   type NewEvent,
+  type WebhookCallAttempt,
   type WebhookInput,
 } from '@herald/store';
 import { acquireEmbeddedServer } from './embedded-server.js';
@@ -45,6 +46,7 @@ export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.
 export { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
 export { WAIT_TIMEOUT_MS, waitFor } from './wait.js';
 export { freePort } from './free-port.js';
+export { processAlive, spawnHerald } from './process.js';
 export { nodeOnlyPath } from './node-only-path.js';
 export {
   startRedisCluster,
@@ -53,6 +55,7 @@ export {
   type RedisClusterNode,
   type RedisClusterOptions,
 } from './redis-cluster.js';
+export { PrivateRedis, redisServerArgs } from './private-redis.js';
 export {
   PrivatePostgres,
   createReplicatedPostgres,
@@ -310,6 +313,46 @@ export function testWebhookInput(overrides: Partial<WebhookInput> = {}): Webhook
     deliveryOrder: 'any',
     coalesceEvents: false,
     batch: null,
+    ...overrides,
+  };
+}
+
+/**
+ * The attributes of a webhook to create through the API (POST /webhooks): every required one,
+ * valid; override what the test is about.
+ */
+export function testWebhookAttributes(
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    name: randomId('hook'),
+    url: 'https://example.com/hook',
+    headers: {},
+    events: [{ entity_type: 'item', event_types: ['publish'] }],
+    custom_payload: null,
+    http_basic_user: null,
+    http_basic_password: null,
+    ...overrides,
+  };
+}
+
+/** An attempt to record (recordWebhookCallAttempts): a first attempt answered 200; override the rest. */
+export function testAttempt(overrides: Partial<WebhookCallAttempt> = {}): WebhookCallAttempt {
+  return {
+    status: 'success',
+    trigger: 'first',
+    durationMs: 5,
+    tripsCircuit: false,
+    requestUrl: 'https://example.com/hook',
+    requestHeaders: {},
+    requestPayload: '{}',
+    responseStatus: 200,
+    responseHeaders: {},
+    responsePayload: '',
+    failureReason: null,
+    attemptedAutoRetriesCount: 0,
+    lastSentAt: new Date(),
+    nextRetryAt: null,
     ...overrides,
   };
 }

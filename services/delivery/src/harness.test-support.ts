@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { vi } from 'vitest';
 import {
   MATCH_EVENT_JOB,
@@ -6,7 +8,7 @@ import {
   webhooksChangedChannel,
   type WebhookEventEntry,
 } from '@herald/contract';
-import type { Coordination } from '@herald/runtime';
+import { LocalMatchHandOff, type Coordination } from '@herald/runtime';
 import {
   findWebhookCall,
   insertEvents,
@@ -18,6 +20,7 @@ import {
   type WebhookRecord,
 } from '@herald/store';
 import {
+  TEST_DATABASE_URL,
   randomId,
   silentLogger,
   startReceiver,
@@ -104,8 +107,30 @@ export interface Pipeline {
   settings: DeliverySettings;
   coordination: Coordination;
   registry: Registry;
+  /** addWebhook on the pipeline's database. */
+  addWebhook(input: WebhookInput): Promise<WebhookRecord>;
+  /** emitEvents on the pipeline's database. */
+  emit(events: NewEvent[]): Promise<void>;
+  /** callOf on the pipeline's database. */
+  callOf(eventId: string, webhookId: string): Promise<WebhookCallRecord>;
+  /** waitForCall on the pipeline's database. */
+  waitForCall(
+    eventId: string,
+    webhookId: string,
+    statuses: WebhookCallRecord['status'][],
+    timeout?: number,
+  ): Promise<WebhookCallRecord>;
+  /** Its hand-off from ingest in memory (the single process's): ids it takes skip the queue. */
+  localMatch: LocalMatchHandOff;
   close(): Promise<void>;
 }
+
+/** Retries every 100 ms, eight of them: a test sees a failing call retried at once. */
+export const FAST_RETRIES: DeliverySettings['retry'] = {
+  scheduleMs: [100, 100, 100, 100, 100, 100, 100, 100],
+  jitter: 0,
+  retryAfterMaxMs: 0,
+};
 
 export interface PipelineOptions {
   /** Redis (default) or Postgres alone. */
@@ -126,20 +151,28 @@ export async function startPipeline(
     options.prefix,
   );
   const registry = new Registry();
+  const localMatch = new LocalMatchHandOff();
   const runtime = await startDelivery(
-    { db, coordination, logger: silentLogger(), registry },
+    { db, coordination, logger: silentLogger(), registry, localMatch },
     settings,
   );
-  return {
+  const pipeline: Pipeline = {
     runtime,
     settings,
     coordination,
     registry,
+    addWebhook: (input) => addWebhook(db, pipeline, input),
+    emit: (events) => emitEvents(db, pipeline, events),
+    callOf: (eventId, webhookId) => callOf(db, eventId, webhookId),
+    waitForCall: (eventId, webhookId, statuses, timeout) =>
+      waitForCall(db, eventId, webhookId, statuses, timeout),
+    localMatch,
     async close() {
       await runtime.close();
       await close();
     },
   };
+  return pipeline;
 }
 
 /**
@@ -188,6 +221,32 @@ export function itemEventsIn(
       filters: [{ entity_type: 'environment', entity_ids: [environment] }],
     },
   ];
+}
+
+/**
+ * Webhooks and events of one environment (itemEventsIn): a test's own, so that webhooks of other
+ * tests on the same pipeline never see its events.
+ */
+export function inEnvironment(environment: string) {
+  return {
+    environment,
+    /** webhookInput listening to item events of the environment only. */
+    webhook: (url: string, overrides: Partial<WebhookInput> = {}) =>
+      webhookInput(url, { events: itemEventsIn(environment), ...overrides }),
+    /** itemEvent in the environment. */
+    event: (overrides: Partial<NewEvent> = {}) => itemEvent({ environment, ...overrides }),
+  };
+}
+
+/** Makes `receiver` answer 503 until `recover()`, then 200: an endpoint's outage and its end. */
+export function outage(receiver: Receiver): { recover(): void } {
+  let down = true;
+  receiver.respond = (_req, res) => res.writeHead(down ? 503 : 200).end();
+  return {
+    recover: () => {
+      down = false;
+    },
+  };
 }
 
 /** Stores a webhook, announces it as ingest does, and waits until the match index has it. */
@@ -275,6 +334,75 @@ export async function waitForCall(
     },
     { timeout, interval: 25 },
   );
+}
+
+/** The built delivery service (`pnpm build` first). */
+const DELIVERY_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
+
+/** A delivery process run as a child: the built service, on a test's schema and Redis prefix. */
+export interface DeliveryProcess {
+  readonly child: ChildProcess;
+  /** Resolves once it logs `delivery listening` (workers started); rejects if it exits first. */
+  readonly ready: Promise<void>;
+  /** What it wrote on stdout and stderr (the last 64 KB), for a failure's message. */
+  readonly output: string;
+  /** Sends `signal` (kill -9 by default) and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * The built delivery service as a child process on the database schema `schema` of the test
+ * Postgres and `prefix` on `redisUrl`: a second process of a test's deployment (a pipeline's
+ * prefix), or the only one. `env` adds or overrides its variables (intervals, limits…).
+ */
+export function spawnDeliveryProcess(options: {
+  schema: string;
+  prefix: string;
+  redisUrl: string;
+  env?: Record<string, string>;
+}): DeliveryProcess {
+  const url = new URL(TEST_DATABASE_URL);
+  url.searchParams.set('options', `-c search_path=${options.schema}`);
+  const child = spawn(process.execPath, [DELIVERY_MAIN], {
+    env: {
+      PATH: process.env['PATH'],
+      DATABASE_URL: url.toString(),
+      REDIS_URL: options.redisUrl,
+      REDIS_PREFIX: options.prefix,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      MIGRATE_ON_START: 'false',
+      SHUTDOWN_READINESS_DELAY_MS: '0',
+      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const ready = new Promise<void>((resolve, reject) => {
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-65_536);
+      if (/"msg":"delivery listening/.test(output)) resolve();
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    void exited.then(() => reject(new Error(`the delivery process exited:\n${output}`)));
+  });
+  // A process killed before it was ready is no failure of its own.
+  ready.catch(() => undefined);
+  return {
+    child,
+    ready,
+    get output() {
+      return output;
+    },
+    async stop(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
 }
 
 export { testRedis };

@@ -1,21 +1,13 @@
 import { describe, expect } from 'vitest';
 import type { Registry } from 'prom-client';
-import {
-  addWebhook,
-  callOf,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  webhookInput,
-} from './harness.test-support.js';
+import { FAST_RETRIES, inEnvironment, outage, pipelineTest } from './harness.test-support.js';
 
 // What the alert rules (infra/prometheus/alerts.yml) read, through an endpoint's outage and its
 // recovery: attempts by their own result apart from their calls, first-attempt latency apart
 // from retries, and the failing and circuit gauges read from Postgres on a scrape.
 const it = pipelineTest({
   circuit: { failures: 2, cooldownMs: 300 },
-  retry: { scheduleMs: [100, 100, 100, 100, 100, 100, 100, 100], jitter: 0, retryAfterMaxMs: 0 },
+  retry: FAST_RETRIES,
 });
 
 /** The value of one series in the registry's text exposition (0 when absent). */
@@ -26,28 +18,19 @@ async function value(registry: Registry, series: string): Promise<number> {
 }
 
 describe('the delivery metrics the alerts read', () => {
-  it('follow an endpoint through an outage and its recovery', async ({
-    db,
-    pipeline,
-    receiver,
-  }) => {
+  it('follow an endpoint through an outage and its recovery', async ({ pipeline, receiver }) => {
     const { registry } = pipeline;
-    let down = true;
-    receiver.respond = (_req, res) => res.writeHead(down ? 503 : 200).end();
-    const env = 'metrics-env';
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, { events: itemEventsIn(env) }),
-    );
+    const endpoint = outage(receiver);
+    const env = inEnvironment('metrics-env');
+    const webhook = await pipeline.addWebhook(env.webhook(receiver.url));
     // Every series of the attempts counter exists before any attempt.
     expect(await registry.metrics()).toContain(
       'herald_attempts_total{trigger="first",result="success"} 0',
     );
     expect(await value(registry, 'herald_webhooks_failing')).toBe(0);
 
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
+    const event = env.event();
+    await pipeline.emit([event]);
     await expect
       .poll(() => value(registry, 'herald_circuit_open_longest_seconds'), { timeout: 10_000 })
       .toBeGreaterThan(0);
@@ -64,9 +47,9 @@ describe('the delivery metrics the alerts read', () => {
       await value(registry, 'herald_deliveries_total{outcome="failed",status_class="5xx"}'),
     ).toBe(0);
 
-    down = false;
+    endpoint.recover();
     await expect
-      .poll(async () => (await callOf(db, event.id, webhook.id)).status, { timeout: 10_000 })
+      .poll(async () => (await pipeline.callOf(event.id, webhook.id)).status, { timeout: 10_000 })
       .toBe('success');
     expect(await value(registry, 'herald_attempts_total{trigger="retry",result="success"}')).toBe(
       1,

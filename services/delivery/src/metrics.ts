@@ -27,6 +27,8 @@ export interface DeliveryMetrics {
   firstAttemptsQueued: Gauge;
   /** Match-job events not found in this database (see the match worker). */
   eventsMissing: Counter;
+  /** Events this process's ingest handed to its own match workers, in memory (no match job). */
+  eventsMatchedLocally: Counter;
   /** Jobs put off because the database was away (no attempt spent), by queue. */
   jobsWaitingForDatabase: Counter<'queue'>;
   /** Calls held by this process in Postgres but not in its memory, released to the sweeper. */
@@ -133,6 +135,11 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
     eventsMissing: new Counter({
       name: 'herald_match_events_missing_total',
       help: 'Event ids of match jobs not found in this database (the job is retried, then fails)',
+      registers,
+    }),
+    eventsMatchedLocally: new Counter({
+      name: 'herald_events_matched_locally_total',
+      help: 'Events the ingest of this process handed to its own match workers in memory, without a match job',
       registers,
     }),
     jobsWaitingForDatabase: new Counter({

@@ -10,13 +10,13 @@ export function deliveryRole(config: DeliveryConfig): Role {
   return {
     name: 'delivery',
     queues: true,
-    async start({ db, coordination, logger, metrics, lifecycle }) {
+    async start({ db, coordination, logger, metrics, lifecycle, localMatch }) {
       // The workers (and the one sweeper startDelivery runs) use their own pool on Postgres: their
       // commits need not wait for the WAL flush (DELIVERY_SYNCHRONOUS_COMMIT), unlike POST /events.
       const workerDb = openWorkerDb(config, db);
       lifecycle.onShutdown('worker-database', () => workerDb.close());
       const delivery = await startDelivery(
-        { db: workerDb.db, coordination, logger, registry: metrics.registry },
+        { db: workerDb.db, coordination, logger, registry: metrics.registry, localMatch },
         deliverySettings(config),
       );
       lifecycle.onShutdown('delivery-workers', () => delivery.close());

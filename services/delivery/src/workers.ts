@@ -4,6 +4,7 @@ import {
   type Coordination,
   type DeliverQueue,
   type EventMatchQueue,
+  type LocalMatchHandOff,
   type Logger,
 } from '@herald/runtime';
 import type { Db } from '@herald/store';
@@ -26,6 +27,7 @@ import { Background } from './systems/background/background.js';
 import { Lanes } from './systems/flow/lanes.js';
 import { startLimits } from './systems/limits/limits.js';
 import { WebhookIndexSync } from './systems/match/index-sync.js';
+import { LocalMatches } from './systems/match/local-matches.js';
 import { Matcher } from './systems/match/match.js';
 import type { WebhookIndex } from './systems/match/webhook-index.js';
 import { Lease } from './systems/recovery/lease.js';
@@ -43,6 +45,11 @@ export interface DeliveryDeps {
   coordination: Coordination;
   logger: Logger;
   registry: Registry;
+  /**
+   * The process's hand-off from its own ingest (the single process): the match workers take the
+   * ids it commits in memory (LocalMatches), without a match job.
+   */
+  localMatch?: LocalMatchHandOff;
 }
 
 export interface DeliveryRuntime {
@@ -96,6 +103,7 @@ export async function startDelivery(
     loaders,
     models: loaders.models,
     index: webhooks.index,
+    indexUpTo: (generation) => webhooks.upTo(generation),
     announce: (message) => webhooks.announce(message),
     closing: () => closing,
   };
@@ -118,16 +126,21 @@ export async function startDelivery(
   });
   const { firstAttempts } = deliveries;
   const matcher = new Matcher({ ...resources, logger: logger.child({ module: 'match' }) });
+  // Matching waits while this process has twice its pool of first attempts queued or in flight.
+  const maxFirstAttempts = 2 * settings.deliverConcurrency;
   const workers = startQueueWorkers(coordination, logger, settings, {
-    // Matching waits while this process has twice its pool of first attempts queued or in flight.
-    match: processorOf(matchEvent, {
-      ...resources,
-      matcher,
-      firstAttempts,
-      maxFirstAttempts: 2 * settings.deliverConcurrency,
-    }),
+    match: processorOf(matchEvent, { ...resources, matcher, firstAttempts, maxFirstAttempts }),
     deliver: processorOf(deliverWebhook, { deliveries, limits, metrics }),
   });
+  const localMatches = new LocalMatches({
+    ...resources,
+    logger: logger.child({ module: 'match' }),
+    matcher,
+    firstAttempts,
+    maxFirstAttempts,
+    enqueueTimeoutMs: settings.sweepEnqueueTimeoutMs,
+  });
+  const detachLocal = deps.localMatch?.attach(localMatches);
   metrics.collectQueues = queueCollector(metrics, [matchQueue, deliverQueue]);
   metrics.collectHealth = healthCollector(metrics, db);
 
@@ -146,6 +159,7 @@ export async function startDelivery(
       // Outcome writes waiting for a database that is away give up from now on: their calls stay
       // held by the lease, which runs out, and another process's sweeper takes them over.
       closing = true;
+      detachLocal?.();
       metrics.collectQueues = undefined;
       metrics.collectHealth = undefined;
       webhooks.stopReloading();
@@ -154,6 +168,7 @@ export async function startDelivery(
       // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
       // then the first attempts the match worker started finish too.
       await workers.close();
+      await localMatches.drain();
       await firstAttempts.drain();
       await lease.stop();
       await limits.stop();

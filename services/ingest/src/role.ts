@@ -19,7 +19,7 @@ export function ingestRole(config: IngestConfig): Role {
     queues: true,
     api: {
       http: httpSettings(config),
-      routers({ poolName, coordination, logger, lifecycle }, api) {
+      routers({ poolName, coordination, logger, lifecycle, localMatch }, api) {
         const eventMatchQueue = createEventMatchQueue(coordination, logger, {
           attempts: config.MATCH_JOB_ATTEMPTS,
           backoffMs: config.MATCH_JOB_BACKOFF_MS,
@@ -37,6 +37,7 @@ export function ingestRole(config: IngestConfig): Role {
           deliverQueue,
           enqueueTimeoutMs: config.ENQUEUE_TIMEOUT_MS,
           enqueueWaitForWritesMs: config.ENQUEUE_WAIT_FOR_WRITES_MS,
+          localMatch,
           ssrfAllowCidrs: config.SSRF_ALLOW_CIDRS,
           siteId: config.SITE_ID,
           consoleDir:

@@ -20,6 +20,10 @@ import { StandaloneConfig } from './config.js';
 const K8S = fileURLToPath(new URL('../../../infra/k8s/', import.meta.url));
 const run = promisify(execFile);
 
+interface ConfigData {
+  data: Record<string, string | undefined>;
+}
+
 interface Manifest {
   apiVersion: string;
   kind: string;
@@ -113,15 +117,37 @@ describe('the Kubernetes manifests', () => {
     expect(unknown).toEqual([]);
   });
 
-  it('give each pod more time to stop than its preStop and SHUTDOWN_GRACE_MS take', async () => {
-    for (const manifest of [...(await render('single')), ...(await render('split'))]) {
-      if (manifest.kind !== 'Deployment') continue;
-      const pod = (manifest as unknown as Deployment).spec!.template.spec!;
-      expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(5 + 10);
-      for (const container of pod.containers) {
-        expect(container.lifecycle?.preStop).toBeDefined();
-        expect(container.readinessProbe?.httpGet?.path).toBe('/readyz');
-        expect(container.livenessProbe?.httpGet?.path).toBe('/healthz');
+  it('give each pod more time to stop than its preStop, its requests and its queue workers take', async () => {
+    for (const overlay of ['single', 'split']) {
+      const manifests = await render(overlay);
+      const data = (manifests.find((m) => m.kind === 'ConfigMap') as unknown as ConfigData).data;
+      // A setting as the service reads it: the config map's value, else its schema's default.
+      const ms = (name: 'SHUTDOWN_GRACE_MS' | 'DELIVERY_TIMEOUT_MS' | 'DELIVERY_JOB_LOCK_MS') =>
+        name === 'SHUTDOWN_GRACE_MS'
+          ? IngestConfig.shape[name].parse(data[name])
+          : DeliveryConfig.shape[name].parse(data[name]);
+      for (const manifest of manifests) {
+        if (manifest.kind !== 'Deployment') continue;
+        const pod = (manifest as unknown as Deployment).spec!.template.spec!;
+        for (const container of pod.containers) {
+          expect(container.readinessProbe?.httpGet?.path).toBe('/readyz');
+          expect(container.livenessProbe?.httpGet?.path).toBe('/healthz');
+          const preStop = container.lifecycle?.preStop?.exec?.command?.join(' ') ?? '';
+          const preStopMs = Number(/setTimeout\(\(\) => \{\}, (\d+)\)/.exec(preStop)?.[1]);
+          expect(preStopMs).toBeGreaterThan(0);
+          // The hooks run one after the other: the server's requests, then (where delivery runs)
+          // the queue workers' close, bounded by an attempt's timeout and a job lock.
+          const entry = container.command?.find((part) => part.endsWith('main.js')) ?? '';
+          const runsDelivery = /services\/(delivery|standalone)\//.test(entry);
+          const stopMs =
+            preStopMs +
+            ms('SHUTDOWN_GRACE_MS') +
+            (runsDelivery ? ms('DELIVERY_TIMEOUT_MS') + ms('DELIVERY_JOB_LOCK_MS') : 0);
+          expect(
+            pod.terminationGracePeriodSeconds! * 1000,
+            `${manifest.metadata.name}: ${stopMs} ms to stop`,
+          ).toBeGreaterThanOrEqual(stopMs + 2000);
+        }
       }
     }
   });

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
-import { TEST_REDIS_URL, randomId, seedDocs } from '@herald/testkit';
+import { TEST_REDIS_URL, processAlive, randomId, seedDocs, spawnHerald } from '@herald/testkit';
 import { runCli } from './cli-commands.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -32,38 +32,11 @@ afterAll(async () => {
 });
 
 /** Starts the real single-process Herald and waits for the line that gives its URL. */
-function start(
+async function start(
   env: Record<string, string>,
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, [join(dist, 'main.js')], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      // Nothing routes to these processes: SIGTERM need not give readiness time to be seen.
-      SHUTDOWN_READINESS_DELAY_MS: '0',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}`)), 120_000);
-    child.stdout.on('data', () => {
-      const match = /Herald is running at (http:\/\/\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]!, output: () => out });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${String(code)}:\n${out}`));
-    });
-  });
+  const herald = spawnHerald(join(dist, 'main.js'), env);
+  return { child: herald.child, url: await herald.url(), output: herald.output };
 }
 
 /**
@@ -103,15 +76,6 @@ async function withEmbedded<T>(dataDir: string, fn: (db: Db) => Promise<T>): Pro
     await db.close();
   }
 }
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => {
@@ -212,7 +176,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
           REDIS_PREFIX: prefixOf(dataDir),
         }),
       ).rejects.toThrow(/in use by process/);
-      expect(alive(postgresPid)).toBe(true);
+      expect(processAlive(postgresPid)).toBe(true);
     } finally {
       child.kill('SIGTERM');
       expect(await exited(child)).toBe(0);
@@ -274,11 +238,11 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     first.child.kill('SIGKILL');
     await exited(first.child);
     // The server outlives the process that started it, until the next start.
-    expect(alive(leftOver)).toBe(true);
+    expect(processAlive(leftOver)).toBe(true);
 
     const second = await start(env);
     try {
-      expect(alive(leftOver)).toBe(false);
+      expect(processAlive(leftOver)).toBe(false);
       const res = await fetch(`${second.url}/items?filter[ids]=a`, {
         headers: { Authorization: `Bearer ${token}` },
       });

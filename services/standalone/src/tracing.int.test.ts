@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -7,7 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fieldEntity, modelEvent, startReceiver, type Receiver } from '@herald/testkit';
+import {
+  fieldEntity,
+  modelEvent,
+  spawnHerald,
+  startReceiver,
+  type Receiver,
+} from '@herald/testkit';
 
 // OpenTelemetry traces (docs/operations.md, Traces): the real single process, exporting by
 // OTLP/HTTP (JSON) to a local collector, delivering to a local receiver. One trace goes from the
@@ -84,38 +90,14 @@ const children: ChildProcess[] = [];
 async function startHerald(env: Record<string, string>): Promise<{ url: string }> {
   const dataDir = await mkdtemp(join(tmpdir(), 'herald-trace-'));
   dirs.push(dataDir);
-  const child = spawn(process.execPath, [join(dist, 'main.js')], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      SHUTDOWN_READINESS_DELAY_MS: '0',
-      HERALD_DATA_DIR: dataDir,
-      HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
-      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const herald = spawnHerald(join(dist, 'main.js'), {
+    HERALD_DATA_DIR: dataDir,
+    HERALD_ADMIN_TOKEN: ADMIN_TOKEN,
+    SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+    ...env,
   });
-  children.push(child);
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${out}`)), 120_000);
-    child.stdout.on('data', () => {
-      const match = /Herald is running at (http:\/\/\S+)/.exec(out);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ url: match[1]! });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${String(code)}:\n${out}`));
-    });
-  });
+  children.push(herald.child);
+  return { url: await herald.url() };
 }
 
 async function stop(child: ChildProcess): Promise<void> {

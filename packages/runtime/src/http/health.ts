@@ -123,6 +123,16 @@ export function healthRouter(deps: HealthDeps): Router {
     res.json(answer);
   });
   router.get('/readyz', async (req, res) => {
+    // Draining is said at once, without asking the dependencies: a load balancer must hear it
+    // even while Postgres answers slowly (a busy pool, a dependency going away with the process).
+    if (deps.isDraining()) {
+      const error = new ApiError('SERVICE_UNAVAILABLE', {
+        message: 'Shutting down',
+        draining: true,
+      });
+      res.status(503).json(renderErrorEnvelope(error, docsUrlFor(req, deps.docsUrl)));
+      return;
+    }
     const checks = await checkDependencies(deps);
     const { database, redis } = checks;
     const draining = deps.isDraining();

@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { testWebhookInput } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   createWebhookCallMonths,
   dropWebhookCallMonths,
@@ -10,13 +11,11 @@ import {
 // The delivery log's months (docs/architecture.md, The delivery log by month), made and dropped.
 
 describe('the months of the delivery log', () => {
-  let t: TestDb;
+  const t = suiteTestDb();
   let webhookId: string;
   beforeAll(async () => {
-    t = await createTestDb('postgres');
     webhookId = (await insertWebhook(t.db, testWebhookInput())).id;
   });
-  afterAll(() => t.cleanup());
 
   const months = async () => {
     const { rows } = await t.db.query<{ month: string }>(

@@ -1,4 +1,10 @@
-import type { DeliveryPolicy, WebhookBatch } from '@herald/contract/tables';
+import type {
+  DeliveryPolicy,
+  Destination,
+  WebhookAuth,
+  WebhookBatch,
+  WebhookTls,
+} from '@herald/contract/tables';
 
 /**
  * The wire resources the console reads (docs/api.md: the item resource of GET /items, The webhook
@@ -46,6 +52,11 @@ export interface WebhookAttributes {
   delivery_order?: string;
   coalesce?: boolean;
   batch?: WebhookBatch | null;
+  /** Extension: where the calls go (credentials shown as `***`). */
+  destination?: Destination;
+  /** Extensions, endpoint authentication: the write-only secrets are never answered. */
+  auth?: Omit<WebhookAuth, 'client_secret'> | null;
+  tls?: Omit<WebhookTls, 'client_key'> | null;
   signing_secret?: string;
   disabled_reason?: string | null;
   disabled_at?: string | null;

@@ -58,6 +58,9 @@ describe('webhook form', () => {
       delivery_order: 'any',
       coalesce: false,
       batch: null,
+      destination: { kind: 'http' },
+      auth: null,
+      tls: null,
     });
     const flow = {
       delivery_order: 'per_entity',
@@ -160,11 +163,14 @@ describe('webhook form', () => {
         'custom_payload',
         'delivery_order',
         'delivery_policy',
+        'destination',
         'enabled',
         'events',
         'headers',
         'http_basic_password',
         'http_basic_user',
+        'auth',
+        'tls',
         'name',
         'nested_items_in_payload',
         'payload_changes',
@@ -190,6 +196,9 @@ describe('webhook form', () => {
       delivery_order: 'any',
       coalesce: false,
       batch: null,
+      destination: { kind: 'http' },
+      auth: null,
+      tls: null,
     });
     expect(previewAttributes(form, ' evt-1 ')['event_id']).toBe('evt-1');
     // The events of one call (flow control) take the place of the one event.

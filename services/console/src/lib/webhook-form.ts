@@ -1,5 +1,16 @@
 import { CONTENT_ENTRY_KEYS } from '@herald/contract/tables';
 import { policyForm, policyFromForm, type PolicyForm } from './delivery-policy.js';
+import {
+  authAttributes,
+  authForm,
+  destinationAttributes,
+  destinationForm,
+  tlsAttributes,
+  tlsForm,
+  type AuthForm,
+  type DestinationForm,
+  type TlsForm,
+} from './destination.js';
 import { flowAttributes, flowForm, type FlowForm } from './flow-control.js';
 import { operandFromText, operandText, type ConditionRow } from './field-conditions.js';
 import type { WebhookAttributes, WebhookEventEntry } from './types.js';
@@ -66,6 +77,11 @@ export interface WebhookForm {
   deliveryPolicy: PolicyForm;
   /** `delivery_order`, `coalesce` and `batch`. */
   flow: FlowForm;
+  /** Where the calls go: HTTP to `url`, or a broker. */
+  destination: DestinationForm;
+  /** Endpoint authentication (HTTP): OAuth2 client credentials, mutual TLS. */
+  auth: AuthForm;
+  tls: TlsForm;
 }
 
 let nextKey = 1;
@@ -117,6 +133,9 @@ export function emptyForm(): WebhookForm {
     autoRetry: true,
     deliveryPolicy: policyForm(undefined),
     flow: flowForm(undefined),
+    destination: destinationForm(undefined),
+    auth: authForm(null),
+    tls: tlsForm(null),
   };
 }
 
@@ -165,6 +184,9 @@ export function formFromWebhook(attributes: WebhookAttributes): WebhookForm {
     autoRetry: attributes.auto_retry,
     deliveryPolicy: policyForm(attributes.delivery_policy),
     flow: flowForm(attributes),
+    destination: destinationForm(attributes.destination),
+    auth: authForm(attributes.auth),
+    tls: tlsForm(attributes.tls),
   };
 }
 
@@ -245,6 +267,16 @@ export function attributesFromForm(form: WebhookForm): Record<string, unknown> {
     auto_retry: form.autoRetry,
     delivery_policy: policyFromForm(form.deliveryPolicy),
     ...flowAttributes(form.flow),
+    ...endpointAttributes(form),
+  };
+}
+
+/** Where the calls go and how they authenticate: the same in a save and in a preview. */
+function endpointAttributes(form: WebhookForm) {
+  return {
+    destination: destinationAttributes(form.destination),
+    auth: authAttributes(form.auth),
+    tls: tlsAttributes(form.tls),
   };
 }
 
@@ -268,6 +300,7 @@ export function previewAttributes(
     nested_items_in_payload: form.nestedItemsInPayload,
     payload_changes: form.payloadChanges,
     ...flowAttributes(form.flow),
+    ...endpointAttributes(form),
   };
   // An existing webhook's id goes in the payload's webhook_id, as delivery would put it.
   if (webhookId) attributes['webhook_id'] = webhookId;

@@ -33,6 +33,7 @@ import { ReplayOfferNote } from './bulk-jobs.js';
 import { policyProblems } from '../lib/delivery-policy.js';
 import { flowProblems } from '../lib/flow-control.js';
 import { EventsEditor, HeadersEditor, PolicyFields } from './webhook-fields.js';
+import { DestinationFields, EndpointAuthFields } from './webhook-destination.js';
 import { FlowFields } from './webhook-flow.js';
 import { PreviewPanel } from './webhook-preview.js';
 
@@ -55,6 +56,9 @@ const FIELD_ROOTS = [
   'delivery_order',
   'coalesce',
   'batch',
+  'destination',
+  'auth',
+  'tls',
 ];
 
 export function WebhookEditor({ id }: { id: string | null }) {
@@ -268,16 +272,25 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
             label="URL"
             problems={at('url')}
             hint={
-              <>
-                Mustache tags are allowed in the path and query, e.g.{' '}
-                <code>/hooks/{'{{entity_type}}'}</code>.
-              </>
+              form.destination.kind === 'http' ? (
+                <>
+                  Mustache tags are allowed in the path and query, e.g.{' '}
+                  <code>/hooks/{'{{entity_type}}'}</code>.
+                </>
+              ) : (
+                'Kept, but not used: the calls go to the broker below.'
+              )
             }
             name="url"
             type="url"
             class="mono"
             value={form.url}
             onValue={(url) => update('url', { url })}
+          />
+          <DestinationFields
+            destination={form.destination}
+            problems={problems}
+            onChange={(destination) => update('destination', { destination })}
           />
 
           <EventsEditor
@@ -378,6 +391,14 @@ function EditorForm({ webhook, onChanged }: { webhook: Webhook | null; onChanged
                 }
               />
             </div>
+            <EndpointAuthFields
+              auth={form.auth}
+              tls={form.tls}
+              broker={form.destination.kind !== 'http'}
+              problems={problems}
+              onAuth={(auth) => update('auth', { auth })}
+              onTls={(tls) => update('tls', { tls })}
+            />
             {webhook?.attributes.signing_secret && (
               <p class="small muted">
                 Signing secret: <code>{maskSecret(webhook.attributes.signing_secret)}</code> (rotate

@@ -18,8 +18,10 @@ import {
 import { useDebounced, useResource } from '../hooks.js';
 import type { Collection } from '../lib/api.js';
 import { fieldProblems, type FieldProblem } from '../lib/errors.js';
+import { DESTINATION_PLACES, HEADER_TITLES, isDestinationKind } from '../lib/destination.js';
 import { PREVIEW_FLOW_EVENTS, previewEventIds } from '../lib/flow-control.js';
 import type { WebhookPreview } from '../lib/types.js';
+import type { Destination, DestinationKind } from '@herald/contract/tables';
 import { normalizeFieldPath, previewAttributes, type WebhookForm } from '../lib/webhook-form.js';
 
 /** How long typing must pause before the preview asks Herald again. */
@@ -162,12 +164,11 @@ export function PreviewPanel({
           <p class="muted small" data-testid="preview-event">
             {describeRendered(rendered)} The call id is shown as "preview".
           </p>
-          <h3>URL</h3>
-          <p class="mono break" data-testid="preview-url">
-            POST {rendered.url}
-          </p>
-          <h3>Headers</h3>
-          <HeadersTable headers={rendered.headers} />
+          <Target rendered={rendered} />
+          <h3>{HEADER_TITLES[kindOf(rendered)]}</h3>
+          <div data-testid="preview-headers">
+            <HeadersTable headers={rendered.headers} />
+          </div>
           {form.payloadChanges && !form.useCustomPayload && <PatchSummary body={rendered.body} />}
           <h3>Body</h3>
           <div data-testid="preview-body">
@@ -176,6 +177,70 @@ export function PreviewPanel({
         </div>
       )}
     </aside>
+  );
+}
+
+/** The destination the preview answered (HTTP when it names none). */
+function destinationOf(rendered: WebhookPreview['attributes']): Destination {
+  const destination = rendered['destination'] as Destination | undefined;
+  return destination && isDestinationKind(destination.kind) ? destination : { kind: 'http' };
+}
+
+const kindOf = (rendered: WebhookPreview['attributes']): DestinationKind =>
+  destinationOf(rendered).kind;
+
+/**
+ * Where the call goes: the URL of an HTTP request, or for a broker, the broker and where on it
+ * the message is published (exchange and routing key, subject, topic, stream), as the call log
+ * will say it.
+ */
+function Target({ rendered }: { rendered: WebhookPreview['attributes'] }) {
+  const destination = destinationOf(rendered);
+  if (destination.kind === 'http') {
+    return (
+      <>
+        <h3>URL</h3>
+        <p class="mono break" data-testid="preview-url">
+          POST {rendered.url}
+        </p>
+      </>
+    );
+  }
+  const where: [string, string][] = [['Broker', destination.url]];
+  switch (destination.kind) {
+    case 'rabbitmq':
+      where.push(['Exchange', destination.exchange], ['Routing key', destination.routing_key]);
+      break;
+    case 'nats':
+      where.push(
+        ['Subject', destination.subject],
+        ['Acknowledged by', destination.jetstream ? 'JetStream (PubAck)' : 'none (core NATS)'],
+      );
+      break;
+    case 'mqtt':
+      where.push(['Topic', destination.topic], ['QoS', '1 (PUBACK)']);
+      break;
+    case 'redis_stream':
+      where.push(['Stream', destination.stream], ['MAXLEN ~', String(destination.max_len)]);
+      break;
+  }
+  return (
+    <>
+      <h3>Published to</h3>
+      <p class="small muted">
+        Sent as {DESTINATION_PLACES[destination.kind]}, not an HTTP request; the call log will say:
+      </p>
+      <p class="mono break" data-testid="preview-url">
+        {rendered.url}
+      </p>
+      <div data-testid="preview-target">
+        <KeyValueTable
+          rows={where.map(
+            ([name, value]) => [name, <code>{value === '' ? '""' : value}</code>] as const,
+          )}
+        />
+      </div>
+    </>
   );
 }
 

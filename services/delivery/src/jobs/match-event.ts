@@ -1,6 +1,6 @@
 import type { Job } from 'bullmq';
 import { EventMatchJobData, MATCH_EVENT_JOB, QUEUE_EVENT_MATCH } from '@herald/contract';
-import { findEvents, isDbUnavailableError, type Db } from '@herald/store';
+import { findEventsToMatch, isDbUnavailableError, type Db } from '@herald/store';
 import type { DeliveryMetrics } from '../metrics.js';
 import type { NewCall } from '../shared/calls.js';
 import { putOffUntilDatabaseReturns } from '../shared/outage.js';
@@ -55,9 +55,9 @@ async function handler(
   let missing: number;
   let started: readonly NewCall[];
   try {
-    const found = await findEvents(ctx.db, data.eventIds);
-    missing = new Set(data.eventIds).size - found.length;
-    started = await ctx.matcher.match(found);
+    const found = await findEventsToMatch(ctx.db, data.eventIds);
+    missing = new Set(data.eventIds).size - found.events.length;
+    started = await ctx.matcher.match(found.events, found.webhooksGeneration);
   } catch (error) {
     if (isDbUnavailableError(error)) return waitForDatabase(ctx, job, token);
     throw error;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   findEvents,
   insertEvents,
@@ -7,16 +7,11 @@ import {
   type FieldWrite,
   type NewEvent,
 } from '@herald/store';
-import { createTestDb, testItemEvent, type TestDb } from '@herald/testkit';
+import { testItemEvent } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import { ModelCache } from './loaders.js';
 
-let t: TestDb;
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-});
-afterAll(async () => {
-  await t.cleanup();
-});
+const t = suiteTestDb();
 
 /** The real database, counting the statements sent through it. */
 function counted(db: Db): { db: Db; statements: () => number } {

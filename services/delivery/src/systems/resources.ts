@@ -29,6 +29,11 @@ export interface SystemResources {
   models: ModelCache;
   /** The enabled webhooks, as far as this process heard (WebhookIndexSync keeps it). */
   index: WebhookIndex;
+  /**
+   * Resolves once `index` holds every webhook change of a webhooks generation (the one a match's
+   * events were read with: findEventsToMatch).
+   */
+  indexUpTo: (generation: bigint) => Promise<void>;
   /** Tells every process of a webhook change (the channel the API publishes on). */
   announce: (message: WebhookChangedMessage) => Promise<void>;
   /** True once the process is shutting down: writes stop waiting for a database that is away. */

@@ -6,10 +6,12 @@ import {
   loadRecordModels,
   sqlState,
   StaleBatchContextError,
+  writeItemBatch,
   type Db,
 } from '@herald/store';
-import { applyItemBatch, applyPlan } from './apply-plan.js';
+import { applyPlan, itemBatchOf } from './apply-plan.js';
 import type { BatchContextCache } from './context-cache.js';
+import type { GroupCommit } from './group-commit.js';
 import {
   environmentOf,
   modelKeys,
@@ -32,6 +34,23 @@ export interface AcceptResult {
   acceptedIds: string[];
   /** An environment event was applied (the environment cache is stale). */
   environmentsChanged: boolean;
+  /**
+   * Where the commit reached in the WAL, when the write read it already (a group commit reads it
+   * once for its group); absent: the caller reads it (readCommitPosition).
+   */
+  position?: Promise<bigint>;
+}
+
+/** How acceptEvents may take its fast path (both per process: the route keeps them). */
+export interface AcceptOptions {
+  /** The acceptance time; default now. */
+  now?: Date;
+  /** The environments and models of recent batches (item batches then skip the pre-read). */
+  cache?: BatchContextCache;
+  /** Writes of cached batches share their statement and commit with concurrent requests. */
+  group?: GroupCommit;
+  /** The traceparent of the request's span, stored with the events (docs/operations.md, Traces). */
+  traceparent?: string | null;
 }
 
 /** A batch as acceptEvents was given it, each event with its id. */
@@ -54,14 +73,12 @@ export async function acceptEvents(
   db: Db,
   events: readonly ValidEvent[],
   requestEnvironment: string,
-  now = new Date(),
-  cache?: BatchContextCache,
-  /** The traceparent of the request's span, stored with the events (docs/operations.md, Traces). */
-  traceparent: string | null = null,
+  options: AcceptOptions = {},
 ): Promise<AcceptResult> {
+  const now = options.now ?? new Date();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await acceptOnce(db, events, requestEnvironment, now, cache, traceparent);
+      return await acceptOnce(db, events, requestEnvironment, now, options);
     } catch (error) {
       // Two requests writing the same records in other orders can deadlock; Postgres rolls one
       // back whole (nothing of it is stored), so it is simply done again, after a short pause.
@@ -81,8 +98,7 @@ async function acceptOnce(
   events: readonly ValidEvent[],
   requestEnvironment: string,
   now: Date,
-  cache: BatchContextCache | undefined,
-  traceparent: string | null,
+  { cache, group, traceparent = null }: AcceptOptions,
 ): Promise<AcceptResult> {
   const batch: Batch = {
     events,
@@ -93,7 +109,7 @@ async function acceptOnce(
   };
   const onlyItems = events.every((event) => event.kind === 'item');
   if (cache && onlyItems) {
-    const accepted = await acceptFromCache(db, batch, cache);
+    const accepted = await acceptFromCache(db, batch, cache, group);
     if (accepted) return accepted;
   }
   // Planning reads outside the transaction: it took no locks inside one either, and the
@@ -131,6 +147,7 @@ async function acceptFromCache(
   db: Db,
   batch: Batch,
   cache: BatchContextCache,
+  group: GroupCommit | undefined,
 ): Promise<AcceptResult | undefined> {
   const { events, requestEnvironment } = batch;
   const cached = cache.lookup(
@@ -145,9 +162,15 @@ async function acceptFromCache(
     models: cached.models,
   });
   if (plan.errors.length > 0) return undefined;
+  const write = itemBatchOf(plan);
+  if (!write) return undefined;
   try {
-    const inserted = await applyItemBatch(db, plan, cached.expected);
-    return inserted ? acceptResult(batch, plan, inserted) : undefined;
+    if (group) {
+      const { inserted, position } = await group.write({ ...write, expected: cached.expected });
+      return { ...acceptResult(batch, plan, inserted), position };
+    }
+    const { inserted } = await writeItemBatch(db, { ...write, expected: cached.expected });
+    return acceptResult(batch, plan, inserted);
   } catch (error) {
     if (!(error instanceof StaleBatchContextError)) throw error;
     cache.clear();

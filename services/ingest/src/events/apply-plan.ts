@@ -19,8 +19,8 @@ import {
   type BlockSync,
   type BlockWrite,
   type Db,
-  type ExpectedContext,
   type ItemVersionCapture,
+  type NewEvent,
   type Queryable,
   type RecordText,
   type RecordWrite,
@@ -55,19 +55,14 @@ export async function applyPlan(db: Db, plan: BatchPlan): Promise<Set<string>> {
 }
 
 /**
- * applyPlan's one statement, for a plan validated against a cached context that the write
- * checks (`expected`): the ids stored, or undefined (nothing written) when the plan does not
- * take that path. Throws StaleBatchContextError when the context has changed.
+ * applyPlan's one statement for a plan, as writeItemBatch takes it (without the context it was
+ * validated against), or undefined when the plan does not take that path.
  */
-export async function applyItemBatch(
-  db: Db,
+export function itemBatchOf(
   plan: BatchPlan,
-  expected: ExpectedContext,
-): Promise<Set<string> | undefined> {
+): { events: NewEvent[]; records: RecordWrite[]; texts: RecordText[] } | undefined {
   const batch = fastPathWrites(plan);
-  if (!batch) return undefined;
-  const events = plan.events.map((p) => p.row);
-  return (await writeItemBatch(db, { events, ...batch, expected })).inserted;
+  return batch ? { events: plan.events.map((p) => p.row), ...batch } : undefined;
 }
 
 /**

@@ -20,10 +20,12 @@ import {
   type ApiOperation,
   type EventMatchQueue,
   type EventWrite,
+  type LocalMatchHandOff,
 } from '@herald/runtime';
 import { readCommitPosition, type Db } from '@herald/store';
 import { acceptEvents } from '../events/accept-events.js';
 import { BatchContextCache } from '../events/context-cache.js';
+import { GroupCommit } from '../events/group-commit.js';
 import { ingestMetrics } from '../events/metrics.js';
 import { validateEventsBody } from '../events/validate-events.js';
 
@@ -38,6 +40,10 @@ export type EventsDeps = ApiAppDeps & {
    * (ENQUEUE_WAIT_FOR_WRITES_MS); absent: 0, never.
    */
   enqueueWaitForWritesMs?: number;
+  /**
+   * This process's own match workers (the single process): the ids they take skip the queue.
+   */
+  localMatch?: Pick<LocalMatchHandOff, 'offer'>;
   /**
    * The replica of READ_DATABASE_URL, for the reads that tolerate its lag (GET /events,
    * GET /webhook_calls, GET /webhook_stats; docs/operations.md, Read replicas); default `db`.
@@ -97,12 +103,15 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
   // Environments and models of recent batches: item batches skip the pre-read (the write
   // re-checks them, see BatchContextCache).
   const contextCache = new BatchContextCache();
+  // Their one-statement writes share a statement and a commit with the requests beside them.
+  const group = new GroupCommit(deps.db);
   // Requests finishing together share an enqueue (and a match job); one that commits while
   // others write waits for them, briefly.
   const enqueuer = new EventMatchEnqueuer(
     deps.eventMatchQueue,
     deps.enqueueTimeoutMs,
     deps.enqueueWaitForWritesMs,
+    deps.localMatch,
   );
   return async (req, res, next) => {
     // The producer's traceparent, if it sent one, is this span's parent; the events keep this
@@ -123,23 +132,22 @@ export function eventsCreate(deps: EventsDeps): RequestHandler {
         const events = validateEventsBody(body);
         metrics.batchSize.observe(events.length);
         write = enqueuer.startWrite();
-        result = await acceptEvents(
-          deps.db,
-          events,
-          context(res).environment?.id ?? 'main',
-          new Date(),
-          contextCache,
-          traceparentOf(span),
-        );
+        result = await acceptEvents(deps.db, events, context(res).environment?.id ?? 'main', {
+          cache: contextCache,
+          group,
+          traceparent: traceparentOf(span),
+        });
       } catch (error) {
         write?.end();
         if (error instanceof ApiError && error.status === 422) countRejected(deps, body);
         throw error;
       }
       const enqueued = write.enqueue(result.acceptedIds);
-      // Read your own events: where the commit reached in the WAL, asked while Redis takes the
-      // ids. The events are stored whatever happens here: without it, the 202 has no token.
-      const readAfter = readCommitPosition(deps.db).then(encodeReadAfter, (error: unknown) => {
+      // Read your own events: where the commit reached in the WAL (read by the group commit, or
+      // asked here while Redis takes the ids). The events are stored whatever happens here:
+      // without it, the 202 has no token.
+      const position = result.position ?? readCommitPosition(deps.db);
+      const readAfter = position.then(encodeReadAfter, (error: unknown) => {
         log.warn({ err: (error as Error).message }, 'events stored; no read-after token');
         return undefined;
       });

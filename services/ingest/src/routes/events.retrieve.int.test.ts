@@ -8,7 +8,7 @@ import {
   recordWebhookCallAttempts,
   type WebhookCallAttempt,
 } from '@herald/store';
-import { createTestToken, testItemEvent, testWebhookInput } from '@herald/testkit';
+import { createTestToken, testAttempt, testItemEvent, testWebhookInput } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
@@ -209,18 +209,5 @@ function attempt(
   outcome: Pick<WebhookCallAttempt, 'status' | 'responseStatus' | 'lastSentAt'> &
     Partial<WebhookCallAttempt>,
 ): WebhookCallAttempt {
-  return {
-    trigger: 'first',
-    durationMs: 5,
-    tripsCircuit: false,
-    requestUrl: 'https://example.com/hook',
-    requestHeaders: {},
-    requestPayload: '{}',
-    responseHeaders: {},
-    responsePayload: '',
-    failureReason: null,
-    attemptedAutoRetriesCount: 0,
-    nextRetryAt: null,
-    ...outcome,
-  };
+  return testAttempt(outcome);
 }

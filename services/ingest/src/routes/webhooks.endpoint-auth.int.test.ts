@@ -1,7 +1,7 @@
 import { describe, expect } from 'vitest';
 import fc from 'fast-check';
 import { findWebhook } from '@herald/store';
-import { makeTestPki, type TestApi } from '@herald/testkit';
+import { makeTestPki, testWebhookAttributes, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
@@ -15,16 +15,6 @@ interface ErrorBody {
 interface WebhookBody {
   data: { id: string; attributes: Record<string, unknown> };
 }
-
-const valid = () => ({
-  name: `hook ${Math.random()}`,
-  url: 'https://example.com/hook',
-  headers: {},
-  events: [{ entity_type: 'item', event_types: ['publish'] }],
-  custom_payload: null,
-  http_basic_user: null,
-  http_basic_password: null,
-});
 
 const oauth = (overrides: Record<string, unknown> = {}) => ({
   kind: 'oauth2_client_credentials',
@@ -46,7 +36,9 @@ const create = (api: TestApi, attributes: Record<string, unknown>) =>
   api.call<WebhookBody & ErrorBody>(
     'POST',
     '/webhooks',
-    JSON.stringify({ data: { type: 'webhook', attributes: { ...valid(), ...attributes } } }),
+    JSON.stringify({
+      data: { type: 'webhook', attributes: { ...testWebhookAttributes(), ...attributes } },
+    }),
   );
 const update = (api: TestApi, id: string, attributes: Record<string, unknown>) =>
   api.call<WebhookBody & ErrorBody>(

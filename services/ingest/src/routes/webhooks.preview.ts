@@ -3,14 +3,21 @@ import { z } from 'zod';
 import {
   ApiError,
   BATCH_LIMITS,
+  HTTP_DESTINATION,
   SAMPLE_EVENT_ID,
   WebhookPreviewResource,
   type CidrList,
   type ErrorEntry,
   type WebhookBatch,
   isObject,
+  redactDestination,
 } from '@herald/contract';
-import { callContent, renderDeliveryRequest, type CallContent } from '@herald/payload';
+import {
+  callContent,
+  renderDeliveryRequest,
+  requestForDestination,
+  type CallContent,
+} from '@herald/payload';
 import { context, requestDocument, requireRole } from '@herald/runtime';
 import {
   entityKey,
@@ -46,6 +53,10 @@ const OPTIONAL = [
   'delivery_order',
   'coalesce',
   'batch',
+  // Where the call goes and how it authenticates: a broker's message, an OAuth2 bearer token.
+  'destination',
+  'auth',
+  'tls',
 ] as const;
 /** Extensions: which event (or events) to render, and which webhook's id the payload names. */
 const CHOICES = ['event_id', 'event_ids', 'webhook_id'] as const;
@@ -87,7 +98,8 @@ export const previewWebhookOperation = webhooksOperation('post', '/webhooks/prev
 
 /**
  * POST /webhooks/preview (docs/api.md, extension): renders the url, headers (secrets masked) and
- * body that delivery would send for the given settings, for a stored event or a sample one, or
+ * body that delivery would send for the given settings (for a broker destination, the message and
+ * where it is published; with OAuth2, the bearer token's place), for a stored event or a sample one, or
  * (flow control) the stored events one coalesced or batched call carries, with delivery's own code
  * (callContent, renderDeliveryRequest). Validation is creation's. Nothing is sent.
  */
@@ -167,18 +179,21 @@ function previewWebhook(deps: WebhookPreviewDeps): RequestHandler {
       sign: () => MASKED_SIGNATURE,
       now: new Date(),
     });
+    const destination = settings.destination ?? HTTP_DESTINATION;
+    const sent = requestForDestination(rendered, { destination, auth: settings.auth ?? null });
     res.json({
       data: {
         type: 'webhook_preview',
         attributes: {
-          url: rendered.logged.url,
-          headers: rendered.logged.headers,
-          body: rendered.body,
+          url: sent.logged.url,
+          headers: sent.logged.headers,
+          body: sent.body,
           event_id: events.sample ? null : content.event.id,
           sample_event: events.sample,
           entity_type: content.event.entityType,
           event_type: content.event.eventType,
           ...carriedAttributes(events, content),
+          destination: redactDestination(destination),
         },
       },
     });

@@ -1,5 +1,5 @@
 import { describe, expect } from 'vitest';
-import type { TestApi } from '@herald/testkit';
+import { testWebhookAttributes, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 import { REQUIRED_ATTRIBUTES } from '../../test/webhook-attributes.js';
@@ -13,23 +13,13 @@ interface ErrorBody {
   data: { attributes: { code: string; details: Record<string, unknown> } }[];
 }
 
-const valid = () => ({
-  name: `hook ${Math.random()}`,
-  url: 'https://example.com/hook',
-  headers: {},
-  events: [{ entity_type: 'item', event_types: ['publish'] }],
-  custom_payload: null,
-  http_basic_user: null,
-  http_basic_password: null,
-});
-
 const send = (api: TestApi, method: string, path: string, body: string) =>
   api.call<ErrorBody>(method, path, body);
 const createWith = (api: TestApi, attributes: Record<string, unknown>) =>
   send(api, 'POST', '/webhooks', JSON.stringify({ data: { type: 'webhook', attributes } }));
 /** PUT `data` on a webhook created for it. */
 const putOnNew = async (api: TestApi, data: Record<string, unknown>) => {
-  const created = await createWith(api, valid());
+  const created = await createWith(api, testWebhookAttributes());
   const id = (created.body as unknown as { data: { id: string } }).data.id;
   return send(api, 'PUT', `/webhooks/${id}`, JSON.stringify({ data }));
 };
@@ -50,7 +40,7 @@ const withFilter = (filter: unknown) =>
 const RULES: Rule[] = [
   // Required keys (the nullable three must still be present).
   ...REQUIRED_ATTRIBUTES.map((key): Rule => {
-    const attributes: Record<string, unknown> = valid();
+    const attributes: Record<string, unknown> = testWebhookAttributes();
     delete attributes[key];
     return [`${key} missing`, attributes, key, 'VALIDATION_REQUIRED', true];
   }),
@@ -647,7 +637,10 @@ describe('POST /webhooks validation', () => {
   it.for(RULES)(
     '%s → 422 INVALID_FIELD',
     async ([_description, given, field, code, complete], { api }) => {
-      const response = await createWith(api, complete ? given : { ...valid(), ...given });
+      const response = await createWith(
+        api,
+        complete ? given : { ...testWebhookAttributes(), ...given },
+      );
       expect(response.status).toBe(422);
       expect(response.body.data).toHaveLength(1);
       const [error] = response.body.data;
@@ -673,7 +666,10 @@ describe('POST /webhooks validation', () => {
   it('PUT checks flow control against what is stored: batch on an ordered webhook, and back', async ({
     api,
   }) => {
-    const created = await createWith(api, { ...valid(), delivery_order: 'per_entity' });
+    const created = await createWith(api, {
+      ...testWebhookAttributes(),
+      delivery_order: 'per_entity',
+    });
     const id = (created.body as unknown as { data: { id: string } }).data.id;
     const put = (attributes: Record<string, unknown>) =>
       send(
@@ -696,7 +692,10 @@ describe('POST /webhooks validation', () => {
   });
 
   it('a refused address names the setting that lifts the refusal', async ({ api }) => {
-    const response = await createWith(api, { ...valid(), url: 'http://[::ffff:10.0.0.1]/hook' });
+    const response = await createWith(api, {
+      ...testWebhookAttributes(),
+      url: 'http://[::ffff:10.0.0.1]/hook',
+    });
     expect(response.status).toBe(422);
     expect(response.body.data[0]!.attributes.details['message']).toBe(
       'url points to a refused address: ::ffff:a00:1 is in a blocked address range: private ' +
@@ -706,7 +705,7 @@ describe('POST /webhooks validation', () => {
 
   it('reports several problems together', async ({ api }) => {
     const response = await createWith(api, {
-      ...valid(),
+      ...testWebhookAttributes(),
       name: '',
       url: 'ftp://x',
       events: [{ entity_type: 'item', event_types: ['publish', 'nope'] }],
@@ -725,7 +724,10 @@ describe('POST /webhooks validation', () => {
 
   it("gives the Mustache parser's message and position", async ({ api }) => {
     const template = '{\n  "id": "{{#entity}}{{id}}"\n}';
-    const response = await createWith(api, { ...valid(), custom_payload: template });
+    const response = await createWith(api, {
+      ...testWebhookAttributes(),
+      custom_payload: template,
+    });
     const details = response.body.data[0]!.attributes.details;
     expect(details).toMatchObject({
       field: 'custom_payload',
@@ -739,7 +741,7 @@ describe('POST /webhooks validation', () => {
 
   it('INVALID_ATTRIBUTES for unknown and read-only attributes', async ({ api }) => {
     const response = await createWith(api, {
-      ...valid(),
+      ...testWebhookAttributes(),
       colour: 'red',
       signing_secret: 'whsec_x',
     });
@@ -753,7 +755,7 @@ describe('POST /webhooks validation', () => {
   });
 
   it('VALIDATION_UNIQUENESS for a taken name', async ({ api }) => {
-    const attributes = valid();
+    const attributes = testWebhookAttributes();
     expect((await createWith(api, attributes)).status).toBe(201);
     const response = await createWith(api, attributes);
     expect(response.status).toBe(422);
@@ -768,21 +770,21 @@ describe('POST /webhooks validation', () => {
     ['no data', '{"attributes":{}}'],
     ['data an array', '{"data":[]}'],
     ['data null', '{"data":null}'],
-    ['wrong type', JSON.stringify({ data: { type: 'item', attributes: valid() } })],
-    ['no type', JSON.stringify({ data: { attributes: valid() } })],
+    ['wrong type', JSON.stringify({ data: { type: 'item', attributes: testWebhookAttributes() } })],
+    ['no type', JSON.stringify({ data: { attributes: testWebhookAttributes() } })],
     [
       'an id on create',
-      JSON.stringify({ data: { type: 'webhook', id: '5', attributes: valid() } }),
+      JSON.stringify({ data: { type: 'webhook', id: '5', attributes: testWebhookAttributes() } }),
     ],
     ['attributes an array', '{"data":{"type":"webhook","attributes":[]}}'],
     [
       'an unknown member of data',
-      JSON.stringify({ data: { type: 'webhook', attributes: valid(), extra: 1 } }),
+      JSON.stringify({ data: { type: 'webhook', attributes: testWebhookAttributes(), extra: 1 } }),
     ],
     [
       'relationships',
       JSON.stringify({
-        data: { type: 'webhook', attributes: valid(), relationships: { role: {} } },
+        data: { type: 'webhook', attributes: testWebhookAttributes(), relationships: { role: {} } },
       }),
     ],
   ])('%s → 422 INVALID_FORMAT', async ([_description, body], { api }) => {
@@ -852,7 +854,7 @@ describe('POST /webhooks validation', () => {
       { batch: { window_ms: 100, max_events: 1 }, coalesce: true, delivery_order: 'any' },
       { batch: { window_ms: 100, max_events: null } },
     ]) {
-      const response = await createWith(api, { ...valid(), ...overrides });
+      const response = await createWith(api, { ...testWebhookAttributes(), ...overrides });
       expect(response.status, JSON.stringify(overrides).slice(0, 200)).toBe(201);
     }
   });

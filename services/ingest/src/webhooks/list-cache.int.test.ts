@@ -1,15 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { insertWebhook, updateWebhook, type Queryable, type WebhookInput } from '@herald/store';
-import { createTestDb, testWebhookInput, type TestDb } from '@herald/testkit';
+import { testWebhookInput } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import { WebhookListCache } from './list-cache.js';
 
-let testDb: TestDb;
-beforeAll(async () => {
-  testDb = await createTestDb('postgres');
-});
-afterAll(async () => {
-  await testDb.cleanup();
-});
+const testDb = suiteTestDb();
 
 const input = (name: string): WebhookInput =>
   testWebhookInput({ name, url: 'https://example.com/', events: [] });

@@ -3,20 +3,25 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import amqp from 'amqplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook as SignedMessages } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { HERALD_VERSION } from '@herald/payload';
 import { apiDocument, ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
+import { findWebhook } from '@herald/store';
 import { EnvironmentResolver, createApiApp, type Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
   fieldEntity,
   itemEvent as itemEventOf,
+  makeTestPki,
   modelEvent,
+  randomId,
   serve,
   silentLogger,
   startReceiver,
@@ -108,6 +113,18 @@ async function newUpdatesWebhook(name: string, url: string) {
   await entry.getByLabel('publish', { exact: true }).uncheck();
   await entry.getByLabel('unpublish', { exact: true }).uncheck();
   return entry;
+}
+
+/** Signs in with the admin token unless the page already is (a test run alone). */
+async function signedIn(): Promise<void> {
+  await page.goto(`${herald.url}/console/#/webhooks`);
+  const token = page.getByLabel('API token');
+  const list = page.getByRole('heading', { name: 'Webhooks' });
+  await expect.poll(async () => (await token.count()) + (await list.count())).toBeGreaterThan(0);
+  if ((await token.count()) === 0) return;
+  await token.fill(admin);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await list.waitFor();
 }
 
 /** The header's section links (a breadcrumb may carry the same name). */
@@ -907,6 +924,196 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     } finally {
       await target.close();
     }
+  });
+
+  it('publishes to a broker edited in the editor: the preview says where, the password stays write-only', async () => {
+    // A real RabbitMQ (the shared one): an exchange and a bound queue of this test's own.
+    const amqpUrl = process.env['TEST_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
+    const connection = await amqp.connect(amqpUrl);
+    const channel = await connection.createChannel();
+    const exchange = randomId('herald-test-console-exchange');
+    const queue = randomId('herald-test-console-queue');
+    await channel.assertExchange(exchange, 'direct', { durable: false });
+    await channel.assertQueue(queue, { durable: false });
+    await channel.bindQueue(queue, exchange, 'changes');
+    const broker = new URL(amqpUrl);
+    const [user, password] = [
+      decodeURIComponent(broker.username),
+      decodeURIComponent(broker.password),
+    ];
+    broker.username = '';
+    broker.password = '';
+    try {
+      await signedIn();
+      await newUpdatesWebhook('Changes to RabbitMQ', `${receiver.url}/unused`);
+      await page.getByLabel('Send calls to').selectOption('rabbitmq');
+      // The server's errors, beside their inputs, as typed.
+      await page.getByLabel('Broker URL').fill(`http://${broker.host}`);
+      await page
+        .locator('#wh-destination-url-errors')
+        .getByText('destination.url must be a amqp:// or amqps:// URL')
+        .waitFor();
+      await page
+        .locator('#wh-destination-exchange-errors')
+        .getByText('must not be empty')
+        .waitFor();
+      await page.getByLabel('Broker URL').fill(broker.toString());
+      await page.getByLabel('Broker user').fill(user);
+      await page.getByLabel('Broker password').fill(password);
+      await page.getByLabel('Exchange').fill(exchange);
+      await page.getByLabel('Routing key').fill('changes');
+
+      // The preview: where the message is published, its headers (the signature among them), the
+      // body; no Basic auth, no password.
+      const where = page.getByTestId('preview-url');
+      await where.getByText(`exchange=${exchange} routing_key=changes`).waitFor();
+      expect(await where.textContent()).toMatch(/^rabbitmq: amqp:\/\//);
+      const target = page.getByTestId('preview-target');
+      await target.getByText(exchange, { exact: true }).waitFor();
+      await target.getByText('changes', { exact: true }).waitFor();
+      await page.getByRole('heading', { name: 'Message headers (AMQP headers)' }).waitFor();
+      const headers = page.getByTestId('preview-headers');
+      await headers.getByText('webhook-signature').waitFor();
+      await headers.getByText('v1,***').waitFor();
+      await page.getByTestId('preview-body').getByText('"entity_type": "item"').first().waitFor();
+      await page.getByRole('group', { name: 'Destination' }).scrollIntoViewIfNeeded();
+      await shot('webhook-destination');
+
+      await page.getByRole('button', { name: 'Create webhook' }).click();
+      await page.getByRole('heading', { name: 'Changes to RabbitMQ' }).waitFor();
+      const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
+      const stored = (await api('GET', `/webhooks/${id}`)).data.attributes;
+      expect(stored.destination).toEqual({
+        kind: 'rabbitmq',
+        url: broker.toString(),
+        username: user,
+        password: '***',
+        exchange,
+        routing_key: 'changes',
+      });
+
+      // Back in the editor the password is "set", never shown; saved unchanged, it is kept.
+      await page.goto(`${herald.url}/console/#/webhooks/${id}/edit`);
+      await page.getByRole('heading', { name: 'Changes to RabbitMQ' }).waitFor();
+      await page.getByTestId('wh-destination-password-state').getByText('Set').waitFor();
+      expect(await page.getByLabel('Broker password').inputValue()).toBe('');
+      await page.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByText('Webhook saved').waitFor();
+      const kept = await findWebhook(t.db, id);
+      expect(kept?.destination).toMatchObject({ kind: 'rabbitmq', password });
+
+      // An event reaches the queue, signed as an HTTP call is.
+      await waitFor(() => {
+        if (!delivery.index.has(id)) throw new Error('not indexed yet');
+      });
+      await api('POST', '/events', {
+        data: [
+          itemEvent('update', 'to-rabbit', { title: 'Queued', views: 1, body: '', content: [] }),
+        ],
+      });
+      const message = await vi.waitFor(
+        async () => {
+          const got = await channel.get(queue, { noAck: true });
+          if (!got) throw new Error('no message yet');
+          return got;
+        },
+        { timeout: 15_000, interval: 100 },
+      );
+      const messageHeaders = Object.fromEntries(
+        Object.entries(message.properties.headers ?? {}).map(([k, v]) => [k, String(v)]),
+      );
+      const verified = new SignedMessages(kept!.signingSecret).verify(
+        message.content.toString(),
+        messageHeaders,
+      ) as { entity: { id: string } };
+      expect(verified.entity.id).toBe('to-rabbit');
+      expect(message.properties.messageId).toBe(messageHeaders['webhook-id']);
+    } finally {
+      await channel.deleteQueue(queue);
+      await channel.deleteExchange(exchange);
+      await connection.close();
+    }
+  });
+
+  it('edits OAuth2 client credentials and mutual TLS: errors beside their fields, secrets write-only', async () => {
+    const pki = makeTestPki();
+    await signedIn();
+    await newUpdatesWebhook('Behind OAuth2 and mTLS', `${receiver.url}/secured`);
+    await page.getByLabel('HTTP Basic user').fill('basic-user');
+    await page.getByRole('checkbox', { name: /^OAuth2 client credentials/ }).check();
+    await page.getByLabel('Token URL').fill('ftp://auth.example.com/token');
+    await page
+      .locator('#wh-auth-token-url-errors')
+      .getByText('auth.token_url must use http or https')
+      .waitFor();
+    await page.getByLabel('Token URL').fill('https://auth.example.com/oauth/token');
+    await page.getByLabel('Client id').fill('herald-console');
+    await page.getByLabel('Client secret').fill('client-secret-e2e');
+    await page.getByLabel('Scope').fill('hooks:write');
+    // The preview shows the bearer token's place, in place of Basic auth.
+    const previewHeader = (name: string) =>
+      page.getByTestId('preview-headers').locator('tr', {
+        has: page.locator('th', { hasText: new RegExp(`^${name}$`) }),
+      });
+    await expect
+      .poll(() => previewHeader('Authorization').locator('code').textContent())
+      .toBe('Bearer ***');
+
+    await page.getByRole('checkbox', { name: /^Mutual TLS/ }).check();
+    await page
+      .getByLabel('Client certificate (PEM)')
+      .fill('-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----');
+    await page
+      .locator('#wh-tls-client-certificate-errors')
+      .getByText('tls.client_certificate does not parse as a PEM certificate')
+      .waitFor();
+    await page.getByLabel('Client certificate (PEM)').fill(pki.client.certificate);
+    await page.getByLabel('Client key (PEM)').fill(pki.stranger.key);
+    await page.getByLabel('CA certificates (PEM)').fill(pki.ca.certificate);
+    // The key of another certificate: refused on save, beside the key.
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page
+      .locator('#wh-tls-client-key-errors')
+      .getByText('tls.client_key is not the private key of tls.client_certificate')
+      .waitFor();
+    await page.getByLabel('Client key (PEM)').fill(pki.client.key);
+    await page.getByTestId('wh-tls-client-key-state').getByText('Set on save').waitFor();
+    await page.locator('.preview-head').getByText('Up to date').waitFor();
+    await page.getByLabel('Token URL').scrollIntoViewIfNeeded();
+    await shot('webhook-endpoint-auth');
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await page.getByRole('heading', { name: 'Behind OAuth2 and mTLS' }).waitFor();
+    const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
+    const shown = (await api('GET', `/webhooks/${id}`)).data.attributes;
+    expect(shown.auth).toEqual({
+      kind: 'oauth2_client_credentials',
+      token_url: 'https://auth.example.com/oauth/token',
+      client_id: 'herald-console',
+      client_auth: 'basic',
+      scope: 'hooks:write',
+      audience: null,
+    });
+    expect(shown.tls).toEqual({
+      client_certificate: pki.client.certificate,
+      ca_certificate: pki.ca.certificate,
+    });
+
+    // Reopened: both secrets "set", neither in the page; saved unchanged, both kept.
+    await page.goto(`${herald.url}/console/#/webhooks/${id}/edit`);
+    await page.getByRole('heading', { name: 'Behind OAuth2 and mTLS' }).waitFor();
+    await page.getByTestId('wh-auth-client-secret-state').getByText('Set').waitFor();
+    await page.getByTestId('wh-tls-client-key-state').getByText('Set').waitFor();
+    expect(await page.getByLabel('Client secret').inputValue()).toBe('');
+    expect(await page.getByLabel('Client key (PEM)').inputValue()).toBe('');
+    const html = await page.content();
+    expect(html).not.toContain('client-secret-e2e');
+    expect(html).not.toContain(pki.client.key.split('\n')[1]);
+    await page.getByLabel('Scope').fill('hooks:read');
+    await page.getByRole('button', { name: 'Save changes' }).click();
+    await page.getByText('Webhook saved').waitFor();
+    const kept = await findWebhook(t.db, id);
+    expect(kept?.auth).toMatchObject({ client_secret: 'client-secret-e2e', scope: 'hooks:read' });
+    expect(kept?.tls).toMatchObject({ client_key: pki.client.key });
   });
 
   it('browses records with a model, field filters, full text, version switch and block detail', async () => {

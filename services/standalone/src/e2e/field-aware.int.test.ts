@@ -154,135 +154,138 @@ async function matchedWebhooks(api: Api, eventId: string): Promise<string[]> {
   return (answer.body.included ?? []).map((c) => c.relationships.webhook.data.id).sort();
 }
 
+/** A test's time: a dozen webhooks and events through the API, on a machine maybe busy. */
+const TEST_TIMEOUT_MS = 90_000;
+
 describe('field-aware entries, through the API', () => {
-  it('match on changed fields, locales, the record status and field conditions against the stored version', async ({
-    api,
-    pipeline,
-    receiver,
-  }) => {
-    const { env, model } = await environmentWithModel(api);
-    const titleChanged = await createWebhook(
-      api,
-      pipeline,
-      receiver.url,
-      env,
-      { changed_fields: ['title'] },
-      { payload_changes: true },
-    );
-    const italian = await createWebhook(api, pipeline, receiver.url, env, { locales: ['it'] });
-    const popular = await createWebhook(api, pipeline, receiver.url, env, {
-      fields: { views: { gt: 10 } },
-    });
-    const published = await createWebhook(api, pipeline, receiver.url, env, {
-      record_status: ['published'],
-    });
-    const plain = await createWebhook(api, pipeline, receiver.url, env, {});
-
-    const id = randomId('rec').replace(/[^A-Za-z0-9_-]/g, '');
-    const post = async (eventType: string, attributes: Record<string, unknown>) => {
-      const e = event('item', eventType, record(model, id, attributes), env);
-      const answer = await api.call('POST', '/events', { data: [e] });
-      expect(answer.status).toBe(202);
-      return matchedWebhooks(api, e.id);
-    };
-
-    // New: every field changed (from nothing), in every locale.
-    expect(
-      await post('create', { title: { en: 'Hello', it: 'Ciao' }, views: 5, slug: 'a' }),
-    ).toEqual([titleChanged, italian, plain].sort());
-    // Only views changed: neither title nor an Italian value; views is now over 10.
-    expect(
-      await post('update', { title: { en: 'Hello', it: 'Ciao' }, views: 20, slug: 'a' }),
-    ).toEqual([popular, plain].sort());
-    // The English title changed: not an Italian change.
-    expect(await post('update', { title: { en: 'Hi', it: 'Ciao' }, views: 20, slug: 'a' })).toEqual(
-      [titleChanged, popular, plain].sort(),
-    );
-    // The Italian title changed; views drops under 10.
-    expect(await post('update', { title: { en: 'Hi', it: 'Salve' }, views: 3, slug: 'a' })).toEqual(
-      [titleChanged, italian, plain].sort(),
-    );
-    // Published (a draft-mode model: the status comes with publish). A publish is compared with
-    // the version published before, here none: every field is new to the published content.
-    expect(
-      await post('publish', { title: { en: 'Hi', it: 'Salve' }, views: 3, slug: 'a' }),
-    ).toEqual([titleChanged, italian, published, plain].sort());
-
-    // The payload of the webhook with payload_changes: the JSON Patch from the stored version.
-    await waitFor(() => {
-      const bodies = receiver.requests
-        .map((r) => JSON.parse(r.body) as Sent)
-        .filter((b) => b.webhook_id === titleChanged && b.entity.id === id);
-      expect(bodies.map((b) => b.changes)).toEqual([
-        // Attributes come back from jsonb with their keys reordered (shorter keys first).
-        [
-          { op: 'add', path: '/slug', value: 'a' },
-          { op: 'add', path: '/title', value: { en: 'Hello', it: 'Ciao' } },
-          { op: 'add', path: '/views', value: 5 },
-        ],
-        [{ op: 'replace', path: '/title/en', value: 'Hi' }],
-        [
-          { op: 'replace', path: '/title/it', value: 'Salve' },
-          { op: 'replace', path: '/views', value: 3 },
-        ],
-        [
-          { op: 'add', path: '/slug', value: 'a' },
-          { op: 'add', path: '/title', value: { en: 'Hi', it: 'Salve' } },
-          { op: 'add', path: '/views', value: 3 },
-        ],
-      ]);
-    });
-    // Without payload_changes the default payload is as before: no `changes` key.
-    const plainBodies = receiver.requests
-      .map((r) => JSON.parse(r.body) as Sent)
-      .filter((b) => b.webhook_id === plain && b.entity.id === id);
-    expect(plainBodies.length).toBe(5);
-    for (const body of plainBodies) expect(body).not.toHaveProperty('changes');
-  });
-
-  it('compares with previous_entity when the event carries one, and renders changed_fields in Mustache', async ({
-    api,
-    pipeline,
-    receiver,
-  }) => {
-    const { env, model } = await environmentWithModel(api);
-    const slugChanged = await createWebhook(
-      api,
-      pipeline,
-      receiver.url,
-      env,
-      { changed_fields: ['slug'] },
-      { custom_payload: '{"changed":"{{#changed_fields}}{{.}};{{/changed_fields}}"}' },
-    );
-    const id = randomId('rec').replace(/[^A-Za-z0-9_-]/g, '');
-    const created = event(
-      'item',
-      'create',
-      record(model, id, { title: { en: 'A' }, views: 1, slug: 'x' }),
-      env,
-    );
-    expect((await api.call('POST', '/events', { data: [created] })).status).toBe(202);
-    expect(await matchedWebhooks(api, created.id)).toEqual([slugChanged]);
-
-    // The stored slug is "x" and stays "x", but the producer says it was "old": its word counts.
-    const updated = event(
-      'item',
-      'update',
-      record(model, id, { title: { en: 'B' }, views: 1, slug: 'x' }),
-      env,
-      [],
-      record(model, id, { title: { en: 'B' }, views: 1, slug: 'old' }),
-    );
-    expect((await api.call('POST', '/events', { data: [updated] })).status).toBe(202);
-    expect(await matchedWebhooks(api, updated.id)).toEqual([slugChanged]);
-    await waitFor(() => {
-      const bodies = receiver.requests
-        .filter((r) => r.body.startsWith('{"changed"'))
-        .map((r) => r.body);
-      expect(bodies, JSON.stringify(receiver.requests.map((r) => r.body).slice(-3))).toContain(
-        '{"changed":"slug;title;views;"}',
+  it(
+    'match on changed fields, locales, the record status and field conditions against the stored version',
+    async ({ api, pipeline, receiver }) => {
+      const { env, model } = await environmentWithModel(api);
+      const titleChanged = await createWebhook(
+        api,
+        pipeline,
+        receiver.url,
+        env,
+        { changed_fields: ['title'] },
+        { payload_changes: true },
       );
-      expect(bodies).toContain('{"changed":"slug;"}');
-    });
-  });
+      const italian = await createWebhook(api, pipeline, receiver.url, env, { locales: ['it'] });
+      const popular = await createWebhook(api, pipeline, receiver.url, env, {
+        fields: { views: { gt: 10 } },
+      });
+      const published = await createWebhook(api, pipeline, receiver.url, env, {
+        record_status: ['published'],
+      });
+      const plain = await createWebhook(api, pipeline, receiver.url, env, {});
+
+      const id = randomId('rec').replace(/[^A-Za-z0-9_-]/g, '');
+      const post = async (eventType: string, attributes: Record<string, unknown>) => {
+        const e = event('item', eventType, record(model, id, attributes), env);
+        const answer = await api.call('POST', '/events', { data: [e] });
+        expect(answer.status).toBe(202);
+        return matchedWebhooks(api, e.id);
+      };
+
+      // New: every field changed (from nothing), in every locale.
+      expect(
+        await post('create', { title: { en: 'Hello', it: 'Ciao' }, views: 5, slug: 'a' }),
+      ).toEqual([titleChanged, italian, plain].sort());
+      // Only views changed: neither title nor an Italian value; views is now over 10.
+      expect(
+        await post('update', { title: { en: 'Hello', it: 'Ciao' }, views: 20, slug: 'a' }),
+      ).toEqual([popular, plain].sort());
+      // The English title changed: not an Italian change.
+      expect(
+        await post('update', { title: { en: 'Hi', it: 'Ciao' }, views: 20, slug: 'a' }),
+      ).toEqual([titleChanged, popular, plain].sort());
+      // The Italian title changed; views drops under 10.
+      expect(
+        await post('update', { title: { en: 'Hi', it: 'Salve' }, views: 3, slug: 'a' }),
+      ).toEqual([titleChanged, italian, plain].sort());
+      // Published (a draft-mode model: the status comes with publish). A publish is compared with
+      // the version published before, here none: every field is new to the published content.
+      expect(
+        await post('publish', { title: { en: 'Hi', it: 'Salve' }, views: 3, slug: 'a' }),
+      ).toEqual([titleChanged, italian, published, plain].sort());
+
+      // The payload of the webhook with payload_changes: the JSON Patch from the stored version.
+      await waitFor(() => {
+        const bodies = receiver.requests
+          .map((r) => JSON.parse(r.body) as Sent)
+          .filter((b) => b.webhook_id === titleChanged && b.entity.id === id);
+        expect(bodies.map((b) => b.changes)).toEqual([
+          // Attributes come back from jsonb with their keys reordered (shorter keys first).
+          [
+            { op: 'add', path: '/slug', value: 'a' },
+            { op: 'add', path: '/title', value: { en: 'Hello', it: 'Ciao' } },
+            { op: 'add', path: '/views', value: 5 },
+          ],
+          [{ op: 'replace', path: '/title/en', value: 'Hi' }],
+          [
+            { op: 'replace', path: '/title/it', value: 'Salve' },
+            { op: 'replace', path: '/views', value: 3 },
+          ],
+          [
+            { op: 'add', path: '/slug', value: 'a' },
+            { op: 'add', path: '/title', value: { en: 'Hi', it: 'Salve' } },
+            { op: 'add', path: '/views', value: 3 },
+          ],
+        ]);
+      });
+      // Without payload_changes the default payload is as before: no `changes` key.
+      const plainBodies = receiver.requests
+        .map((r) => JSON.parse(r.body) as Sent)
+        .filter((b) => b.webhook_id === plain && b.entity.id === id);
+      expect(plainBodies.length).toBe(5);
+      for (const body of plainBodies) expect(body).not.toHaveProperty('changes');
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'compares with previous_entity when the event carries one, and renders changed_fields in Mustache',
+    async ({ api, pipeline, receiver }) => {
+      const { env, model } = await environmentWithModel(api);
+      const slugChanged = await createWebhook(
+        api,
+        pipeline,
+        receiver.url,
+        env,
+        { changed_fields: ['slug'] },
+        { custom_payload: '{"changed":"{{#changed_fields}}{{.}};{{/changed_fields}}"}' },
+      );
+      const id = randomId('rec').replace(/[^A-Za-z0-9_-]/g, '');
+      const created = event(
+        'item',
+        'create',
+        record(model, id, { title: { en: 'A' }, views: 1, slug: 'x' }),
+        env,
+      );
+      expect((await api.call('POST', '/events', { data: [created] })).status).toBe(202);
+      expect(await matchedWebhooks(api, created.id)).toEqual([slugChanged]);
+
+      // The stored slug is "x" and stays "x", but the producer says it was "old": its word counts.
+      const updated = event(
+        'item',
+        'update',
+        record(model, id, { title: { en: 'B' }, views: 1, slug: 'x' }),
+        env,
+        [],
+        record(model, id, { title: { en: 'B' }, views: 1, slug: 'old' }),
+      );
+      expect((await api.call('POST', '/events', { data: [updated] })).status).toBe(202);
+      expect(await matchedWebhooks(api, updated.id)).toEqual([slugChanged]);
+      await waitFor(() => {
+        const bodies = receiver.requests
+          .filter((r) => r.body.startsWith('{"changed"'))
+          .map((r) => r.body);
+        expect(bodies, JSON.stringify(receiver.requests.map((r) => r.body).slice(-3))).toContain(
+          '{"changed":"slug;title;views;"}',
+        );
+        expect(bodies).toContain('{"changed":"slug;"}');
+      });
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

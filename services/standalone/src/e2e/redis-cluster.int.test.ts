@@ -253,8 +253,6 @@ describe('deliveries on a Redis Cluster', () => {
 
   it("keeps delivering when the queues' master is killed: its replica takes over, no event lost", async () => {
     await addWebhook('failover');
-    // The master of the queues' slot: every job of both queues is there.
-    const victim = await cluster.masterOf(`{${prefix}}:webhook-deliver`);
     const accepted: string[] = [];
     const refused: number[] = [];
     let sent = 0;
@@ -276,8 +274,8 @@ describe('deliveries on a Redis Cluster', () => {
     })();
     await waitFor(() => expect(eventsAnswered('failover').length).toBeGreaterThan(20));
     const killedAt = performance.now();
-    await cluster.kill(victim);
-    await cluster.waitUntilHealthy();
+    // The master of the queues' slot: every job of both queues is there.
+    const victim = await cluster.failOver(`{${prefix}}:webhook-deliver`);
     const failedOverMs = performance.now() - killedAt;
     const masters = await cluster.masters();
     expect(masters.map((node) => node.port)).not.toContain(victim.port);

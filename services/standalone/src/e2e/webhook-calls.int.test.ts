@@ -12,15 +12,7 @@ import {
   type TestApi,
   waitFor,
 } from '@herald/testkit';
-import {
-  addWebhook,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  waitForCall,
-  webhookInput,
-} from '@herald/delivery/testing';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '@herald/delivery/testing';
 
 // The /webhook_calls API of services/ingest (docs/api.md, Webhook calls) against calls made by real
 // deliveries: the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes
@@ -69,26 +61,23 @@ it.beforeAll(({ api: _api, receiver }) => {
 describe('/webhook_calls', () => {
   it('lists with filters, order and paging, retrieves, and resends', async ({
     api,
-    db,
     pipeline,
     receiver,
   }) => {
     const env = randomId('env');
     const events = itemEventsIn(env, ['update', 'publish']);
-    const a = await addWebhook(
-      db,
-      pipeline,
+    const a = await pipeline.addWebhook(
       webhookInput(receiver.url, { events, httpBasicUser: 'u', httpBasicPassword: 'secret-pass' }),
     );
-    const b = await addWebhook(db, pipeline, webhookInput(receiver.url, { events }));
+    const b = await pipeline.addWebhook(webhookInput(receiver.url, { events }));
     const update = itemEvent({ environment: env, eventType: 'update' });
     const publish = itemEvent({ environment: env, eventType: 'publish' });
-    await emitEvents(db, pipeline, [update]);
-    await waitForCall(db, update.id, a.id, ['rescheduled']);
-    await waitForCall(db, update.id, b.id, ['rescheduled']);
-    await emitEvents(db, pipeline, [publish]);
-    const rescheduled = await waitForCall(db, publish.id, a.id, ['rescheduled']);
-    await waitForCall(db, publish.id, b.id, ['rescheduled']);
+    await pipeline.emit([update]);
+    await pipeline.waitForCall(update.id, a.id, ['rescheduled']);
+    await pipeline.waitForCall(update.id, b.id, ['rescheduled']);
+    await pipeline.emit([publish]);
+    const rescheduled = await pipeline.waitForCall(publish.id, a.id, ['rescheduled']);
+    await pipeline.waitForCall(publish.id, b.id, ['rescheduled']);
 
     const all = await api.call('GET', '/webhook_calls?page[limit]=2&order_by=created_at_desc');
     expect(all.status).toBe(200);
@@ -167,7 +156,7 @@ describe('/webhook_calls', () => {
     });
     expect(resend.status).toBe(204);
     expect(await resend.text()).toBe('');
-    const done = await waitForCall(db, publish.id, a.id, ['success']);
+    const done = await pipeline.waitForCall(publish.id, a.id, ['success']);
     expect(done.nextRetryAt).toBeNull();
     const resent = receiver.requests.slice(before);
     expect(resent).toHaveLength(1);
@@ -187,15 +176,12 @@ describe('/webhook_calls', () => {
 
   it('keeps every attempt of a call, each with the request as sent and its answer', async ({
     api,
-    db,
     pipeline,
     own,
   }) => {
     own.status = 503;
     const env = randomId('env');
-    const hook = await addWebhook(
-      db,
-      pipeline,
+    const hook = await pipeline.addWebhook(
       webhookInput(own.url, {
         events: itemEventsIn(env, ['publish']),
         httpBasicUser: 'u',
@@ -203,8 +189,8 @@ describe('/webhook_calls', () => {
       }),
     );
     const event = itemEvent({ environment: env, eventType: 'publish' });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, hook.id, ['rescheduled']);
+    await pipeline.emit([event]);
+    const call = await pipeline.waitForCall(event.id, hook.id, ['rescheduled']);
     // The webhook's payload changes, then a resend sends the new one, and succeeds.
     const updated = await api.call('PUT', `/webhooks/${hook.id}`, {
       data: { type: 'webhook', id: hook.id, attributes: { custom_payload: '{"version":2}' } },
@@ -215,7 +201,7 @@ describe('/webhook_calls', () => {
       method: 'POST',
     });
     expect(resend.status).toBe(204);
-    await waitForCall(db, event.id, hook.id, ['success']);
+    await pipeline.waitForCall(event.id, hook.id, ['success']);
 
     const listed = await api.call('GET', `/webhook_calls/${call.id}/attempts`);
     expect(listed.status).toBe(200);
@@ -279,21 +265,18 @@ describe('/webhook_calls', () => {
 
   it("reports a webhook's health from its attempts: counts, rate, latency, streak, backlog", async ({
     api,
-    db,
     pipeline,
     own,
   }) => {
     const env = randomId('env');
-    const hook = await addWebhook(
-      db,
-      pipeline,
+    const hook = await pipeline.addWebhook(
       webhookInput(own.url, { events: itemEventsIn(env, ['publish']) }),
     );
-    const idle = await addWebhook(db, pipeline, webhookInput(own.url, { events: [] }));
+    const idle = await pipeline.addWebhook(webhookInput(own.url, { events: [] }));
     const send = async (status: 'success' | 'rescheduled') => {
       const event = itemEvent({ environment: env, eventType: 'publish' });
-      await emitEvents(db, pipeline, [event]);
-      await waitForCall(db, event.id, hook.id, [status]);
+      await pipeline.emit([event]);
+      await pipeline.waitForCall(event.id, hook.id, [status]);
     };
     for (let i = 0; i < 3; i++) await send('success');
     own.status = 503; // the endpoint goes down: retries are planned a minute later
@@ -373,9 +356,7 @@ describe('/webhook_calls', () => {
     own,
   }) => {
     const env = randomId('env');
-    const hook = await addWebhook(
-      db,
-      pipeline,
+    const hook = await pipeline.addWebhook(
       webhookInput(own.url, { events: itemEventsIn(env, ['publish']), enabled: false }),
     );
     const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
@@ -416,8 +397,8 @@ describe('/webhook_calls', () => {
       data: { type: 'webhook', id: hook.id, attributes: { enabled: true } },
     });
     const event = itemEvent({ environment: env, eventType: 'publish' });
-    await emitEvents(db, pipeline, [event]);
-    const delivered = await waitForCall(db, event.id, hook.id, ['success']);
+    await pipeline.emit([event]);
+    const delivered = await pipeline.waitForCall(event.id, hook.id, ['success']);
     own.status = 500; // a failing test is failed at once: tests are never retried
     const chosen = await test({
       data: { type: 'webhook_test', attributes: { event_id: event.id } },
@@ -459,14 +440,11 @@ describe('/webhook_calls', () => {
 
   it("stores credential headers and the webhook's redact_headers as ***, sent in clear", async ({
     api,
-    db,
     pipeline,
     own,
   }) => {
     const env = randomId('env');
-    const hook = await addWebhook(
-      db,
-      pipeline,
+    const hook = await pipeline.addWebhook(
       webhookInput(own.url, {
         events: itemEventsIn(env, ['publish']),
         headers: {
@@ -480,8 +458,8 @@ describe('/webhook_calls', () => {
       }),
     );
     const event = itemEvent({ environment: env, eventType: 'publish' });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, hook.id, ['success']);
+    await pipeline.emit([event]);
+    const call = await pipeline.waitForCall(event.id, hook.id, ['success']);
 
     expect(own.requests).toHaveLength(1);
     expect(own.requests[0]!.headers).toMatchObject({
@@ -515,14 +493,11 @@ describe('/webhook_calls', () => {
 
   it('stores credential query values as ***, sent in clear, and includes the webhook without its secrets', async ({
     api,
-    db,
     pipeline,
     own,
   }) => {
     const env = randomId('env');
-    const hook = await addWebhook(
-      db,
-      pipeline,
+    const hook = await pipeline.addWebhook(
       webhookInput(`${own.url}/hook?token=abc-url-secret&page=2`, {
         events: itemEventsIn(env, ['publish']),
         headers: { 'X-Api-Key': 'key-in-clear-123' },
@@ -531,8 +506,8 @@ describe('/webhook_calls', () => {
       }),
     );
     const event = itemEvent({ environment: env, eventType: 'publish' });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, hook.id, ['success']);
+    await pipeline.emit([event]);
+    const call = await pipeline.waitForCall(event.id, hook.id, ['success']);
 
     expect(own.requests).toHaveLength(1);
     expect(own.requests[0]!.url).toBe('/hook?token=abc-url-secret&page=2');
@@ -567,15 +542,14 @@ describe('/webhook_calls', () => {
 
   it("answers 404 NOT_FOUND naming the webhook when the call's webhook was deleted", async ({
     api,
-    db,
     pipeline,
     receiver,
   }) => {
     failing = false;
-    const hook = await addWebhook(db, pipeline, webhookInput(receiver.url, { autoRetry: false }));
+    const hook = await pipeline.addWebhook(webhookInput(receiver.url, { autoRetry: false }));
     const event = itemEvent({ eventType: 'publish' });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, hook.id, ['success']);
+    await pipeline.emit([event]);
+    const call = await pipeline.waitForCall(event.id, hook.id, ['success']);
     const destroyed = await api.fetch(`/webhooks/${hook.id}`, {
       method: 'DELETE',
     });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
@@ -14,6 +14,7 @@ import {
   testDeps,
   testRedis,
   testRedisCoordination,
+  TEST_REDIS_URL,
   type Receiver,
   type TestDb,
   type TestServer,
@@ -321,6 +322,31 @@ describe('POST /webhooks/preview: rendering', () => {
   });
 });
 
+/** A publish event of a record of `model` (at a fixed time), for POST /events. */
+function publishEvent(
+  id: string,
+  model: string,
+  attributes: Record<string, unknown>,
+  recordId = randomId('rec'),
+) {
+  return {
+    type: 'event',
+    id,
+    attributes: {
+      entity_type: 'item',
+      event_type: 'publish',
+      occurred_at: '2026-11-21T10:00:00Z',
+      entity: {
+        type: 'item',
+        id: recordId,
+        attributes,
+        relationships: { item_type: { data: { type: 'item_type', id: model } } },
+        meta: { status: 'published' },
+      },
+    },
+  };
+}
+
 /** A model's create event for POST /events, its fields (not localized) in the order given. */
 function modelEvent(
   id: string,
@@ -376,6 +402,193 @@ async function storeItemEvents(
   expect(response.status, JSON.stringify(response.body)).toBe(202);
   return ids;
 }
+
+describe('POST /webhooks/preview: destinations and endpoint authentication', () => {
+  it('shows a broker message: where it is published, its headers, credentials hidden', async () => {
+    const before = receiver.requests.length;
+    const response = await preview({
+      ...BASE,
+      headers: { 'X-Team': 'content', 'X-Api-Key': 'key-123' },
+      http_basic_user: 'user',
+      http_basic_password: 'hunter2',
+      destination: {
+        kind: 'rabbitmq',
+        url: 'amqp://herald:mq-secret@127.0.0.1:5672/prod',
+        exchange: 'content',
+        routing_key: 'items',
+        username: null,
+        password: null,
+      },
+    });
+    expect(response.status).toBe(200);
+    const { attributes } = response.body.data;
+    expect(attributes.url).toBe(
+      'rabbitmq: amqp://herald:***@127.0.0.1:5672/prod exchange=content routing_key=items',
+    );
+    expect(attributes.destination).toEqual({
+      kind: 'rabbitmq',
+      url: 'amqp://herald:***@127.0.0.1:5672/prod',
+      exchange: 'content',
+      routing_key: 'items',
+      username: null,
+      password: null,
+    });
+    // The message's headers: lower case, signed, no Basic auth (it is HTTP's).
+    expect(attributes.headers).toEqual({
+      'content-type': 'application/json',
+      'user-agent': `Herald/${HERALD_VERSION}`,
+      'x-team': 'content',
+      'x-api-key': '***',
+      'webhook-id': 'preview',
+      'webhook-timestamp': expect.stringMatching(/^\d+$/),
+      'webhook-signature': 'v1,***',
+    });
+    expect(JSON.parse(attributes.body).entity.id).toBe('sample-record-id');
+    expect(JSON.stringify(response.body)).not.toMatch(/mq-secret|hunter2|key-123/);
+    expect(receiver.requests.length).toBe(before);
+
+    const kinds: [Record<string, unknown>, string][] = [
+      [
+        { kind: 'nats', url: 'nats://127.0.0.1:4222', subject: 'content.items' },
+        'nats: nats://127.0.0.1:4222 subject=content.items (JetStream)',
+      ],
+      [
+        { kind: 'mqtt', url: 'mqtt://127.0.0.1:1883', topic: 'content/items', password: 'p' },
+        'mqtt: mqtt://127.0.0.1:1883 topic=content/items (QoS 1)',
+      ],
+      [
+        { kind: 'redis_stream', url: 'redis://127.0.0.1:6379/0', stream: 'content' },
+        'redis_stream: redis://127.0.0.1:6379/0 stream=content (MAXLEN ~ 10000)',
+      ],
+    ];
+    for (const [destination, where] of kinds) {
+      const shown = (await preview({ ...BASE, destination })).body.data.attributes;
+      expect(shown.url).toBe(where);
+      expect(shown.destination.kind).toBe(destination['kind']);
+      expect(shown.destination.password).toBe(destination['password'] ? '***' : null);
+      expect(shown.headers['webhook-signature']).toBe('v1,***');
+    }
+    // Without a destination: HTTP to url, as before.
+    const http = (await preview(BASE)).body.data.attributes;
+    expect(http.destination).toEqual({ kind: 'http' });
+    expect(http.url).toBe('https://example.com/hooks/item?event=publish');
+  });
+
+  it('shows the OAuth2 bearer token in place of Basic auth, never a secret', async () => {
+    const response = await preview({
+      ...BASE,
+      http_basic_user: 'user',
+      http_basic_password: 'hunter2',
+      auth: {
+        kind: 'oauth2_client_credentials',
+        token_url: 'https://auth.example.com/oauth/token',
+        client_id: 'herald',
+        client_secret: 'client-secret-1',
+      },
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.data.attributes.headers.Authorization).toBe('Bearer ***');
+    expect(JSON.stringify(response.body)).not.toMatch(/hunter2|client-secret-1/);
+  });
+
+  it('validates the destination, auth and tls as creation does, naming the field', async () => {
+    const response = await preview({
+      ...BASE,
+      destination: { kind: 'nats', url: 'http://127.0.0.1:4222', subject: 'content.*' },
+      auth: { kind: 'oauth2_client_credentials', token_url: 'ftp://x', client_id: 'herald' },
+      tls: { client_certificate: 'not a pem', client_key: null, ca_certificate: null },
+    });
+    expect(response.status).toBe(422);
+    expect(fieldErrors(response.body)).toEqual(
+      expect.arrayContaining([
+        'destination.url VALIDATION_FORMAT',
+        'destination.subject VALIDATION_FORMAT',
+        'auth.token_url VALIDATION_FORMAT',
+        'tls.client_certificate VALIDATION_FORMAT',
+      ]),
+    );
+  });
+
+  it('is what delivery publishes to a real Redis stream, byte for byte', async () => {
+    const stream = randomId('herald-test-preview-stream');
+    const destination = {
+      kind: 'redis_stream',
+      url: TEST_REDIS_URL,
+      stream,
+      max_len: 100,
+      username: null,
+      password: null,
+    };
+    const attributes = {
+      url: 'https://unused.example/hook',
+      headers: { 'X-Team': 'content' },
+      custom_payload: null,
+      http_basic_user: null,
+      destination,
+    };
+    const created = await api('POST', '/webhooks', {
+      data: {
+        type: 'webhook',
+        attributes: {
+          name: randomId('stream'),
+          events: [{ entity_type: 'item', event_types: ['publish'] }],
+          http_basic_password: null,
+          ...attributes,
+        },
+      },
+    });
+    expect(created.status).toBe(201);
+    const webhookId: string = created.body.data.id;
+    try {
+      await waitFor(
+        () => {
+          if (!delivery.index.has(webhookId)) throw new Error('not indexed yet');
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      const eventId = randomId('evt');
+      const model = randomId('streamed');
+      const published = await api('POST', '/events', {
+        data: [
+          modelEvent(model, { name: 'Streamed', api_key: model }, [
+            { id: randomId('f'), api_key: 'title', field_type: 'string', label: 'Title' },
+          ]),
+          publishEvent(eventId, model, { title: 'On a stream' }),
+        ],
+      });
+      expect(published.status).toBe(202);
+      const entries = await vi.waitFor(
+        async () => {
+          const found = await redis.xrange(stream, '-', '+');
+          expect(found.length).toBeGreaterThan(0);
+          return found;
+        },
+        { timeout: 15_000, interval: 50 },
+      );
+      const [, flat] = entries[0]!;
+      const fields: Record<string, string> = {};
+      for (let i = 0; i < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+      const { body: publishedBody, ...headers } = fields;
+
+      const shown = (await preview({ ...attributes, event_id: eventId, webhook_id: webhookId }))
+        .body.data.attributes;
+      const callId = headers['webhook-id']!;
+      expect(
+        shown.body.replace('"webhook_call_id":"preview"', `"webhook_call_id":"${callId}"`),
+      ).toBe(publishedBody);
+      const perCall = ['webhook-id', 'webhook-timestamp', 'webhook-signature'];
+      const without = (all: Record<string, string>) =>
+        Object.fromEntries(Object.entries(all).filter(([name]) => !perCall.includes(name)));
+      expect(without(shown.headers)).toEqual(without(headers));
+      expect(Object.keys(shown.headers).sort()).toEqual(Object.keys(headers).sort());
+      const call = await api('GET', `/webhook_calls?filter[fields][webhook_id][eq]=${webhookId}`);
+      expect(shown.url).toBe(call.body.data[0].attributes.request_url);
+    } finally {
+      await redis.del(stream);
+      await api('DELETE', `/webhooks/${webhookId}`);
+    }
+  });
+});
 
 describe('POST /webhooks/preview: flow control (event_ids)', () => {
   beforeAll(async () => {
@@ -576,32 +789,22 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
     // The match workers' index learns of the webhooks over pub/sub (and reloads every 200 ms).
     const publish = {
       data: [
-        {
-          type: 'event',
-          id: eventId,
-          attributes: {
-            entity_type: 'item',
-            event_type: 'publish',
-            occurred_at: '2026-11-21T10:00:00Z',
-            entity: {
-              type: 'item',
-              id: 'rec-1',
-              attributes: {
-                title: 'Quotes " and \\ backslashes',
-                content: [
-                  {
-                    type: 'item',
-                    id: 'blk-1',
-                    attributes: { heading: 'First' },
-                    relationships: { item_type: { data: { type: 'item_type', id: 'section' } } },
-                  },
-                ],
+        publishEvent(
+          eventId,
+          'article',
+          {
+            title: 'Quotes " and \\ backslashes',
+            content: [
+              {
+                type: 'item',
+                id: 'blk-1',
+                attributes: { heading: 'First' },
+                relationships: { item_type: { data: { type: 'item_type', id: 'section' } } },
               },
-              relationships: { item_type: { data: { type: 'item_type', id: 'article' } } },
-              meta: { status: 'published' },
-            },
+            ],
           },
-        },
+          'rec-1',
+        ),
       ],
     };
     await waitFor(

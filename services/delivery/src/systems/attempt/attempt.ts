@@ -1,7 +1,8 @@
 import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
-import { describeDestination, type BrokerDestination, type DeliverJobData } from '@herald/contract';
+import type { DeliverJobData } from '@herald/contract';
 import {
   renderDeliveryRequest,
+  requestForDestination,
   signWebhook,
   type CallContent,
   type DeliveryRequest,
@@ -200,12 +201,7 @@ export class Attempts {
       traceparent: webhook.traceContext ? traceparentOf(span) : null,
     });
     const destination = webhook.destination;
-    const request =
-      destination.kind !== 'http'
-        ? asMessage(rendered, destination)
-        : webhook.auth
-          ? withBearer(rendered)
-          : rendered;
+    const request = requestForDestination(rendered, webhook);
 
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
     const bulk = trigger === 'bulk_resend' || trigger === 'replay';
@@ -364,31 +360,6 @@ export class Attempts {
 }
 
 /**
- * A broker destination's request as the call log shows it: the URL is where the message went
- * (broker, exchange/subject/topic/stream, credentials hidden), the headers its message headers.
- * No `authorization`: Basic auth is HTTP's.
- */
-function asMessage(request: DeliveryRequest, destination: BrokerDestination): DeliveryRequest {
-  const where = `${destination.kind}: ${describeDestination(destination)}`;
-  return {
-    ...request,
-    url: where,
-    headers: messageHeaders(request.headers),
-    logged: { url: where, headers: messageHeaders(request.logged.headers) },
-  };
-}
-
-/** Header names in lower case (as HTTP/2 and the brokers' consumers read them), no Basic auth. */
-function messageHeaders(headers: Record<string, string>): Record<string, string> {
-  const named: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (lower !== 'authorization') named[lower] = value;
-  }
-  return named;
-}
-
-/**
  * Under TLS 1.3 a server that refuses the client certificate (or wants one) does so after the
  * client's side of the handshake: the client sees the connection closed, not a TLS error. The
  * reason of a webhook with `tls` says what it likely means.
@@ -399,22 +370,6 @@ function withTlsHint(webhook: WebhookRecord, result: SendResult): SendResult {
     ? 'refused the client certificate'
     : 'wants a client certificate';
   return { ...result, reason: `${result.reason}; the endpoint may have ${what}` };
-}
-
-/**
- * A request of a webhook with OAuth2: any Authorization header of its own (Basic auth, a static
- * header) gives way to the bearer token added at send time, which the call log shows as
- * `Bearer ***`.
- */
-function withBearer(request: DeliveryRequest): DeliveryRequest {
-  const other = ([name]: [string, string]) => name.toLowerCase() !== 'authorization';
-  const headers = Object.fromEntries(Object.entries(request.headers).filter(other));
-  const logged = Object.fromEntries(Object.entries(request.logged.headers).filter(other));
-  return {
-    ...request,
-    headers,
-    logged: { ...request.logged, headers: { ...logged, Authorization: 'Bearer ***' } },
-  };
 }
 
 /** Ends an attempt's span with its outcome (success, rescheduled, failed). */

@@ -5,29 +5,18 @@ import { randomId, startReceiver, type Receiver, waitFor } from '@herald/testkit
 import { webhooksChangedChannel } from '@herald/contract';
 import {
   COORDINATION_MODES,
-  addWebhook,
-  callOf,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
+  inEnvironment,
   pipelineTest,
   startPipeline,
-  waitForCall,
-  webhookInput,
 } from '../../harness.test-support.js';
 
 // File-scoped fixtures are made at the top level: a pipeline (and database) per mode.
 const tests = { redis: pipelineTest({}, 'redis'), postgres: pipelineTest({}, 'postgres') };
 
-/** Each test's webhooks listen to an environment of its own (itemEventsIn). */
-let env = 'main';
-const scoped = (url: string, overrides: Parameters<typeof webhookInput>[1] = {}) =>
-  webhookInput(url, { events: itemEventsIn(env), ...overrides });
-const scopedEvent = (overrides: Parameters<typeof itemEvent>[0] = {}) =>
-  itemEvent({ environment: env, ...overrides });
-
+/** Each test's webhooks listen to an environment of its own. */
+let env = inEnvironment('main');
 beforeEach(() => {
-  env = randomId('env');
+  env = inEnvironment(randomId('env'));
 });
 
 /** A fresh receiver per test keeps request lists apart. */
@@ -42,22 +31,19 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
 
   describe('the request Herald sends (docs/api.md, What a webhook call sends)', () => {
     it('sends the default payload byte for byte, with custom headers, Basic auth and signatures', async ({
-      db,
       pipeline,
     }) => {
       const r = await withReceiver();
-      const webhook = await addWebhook(
-        db,
-        pipeline,
-        scoped(`${r.url}/hook`, {
+      const webhook = await pipeline.addWebhook(
+        env.webhook(`${r.url}/hook`, {
           headers: { 'X-Foo': 'Bar', 'User-Agent': 'custom-agent' },
           httpBasicUser: 'user',
           httpBasicPassword: 'p@ss:word',
         }),
       );
-      const event = scopedEvent({ relatedEntities: [{ type: 'field', id: 'f1' }] });
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['success']);
+      const event = env.event({ relatedEntities: [{ type: 'field', id: 'f1' }] });
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['success']);
 
       expect(r.requests).toHaveLength(1);
       const request = r.requests[0]!;
@@ -68,7 +54,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
         attempted_auto_retries_count: 0,
         webhook_id: webhook.id,
         site_id: 'site-1',
-        environment: env,
+        environment: env.environment,
         is_environment_primary: true,
         entity_type: 'item',
         event_type: 'update',
@@ -114,12 +100,12 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       pipeline,
     }) => {
       const r = await withReceiver();
-      const webhook = await addWebhook(db, pipeline, scoped(r.url));
+      const webhook = await pipeline.addWebhook(env.webhook(r.url));
       const oldSecret = webhook.signingSecret;
       const rotated = (await rotateWebhookSecret(db, webhook.id, 60_000))!;
-      const event = scopedEvent({ previousEntity: { type: 'item', id: 'prev' } });
-      await emitEvents(db, pipeline, [event]);
-      await waitForCall(db, event.id, webhook.id, ['success']);
+      const event = env.event({ previousEntity: { type: 'item', id: 'prev' } });
+      await pipeline.emit([event]);
+      await pipeline.waitForCall(event.id, webhook.id, ['success']);
       const request = r.requests[0]!;
       const body = JSON.parse(request.body) as Record<string, unknown>;
       expect(Object.keys(body)).toEqual([
@@ -156,14 +142,11 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     });
 
     it('renders custom_payload with JSON-string escaping for {{x}}, raw {{{x}}}, and the url', async ({
-      db,
       pipeline,
     }) => {
       const r = await withReceiver();
-      const webhook = await addWebhook(
-        db,
-        pipeline,
-        scoped(
+      const webhook = await pipeline.addWebhook(
+        env.webhook(
           `${r.url}/hooks/{{entity_type}}?event={{event_type}}&id={{#entity}}{{id}}{{/entity}}`,
           {
             customPayload:
@@ -171,7 +154,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
           },
         ),
       );
-      const event = scopedEvent({
+      const event = env.event({
         eventType: 'publish',
         entity: {
           type: 'item',
@@ -181,8 +164,8 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
           meta: {},
         },
       });
-      await emitEvents(db, pipeline, [event]);
-      await waitForCall(db, event.id, webhook.id, ['success']);
+      await pipeline.emit([event]);
+      await pipeline.waitForCall(event.id, webhook.id, ['success']);
       const request = r.requests[0]!;
       expect(request.url).toBe('/hooks/item?event=publish&id=rec%201');
       expect(request.body).toBe(
@@ -199,7 +182,6 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
 
   describe('outcomes (docs/api.md, What a webhook call sends)', () => {
     it('does not follow a 3xx: one request, a failure with the 3xx status', async ({
-      db,
       pipeline,
     }) => {
       const r = await withReceiver((req, res) => {
@@ -207,14 +189,12 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
           res.writeHead(302, { Location: '/elsewhere' }).end();
         } else res.end('followed');
       });
-      const webhook = await addWebhook(
-        db,
-        pipeline,
-        scoped(`${r.url}/moved`, { autoRetry: false }),
+      const webhook = await pipeline.addWebhook(
+        env.webhook(`${r.url}/moved`, { autoRetry: false }),
       );
-      const event = scopedEvent();
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+      const event = env.event();
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['failed']);
       expect(call.responseStatus).toBe(302);
       expect(call.nextRetryAt).toBeNull();
       expect(r.requests.map((q) => q.url)).toEqual(['/moved']);
@@ -231,10 +211,10 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
           ? res.writeHead(429, { 'Retry-After': '3600' }).end()
           : res.writeHead(410).end('gone'),
       );
-      const webhook = await addWebhook(db, pipeline, scoped(r.url));
-      const waiting = scopedEvent();
-      await emitEvents(db, pipeline, [waiting]);
-      await waitForCall(db, waiting.id, webhook.id, ['rescheduled']);
+      const webhook = await pipeline.addWebhook(env.webhook(r.url));
+      const waiting = env.event();
+      await pipeline.emit([waiting]);
+      await pipeline.waitForCall(waiting.id, webhook.id, ['rescheduled']);
       const heard: string[] = [];
       const listener = await pipeline.coordination.subscribe(
         webhooksChangedChannel(pipeline.coordination.prefix),
@@ -243,9 +223,9 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       );
       onTestFinished(() => listener.close());
 
-      const event = scopedEvent();
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+      const event = env.event();
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['failed']);
       expect(call.responseStatus).toBe(410);
       expect(call.responsePayload).toBe('gone');
       expect(call.nextRetryAt).toBeNull();
@@ -257,7 +237,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       });
       expect(disabled.disabledReason).toMatch(/410/);
       // Its retry an hour away is over at once, not when it falls due.
-      const ended = await callOf(db, waiting.id, webhook.id);
+      const ended = await pipeline.callOf(waiting.id, webhook.id);
       expect(ended.status).toBe('failed');
       expect(ended.nextRetryAt).toBeNull();
       expect(ended.failureReason).toBe('the webhook was disabled (410 Gone)');
@@ -270,8 +250,8 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       );
       await waitFor(() => expect(pipeline.runtime.index.has(webhook.id)).toBe(false));
       // And no new call is made for it.
-      const after = scopedEvent();
-      await emitEvents(db, pipeline, [after]);
+      const after = env.event();
+      await pipeline.emit([after]);
       await waitFor(async () => {
         const { rows } = await db.query(
           'SELECT 1 FROM events WHERE id = $1 AND matched_at IS NOT NULL',
@@ -286,38 +266,37 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     });
 
     it('429 with Retry-After pushes the next attempt later than the schedule', async ({
-      db,
       pipeline,
     }) => {
       const r = await withReceiver((_req, res) => res.writeHead(429, { 'Retry-After': '2' }).end());
-      const webhook = await addWebhook(db, pipeline, scoped(r.url));
-      const event = scopedEvent();
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['rescheduled']);
+      const webhook = await pipeline.addWebhook(env.webhook(r.url));
+      const event = env.event();
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['rescheduled']);
       expect(call.responseStatus).toBe(429);
       // The shrunk schedule says 150 ms; Retry-After says 2 s.
       expect(call.nextRetryAt!.getTime() - call.lastSentAt!.getTime()).toBeGreaterThanOrEqual(1900);
       expect(r.requests).toHaveLength(1);
     });
 
-    it('a hang past the timeout is a failure with a timeout reason', async ({ db, pipeline }) => {
+    it('a hang past the timeout is a failure with a timeout reason', async ({ pipeline }) => {
       const r = await withReceiver(() => undefined); // never answers
-      const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
-      const event = scopedEvent();
+      const webhook = await pipeline.addWebhook(env.webhook(r.url, { autoRetry: false }));
+      const event = env.event();
       const started = Date.now();
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['failed']);
       expect(call.failureReason).toMatch(/timeout/);
       expect(call.responseStatus).toBeNull();
       expect(Date.now() - started).toBeGreaterThanOrEqual(pipeline.settings.timeoutMs - 50);
     });
 
-    it('a connection reset is a failure with a reset reason', async ({ db, pipeline }) => {
+    it('a connection reset is a failure with a reset reason', async ({ pipeline }) => {
       const r = await withReceiver((req, res) => res.socket?.destroy());
-      const webhook = await addWebhook(db, pipeline, scoped(r.url, { autoRetry: false }));
-      const event = scopedEvent();
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+      const webhook = await pipeline.addWebhook(env.webhook(r.url, { autoRetry: false }));
+      const event = env.event();
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['failed']);
       expect(call.failureReason).toMatch(/reset|closed/);
       expect(r.requests).toHaveLength(1);
     });
@@ -327,20 +306,20 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       pipeline,
     }) => {
       const r = await withReceiver((_req, res) => res.writeHead(500).end('boom'));
-      const webhook = await addWebhook(db, pipeline, scoped(r.url));
-      const event = scopedEvent();
-      await emitEvents(db, pipeline, [event]);
+      const webhook = await pipeline.addWebhook(env.webhook(r.url));
+      const event = env.event();
+      await pipeline.emit([event]);
       const seen: number[] = [];
       await waitFor(
         async () => {
-          const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
+          const call = await pipeline.waitForCall(event.id, webhook.id, ['rescheduled', 'failed']);
           if (!seen.includes(call.attemptedAutoRetriesCount))
             seen.push(call.attemptedAutoRetriesCount);
           if (call.status !== 'failed') throw new Error('still retrying');
         },
         { timeout: 10_000, interval: 20 },
       );
-      const call = await waitForCall(db, event.id, webhook.id, ['failed']);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['failed']);
       expect(call.attemptedAutoRetriesCount).toBe(3);
       expect(call.nextRetryAt).toBeNull();
       expect(seen.length).toBeGreaterThanOrEqual(2);
@@ -395,11 +374,11 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       const held: (() => void)[] = [];
       const slow = await withReceiver((_req, res) => held.push(() => res.end('late')));
       const fast = await withReceiver();
-      const slowHook = await addWebhook(db, own, scoped(slow.url, { autoRetry: false }));
-      await addWebhook(db, own, scoped(fast.url, { autoRetry: false }));
+      const slowHook = await own.addWebhook(env.webhook(slow.url, { autoRetry: false }));
+      await own.addWebhook(env.webhook(fast.url, { autoRetry: false }));
       // Both webhooks match every item event; the slow one's calls come first in each event.
-      const events = Array.from({ length: 60 }, () => scopedEvent());
-      await emitEvents(db, own, events);
+      const events = Array.from({ length: 60 }, () => env.event());
+      await own.emit(events);
       await waitFor(
         () => {
           if (fast.requests.length < events.length) throw new Error('fast not done');
@@ -416,10 +395,10 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       onTestFinished(() => clearInterval(release));
       await waitFor(
         async () => {
-          for (const e of events) await waitForCall(db, e.id, slowHook.id, ['success'], 100);
+          for (const e of events) await own.waitForCall(e.id, slowHook.id, ['success'], 100);
         },
         { timeout: 30_000, interval: 200 },
       );
-    });
+    }, 90_000); // a pipeline's start and two waits of up to 30 s
   });
 });

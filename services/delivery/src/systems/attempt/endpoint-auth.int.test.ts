@@ -6,15 +6,7 @@ import { beforeEach, describe, expect, onTestFinished } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookAuth } from '@herald/contract';
 import { makeTestPki, randomId, startReceiver, type Receiver } from '@herald/testkit';
-import {
-  addWebhook,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  waitForCall,
-  webhookInput,
-} from '../../harness.test-support.js';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
 
 /**
  * docs/api.md, Endpoint authentication, end to end: a local OAuth2 token server and receivers
@@ -77,14 +69,11 @@ const oauth = (tokens: Receiver): WebhookAuth => ({
 
 describe('OAuth2 client credentials', () => {
   it('sends calls with the bearer token, one token request for many calls, none of it logged', async ({
-    db,
     pipeline,
   }) => {
     const tokens = await tokenServer();
     const receiver = await withReceiver(demandingBearer(() => ['token-1']));
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       scoped(`${receiver.url}/hook`, {
         auth: oauth(tokens),
         httpBasicUser: 'basic-user',
@@ -92,9 +81,9 @@ describe('OAuth2 client credentials', () => {
       }),
     );
     const sent = events(5);
-    await emitEvents(db, pipeline, sent);
+    await pipeline.emit(sent);
     for (const event of sent) {
-      const call = await waitForCall(db, event.id, webhook.id, ['success', 'failed']);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['success', 'failed']);
       expect(call.status).toBe('success');
       // The call log shows the scheme only; OAuth2 replaced Basic auth.
       expect(call.requestHeaders?.['Authorization']).toBe('Bearer ***');
@@ -113,16 +102,15 @@ describe('OAuth2 client credentials', () => {
   });
 
   it('asks for a new token once when the endpoint answers 401, and the second answer stands', async ({
-    db,
     pipeline,
   }) => {
     const tokens = await tokenServer();
     // The endpoint has revoked token-1 (the one Herald gets first).
     const refreshing = await withReceiver(demandingBearer(() => ['token-2']));
-    const webhook = await addWebhook(db, pipeline, scoped(refreshing.url, { auth: oauth(tokens) }));
+    const webhook = await pipeline.addWebhook(scoped(refreshing.url, { auth: oauth(tokens) }));
     const [first] = events(1);
-    await emitEvents(db, pipeline, [first!]);
-    const call = await waitForCall(db, first!.id, webhook.id, ['success', 'failed']);
+    await pipeline.emit([first!]);
+    const call = await pipeline.waitForCall(first!.id, webhook.id, ['success', 'failed']);
     expect(call.status).toBe('success');
     expect(refreshing.requests.map((r) => r.headers['authorization'])).toEqual([
       'Bearer token-1',
@@ -132,10 +120,10 @@ describe('OAuth2 client credentials', () => {
 
     // An endpoint that refuses every token: one refresh, then its 401 is the outcome.
     const refusing = await withReceiver(demandingBearer(() => []));
-    const other = await addWebhook(db, pipeline, scoped(refusing.url, { auth: oauth(tokens) }));
+    const other = await pipeline.addWebhook(scoped(refusing.url, { auth: oauth(tokens) }));
     const [second] = events(1);
-    await emitEvents(db, pipeline, [second!]);
-    const refused = await waitForCall(db, second!.id, other.id, ['success', 'failed']);
+    await pipeline.emit([second!]);
+    const refused = await pipeline.waitForCall(second!.id, other.id, ['success', 'failed']);
     expect(refused.status).toBe('failed');
     expect(refused.responseStatus).toBe(401);
     expect(refused.failureReason).toBe('HTTP 401');
@@ -144,7 +132,6 @@ describe('OAuth2 client credentials', () => {
   });
 
   it('a token endpoint that fails is a classified failure with a readable reason, the endpoint unasked', async ({
-    db,
     pipeline,
   }) => {
     const tokens = await tokenServer((_req, res) => {
@@ -152,10 +139,10 @@ describe('OAuth2 client credentials', () => {
       res.end(JSON.stringify({ error: 'invalid_client', error_description: 'bad secret' }));
     });
     const receiver = await withReceiver();
-    const webhook = await addWebhook(db, pipeline, scoped(receiver.url, { auth: oauth(tokens) }));
+    const webhook = await pipeline.addWebhook(scoped(receiver.url, { auth: oauth(tokens) }));
     const [event] = events(1);
-    await emitEvents(db, pipeline, [event!]);
-    const call = await waitForCall(db, event!.id, webhook.id, ['failed']);
+    await pipeline.emit([event!]);
+    const call = await pipeline.waitForCall(event!.id, webhook.id, ['failed']);
     expect(call.failureReason).toBe(
       `OAuth2 token request to ${tokens.url}/token failed: HTTP 400 (invalid_client: bad secret)`,
     );
@@ -208,14 +195,11 @@ async function mtlsReceiver() {
 
 describe('mutual TLS', () => {
   it('receives signed calls only from the webhook with the right client certificate', async ({
-    db,
     pipeline,
   }) => {
     const receiver = await mtlsReceiver();
     const ca = pki.ca.certificate;
-    const good = await addWebhook(
-      db,
-      pipeline,
+    const good = await pipeline.addWebhook(
       scoped(`${receiver.url}/hook`, {
         tls: {
           client_certificate: pki.client.certificate,
@@ -224,16 +208,12 @@ describe('mutual TLS', () => {
         },
       }),
     );
-    const none = await addWebhook(
-      db,
-      pipeline,
+    const none = await pipeline.addWebhook(
       scoped(`${receiver.url}/none`, {
         tls: { client_certificate: null, client_key: null, ca_certificate: ca },
       }),
     );
-    const stranger = await addWebhook(
-      db,
-      pipeline,
+    const stranger = await pipeline.addWebhook(
       scoped(`${receiver.url}/stranger`, {
         tls: {
           client_certificate: pki.stranger.certificate,
@@ -243,9 +223,9 @@ describe('mutual TLS', () => {
       }),
     );
     const [event] = events(1);
-    await emitEvents(db, pipeline, [event!]);
+    await pipeline.emit([event!]);
 
-    const delivered = await waitForCall(db, event!.id, good.id, ['success', 'failed']);
+    const delivered = await pipeline.waitForCall(event!.id, good.id, ['success', 'failed']);
     expect(delivered.status).toBe('success');
     expect(receiver.received).toHaveLength(1);
     const request = receiver.received[0]!;
@@ -258,7 +238,7 @@ describe('mutual TLS', () => {
     expect(() => new Webhook(good.signingSecret).verify(request.body, signed)).not.toThrow();
 
     for (const webhook of [none, stranger]) {
-      const call = await waitForCall(db, event!.id, webhook.id, ['success', 'failed']);
+      const call = await pipeline.waitForCall(event!.id, webhook.id, ['success', 'failed']);
       expect(call.status).toBe('failed');
       expect(call.responseStatus).toBeNull();
       // TLS 1.3: the server refuses the certificate after the client's side of the handshake.
@@ -270,13 +250,10 @@ describe('mutual TLS', () => {
   });
 
   it('a webhook without the CA does not trust the endpoint: a classified TLS failure', async ({
-    db,
     pipeline,
   }) => {
     const receiver = await mtlsReceiver();
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       scoped(receiver.url, {
         tls: {
           client_certificate: pki.client.certificate,
@@ -286,8 +263,8 @@ describe('mutual TLS', () => {
       }),
     );
     const [event] = events(1);
-    await emitEvents(db, pipeline, [event!]);
-    const call = await waitForCall(db, event!.id, webhook.id, ['failed']);
+    await pipeline.emit([event!]);
+    const call = await pipeline.waitForCall(event!.id, webhook.id, ['failed']);
     expect(call.failureReason).toMatch(
       /^TLS handshake failed \((UNABLE_TO|SELF_SIGNED|DEPTH_ZERO)/,
     );

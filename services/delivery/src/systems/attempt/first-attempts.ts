@@ -86,6 +86,11 @@ export class FirstAttempts<C extends PendingAttempt> {
     await new Promise<void>((resolve) => this.#waiters.push({ below: 1, all: true, resolve }));
   }
 
+  /** Calls queued or in flight (what `below` compares). */
+  get active(): number {
+    return this.#active;
+  }
+
   get #active(): number {
     return this.#queue.length + this.#running;
   }

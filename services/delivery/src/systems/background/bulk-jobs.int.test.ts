@@ -8,16 +8,7 @@ import {
   type BulkJobRecord,
   type Db,
 } from '@herald/store';
-import {
-  addWebhook,
-  callOf,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  waitForCall,
-  webhookInput,
-} from '../../harness.test-support.js';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
 
 // Bulk jobs end to end (docs/api.md, Bulk jobs): a delivery process takes the job, selects,
 // sends at its pace and records each item; a real receiver counts what arrives.
@@ -61,23 +52,19 @@ describe('bulk resend', () => {
     let down = true;
     receiver.respond = (_req, res) => res.writeHead(down ? 500 : 200).end();
     // auto_retry off: each call fails at its first attempt.
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       webhookInput(receiver.url, { events: itemEventsIn(env), autoRetry: false }),
     );
     const events = Array.from({ length: 25 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events);
-    for (const event of events) await waitForCall(db, event.id, webhook.id, ['failed']);
+    await pipeline.emit(events);
+    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['failed']);
     // One call still on its way: a retry is planned (another webhook with auto_retry on).
-    const retrying = await addWebhook(
-      db,
-      pipeline,
+    const retrying = await pipeline.addWebhook(
       webhookInput(receiver.url, { name: 'retrying', events: itemEventsIn(`${env}-r`) }),
     );
     const onItsWay = itemEvent({ environment: `${env}-r` });
-    await emitEvents(db, pipeline, [onItsWay]);
-    const rescheduled = await waitForCall(db, onItsWay.id, retrying.id, ['rescheduled']);
+    await pipeline.emit([onItsWay]);
+    const rescheduled = await pipeline.waitForCall(onItsWay.id, retrying.id, ['rescheduled']);
 
     down = false;
     const since = Date.now();
@@ -97,27 +84,25 @@ describe('bulk resend', () => {
     expect(done).toMatchObject({ matched: 25, succeeded: 25, failed: 0, skipped: 0 });
     const counts = countByCall(receiver.requests, since);
     for (const event of events) {
-      const call = await callOf(db, event.id, webhook.id);
+      const call = await pipeline.callOf(event.id, webhook.id);
       expect(call.status).toBe('success');
       expect(counts.get(call.id)).toBe(1);
     }
     // The rescheduled call was not sent by the job: its retry will send it.
     expect(await finished(db, resendAlso.id)).toMatchObject({ matched: 1, skipped: 1 });
     expect(counts.get(rescheduled.id)).toBeUndefined();
-    expect((await callOf(db, onItsWay.id, retrying.id)).status).toBe('rescheduled');
+    expect((await pipeline.callOf(onItsWay.id, retrying.id)).status).toBe('rescheduled');
   });
 
   it('keeps to its pace', async ({ db, pipeline, receiver }) => {
     const env = 'bulk-pace-env';
     receiver.respond = (_req, res) => res.writeHead(200).end();
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       webhookInput(receiver.url, { name: 'paced', events: itemEventsIn(env) }),
     );
     const events = Array.from({ length: 12 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events);
-    for (const event of events) await waitForCall(db, event.id, webhook.id, ['success']);
+    await pipeline.emit(events);
+    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
     const since = Date.now();
     const job = await createBulkJob(db, {
       kind: 'bulk_resend',
@@ -141,14 +126,12 @@ describe('cancel', () => {
   }) => {
     const env = 'bulk-cancel-env';
     receiver.respond = (_req, res) => res.writeHead(200).end();
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       webhookInput(receiver.url, { name: 'cancelled', events: itemEventsIn(env) }),
     );
     const events = Array.from({ length: 4 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events);
-    for (const event of events) await waitForCall(db, event.id, webhook.id, ['success']);
+    await pipeline.emit(events);
+    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
     // The job's first request is held at the receiver until the cancel has answered.
     const held: ServerResponse[] = [];
     receiver.respond = (_req, res) => void held.push(res);
@@ -202,7 +185,7 @@ describe('replay', () => {
     );
     const shuffled = [...events].sort(() => Math.random() - 0.5);
     for (let i = 0; i < shuffled.length; i += 10) {
-      await emitEvents(db, pipeline, shuffled.slice(i, i + 10));
+      await pipeline.emit(shuffled.slice(i, i + 10));
     }
     // Matched (no webhook yet): no call exists.
     await waitFor(async () => {
@@ -212,9 +195,7 @@ describe('replay', () => {
       );
       expect(Number(rows[0]!.n)).toBe(0);
     });
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       webhookInput(receiver.url, { name: 'replayed', events: itemEventsIn(env, ['publish']) }),
     );
     const since = Date.now();
@@ -237,7 +218,7 @@ describe('replay', () => {
       .map((request) => (JSON.parse(request.body) as { entity: { id: string } }).entity.id);
     expect(received).toEqual(expected.map((event) => event.entityId));
     // Each as a call of the webhook, its attempt triggered by the replay.
-    const call = await callOf(db, expected[0]!.id, webhook.id);
+    const call = await pipeline.callOf(expected[0]!.id, webhook.id);
     const { rows } = await db.query<{ trigger: string }>(
       'SELECT trigger FROM webhook_call_attempts WHERE call_id = $1',
       [call.id],

@@ -10,8 +10,6 @@ import {
 } from '@herald/store';
 import { randomId, type Received, waitFor } from '@herald/testkit';
 import {
-  addWebhook,
-  emitEvents,
   itemEvent,
   itemEventsIn,
   pipelineTest,
@@ -94,7 +92,7 @@ function holdAnswers(
 
 /** A webhook of its own environment and receiver path, with these flow control settings. */
 async function flowWebhook(
-  { db, pipeline, receiver }: { db: Db; pipeline: Pipeline; receiver: { url: string } },
+  { pipeline, receiver }: { db: Db; pipeline: Pipeline; receiver: { url: string } },
   name: string,
   settings: Partial<WebhookInput>,
 ): Promise<{ environment: string; path: string; webhook: WebhookRecord }> {
@@ -104,7 +102,7 @@ async function flowWebhook(
     events: itemEventsIn(environment),
     ...settings,
   });
-  return { environment, path, webhook: await addWebhook(db, pipeline, input) };
+  return { environment, path, webhook: await pipeline.addWebhook(input) };
 }
 
 describe('flow control', () => {
@@ -129,12 +127,9 @@ describe('flow control', () => {
       res.end('ok');
     };
     // Arrival order is not event order: v3 first, then v1 and v2 in one request, then b's.
-    await emitEvents(db, pipeline, [versionOf(environment, 'a', 3)]);
-    await emitEvents(db, pipeline, [
-      versionOf(environment, 'a', 2),
-      versionOf(environment, 'a', 1),
-    ]);
-    await emitEvents(db, pipeline, [versionOf(environment, 'b', 1)]);
+    await pipeline.emit([versionOf(environment, 'a', 3)]);
+    await pipeline.emit([versionOf(environment, 'a', 2), versionOf(environment, 'a', 1)]);
+    await pipeline.emit([versionOf(environment, 'b', 1)]);
     await waitFor(
       async () => {
         const calls = await callsOf(db, webhook);
@@ -170,12 +165,12 @@ describe('flow control', () => {
     const v3 = versionOf(environment, 'a', 3);
     const v1 = versionOf(environment, 'a', 1);
     const other = versionOf(environment, 'c', 1);
-    await emitEvents(db, pipeline, [v2]);
+    await pipeline.emit([v2]);
     await waitFor(() => expect(gate.held).toHaveLength(1));
     // v2 is in flight: v3 waits behind it; v1 is older than what is being sent.
-    await emitEvents(db, pipeline, [v3]);
-    await emitEvents(db, pipeline, [v1]);
-    await emitEvents(db, pipeline, [other]);
+    await pipeline.emit([v3]);
+    await pipeline.emit([v1]);
+    await pipeline.emit([other]);
     await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls).toHaveLength(4);
@@ -214,11 +209,11 @@ describe('flow control', () => {
     );
     const gate = holdAnswers(receiver, path);
     const create = versionOf(environment, 'a', 1, 'create');
-    await emitEvents(db, pipeline, [create]);
+    await pipeline.emit([create]);
     await waitFor(() => expect(gate.held).toHaveLength(1));
     // While v1 is in flight, v2…v6 come one request at a time: they all join one waiting call.
     const updates = [2, 3, 4, 5, 6].map((n) => versionOf(environment, 'a', n));
-    for (const update of updates) await emitEvents(db, pipeline, [update]);
+    for (const update of updates) await pipeline.emit([update]);
     await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls).toHaveLength(2);
@@ -248,13 +243,13 @@ describe('flow control', () => {
       versionOf(environment, 'b', 2, 'create'),
       versionOf(environment, 'b', 3, 'update'),
     ];
-    await emitEvents(db, pipeline, [b[0]!]);
+    await pipeline.emit([b[0]!]);
     await waitFor(() => expect(gate2.held).toHaveLength(1));
-    await emitEvents(db, pipeline, [b[1]!, b[2]!]);
+    await pipeline.emit([b[1]!, b[2]!]);
     const d = [versionOf(environment, 'd', 1, 'create'), versionOf(environment, 'd', 2, 'update')];
-    await emitEvents(db, pipeline, [d[0]!]);
+    await pipeline.emit([d[0]!]);
     await waitFor(() => expect(gate2.held).toHaveLength(2));
-    await emitEvents(db, pipeline, [d[1]!, versionOf(environment, 'd', 3, 'delete')]);
+    await pipeline.emit([d[1]!, versionOf(environment, 'd', 3, 'delete')]);
     await waitFor(async () => {
       const calls = await callsOf(db, webhook);
       expect(calls.filter((call) => call.eventIds.length === 2)).toHaveLength(2);
@@ -287,21 +282,9 @@ describe('flow control', () => {
     const started = Date.now();
     // Three requests inside the window: 30 records, each updated twice.
     const records = Array.from({ length: 30 }, (_, i) => `r${i}`);
-    await emitEvents(
-      db,
-      pipeline,
-      records.map((r) => versionOf(environment, r, 1)),
-    );
-    await emitEvents(
-      db,
-      pipeline,
-      records.slice(0, 15).map((r) => versionOf(environment, r, 2)),
-    );
-    await emitEvents(
-      db,
-      pipeline,
-      records.slice(15).map((r) => versionOf(environment, r, 2)),
-    );
+    await pipeline.emit(records.map((r) => versionOf(environment, r, 1)));
+    await pipeline.emit(records.slice(0, 15).map((r) => versionOf(environment, r, 2)));
+    await pipeline.emit(records.slice(15).map((r) => versionOf(environment, r, 2)));
     await waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(1), {
       timeout: BATCH_WINDOW_MS + 5000,
     });
@@ -334,13 +317,13 @@ describe('flow control', () => {
     // arrive in the reverse of their order. Its match job starts once the first one's has placed
     // its events: two jobs in the pool at once may commit in either order, and the batch opened
     // first is the one whose placement committed first.
-    await emitEvents(db, pipeline, events.slice(0, 5));
+    await pipeline.emit(events.slice(0, 5));
     await waitFor(
       async () =>
         expect((await callsOf(db, webhook)).map((call) => call.eventIds.length)).toEqual([5]),
       { timeout: 5000 },
     );
-    await emitEvents(db, pipeline, events.slice(5).reverse());
+    await pipeline.emit(events.slice(5).reverse());
     await waitFor(() => expect(sentTo(receiver.requests, path)).toHaveLength(3), {
       timeout: 5000,
     });

@@ -1,22 +1,14 @@
 import { describe, expect } from 'vitest';
 import { waitFor } from '@herald/testkit';
 import { listOpenCircuits, readWebhookStats } from '@herald/store';
-import {
-  addWebhook,
-  callOf,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  webhookInput,
-} from '../../harness.test-support.js';
+import { FAST_RETRIES, inEnvironment, outage, pipelineTest } from '../../harness.test-support.js';
 
 // The circuit breaker end to end: a receiver that goes down, then comes back.
 const COOLDOWN_MS = 800;
 const it = pipelineTest({
   circuit: { failures: 3, cooldownMs: COOLDOWN_MS },
   // Retries soon after a failure: without the circuit they would keep hitting the endpoint.
-  retry: { scheduleMs: [100, 100, 100, 100, 100, 100, 100, 100], jitter: 0, retryAfterMaxMs: 0 },
+  retry: FAST_RETRIES,
 });
 
 describe('the circuit breaker', () => {
@@ -25,16 +17,11 @@ describe('the circuit breaker', () => {
     pipeline,
     receiver,
   }) => {
-    let down = true;
-    receiver.respond = (_req, res) => res.writeHead(down ? 503 : 200).end();
-    const env = 'circuit-env';
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, { events: itemEventsIn(env) }),
-    );
-    const events = Array.from({ length: 12 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events);
+    const endpoint = outage(receiver);
+    const env = inEnvironment('circuit-env');
+    const webhook = await pipeline.addWebhook(env.webhook(receiver.url));
+    const events = Array.from({ length: 12 }, () => env.event());
+    await pipeline.emit(events);
 
     // Three failures in a row open it.
     await waitFor(async () => expect(await listOpenCircuits(db)).toHaveLength(1), {
@@ -60,11 +47,11 @@ describe('the circuit breaker', () => {
     expect(Date.now() - openedAt).toBeGreaterThan(3 * COOLDOWN_MS);
 
     // The endpoint comes back: the next probe succeeds, the circuit closes, every call goes.
-    down = false;
+    endpoint.recover();
     await waitFor(
       async () => {
         for (const event of events)
-          expect((await callOf(db, event.id, webhook.id)).status).toBe('success');
+          expect((await pipeline.callOf(event.id, webhook.id)).status).toBe('success');
       },
       { timeout: 15_000, interval: 50 },
     );
@@ -78,7 +65,7 @@ describe('the circuit breaker', () => {
         .map((request) => request.headers['webhook-id']),
     );
     for (const event of events) {
-      expect(succeeded).toContain((await callOf(db, event.id, webhook.id)).id);
+      expect(succeeded).toContain((await pipeline.callOf(event.id, webhook.id)).id);
     }
   });
 });

@@ -2,15 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect } from 'vitest';
 import { waitFor } from '@herald/testkit';
 import { createBulkJob, findBulkJob } from '@herald/store';
-import {
-  addWebhook,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  waitForCall,
-  webhookInput,
-} from '../../harness.test-support.js';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
 
 // A rate limit's spacing counts from the later of a request's admission and its actual start
 // (docs/api.md, Rate limit). One attempt at a time in the process (its pool), two per webhook: a
@@ -28,17 +20,15 @@ describe('a rate limit after a late start', () => {
     const intervalMs = 1000 / RATE;
     const env = 'rate-late-env';
     receiver.respond = (_req, res) => res.writeHead(200).end();
-    const webhook = await addWebhook(
-      db,
-      pipeline,
+    const webhook = await pipeline.addWebhook(
       webhookInput(receiver.url, {
         events: itemEventsIn(env),
         deliveryPolicy: { rate_limit_per_second: RATE },
       }),
     );
     const events = Array.from({ length: 4 }, () => itemEvent({ environment: env }));
-    await emitEvents(db, pipeline, events);
-    for (const event of events) await waitForCall(db, event.id, webhook.id, ['success']);
+    await pipeline.emit(events);
+    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
 
     // The job's first request is held for two intervals and a half.
     let held: ServerResponse | undefined;

@@ -1,13 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { insertWebhook, readWebhookStats, type Db } from '@herald/store';
-import { createTestDb, silentLogger, testWebhookInput, type TestDb } from '@herald/testkit';
+import { silentLogger, testWebhookInput } from '@herald/testkit';
+import { suiteTestDb } from '@herald/testkit/fixtures';
 import { AttemptRollups } from './rollups.js';
 
-let t: TestDb;
-beforeAll(async () => {
-  t = await createTestDb('postgres');
-});
-afterAll(() => t.cleanup());
+const t = suiteTestDb();
 
 /** The real database, whose next `failures` statements fail as when Postgres is away. */
 function flaky(db: Db, failures: number): Db {

@@ -1,6 +1,6 @@
 import { errorMessage, webhooksChangedChannel, type WebhookChangedMessage } from '@herald/contract';
 import type { Coordination, Logger } from '@herald/runtime';
-import { findWebhook, listEnabledWebhooks, type Db } from '@herald/store';
+import { findWebhook, readWebhookIndex, type Db } from '@herald/store';
 import { WebhookIndex } from './webhook-index.js';
 
 export interface WebhookIndexSyncDeps {
@@ -15,7 +15,10 @@ export interface WebhookIndexSyncDeps {
 /**
  * The match index kept in sync with Postgres: loaded at start, each webhook read again when a
  * change of it is announced on the webhooks-changed channel, and the whole index again every
- * `reloadMs` and after the channel reconnects (announcements may have been missed).
+ * `reloadMs` and after the channel reconnects (announcements may have been missed). An
+ * announcement comes after the change's commit, maybe after events accepted since: a match first
+ * brings the index up to the webhooks' generation its events were read with (`upTo`), so no event
+ * misses a webhook committed before it.
  */
 export class WebhookIndexSync {
   readonly index = new WebhookIndex();
@@ -23,6 +26,10 @@ export class WebhookIndexSync {
   #subscription: { close(): Promise<void> } | undefined;
   #timer: NodeJS.Timeout | undefined;
   readonly #listeners: ((webhookId: string) => void)[] = [];
+  /** The webhooks' generation the whole index was last read at (migration 032). */
+  #generation = 0n;
+  /** The whole index's read under way, if one is. */
+  #reloading: Promise<void> | undefined;
 
   constructor(private readonly deps: WebhookIndexSyncDeps) {
     this.#channel = webhooksChangedChannel(deps.coordination.prefix);
@@ -70,8 +77,23 @@ export class WebhookIndexSync {
     await this.#subscription?.close();
   }
 
-  async #reload(): Promise<void> {
-    this.index.replaceAll(await listEnabledWebhooks(this.deps.db));
+  /**
+   * Resolves once the index holds every webhook change of `generation` (read in the statement
+   * that read a match's events): at once when it does, else after reading it all again.
+   */
+  async upTo(generation: bigint): Promise<void> {
+    while (this.#generation < generation) await this.#reload();
+  }
+
+  /** Reads the whole index again; calls meanwhile share the read under way. */
+  #reload(): Promise<void> {
+    this.#reloading ??= readWebhookIndex(this.deps.db)
+      .then(({ generation, webhooks }) => {
+        this.index.replaceAll(webhooks);
+        if (generation > this.#generation) this.#generation = generation;
+      })
+      .finally(() => (this.#reloading = undefined));
+    return this.#reloading;
   }
 
   #heard(text: string): void {

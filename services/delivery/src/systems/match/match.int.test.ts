@@ -17,11 +17,11 @@ import {
 } from '../../harness.test-support.js';
 
 const withUpdates = (mode: CoordinationMode) =>
-  pipelineTest({}, mode).extend('updates', async ({ db, pipeline, receiver }) => {
+  pipelineTest({}, mode).extend('updates', async ({ pipeline, receiver }) => {
     // A webhook on item updates in an environment of the test's own.
     const env = randomId('env');
     const input = webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) });
-    return { env, webhook: await addWebhook(db, pipeline, input) };
+    return { env, webhook: await pipeline.addWebhook(input) };
   });
 // File-scoped fixtures are made at the top level: a pipeline (and database) per mode.
 const tests = { redis: withUpdates('redis'), postgres: withUpdates('postgres') };
@@ -128,17 +128,13 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       };
       const names = new Map<string, string>();
       for (const [name, events] of Object.entries(specs)) {
-        const webhook = await addWebhook(
-          db,
-          pipeline,
+        const webhook = await pipeline.addWebhook(
           webhookInput(receiver.url, { name: `${name}-${env}`, events }),
         );
         names.set(webhook.id, name);
       }
       // A disabled webhook gets no calls.
-      const disabled = await addWebhook(
-        db,
-        pipeline,
+      const disabled = await pipeline.addWebhook(
         webhookInput(receiver.url, { enabled: false, events: [entry('item', ['publish'])] }),
       );
       names.set(disabled.id, 'disabled');
@@ -187,7 +183,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
         // Another environment: nothing listens there.
         publish({ environment: randomId('elsewhere') }),
       ];
-      await emitEvents(db, pipeline, events);
+      await pipeline.emit(events);
       expect(await matchedNames(db, events, names)).toEqual([
         ['all_item_publish', 'by_item', 'by_model_id', 'by_model_key', 'primary_only'],
         ['all_item_publish', 'primary_only'],
@@ -208,8 +204,8 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     }) => {
       const { env, webhook } = updates;
       const event = itemEvent({ environment: env });
-      await emitEvents(db, pipeline, [event]);
-      const call = await waitForCall(db, event.id, webhook.id, ['success']);
+      await pipeline.emit([event]);
+      const call = await pipeline.waitForCall(event.id, webhook.id, ['success']);
       // The same event enqueued again (a sweeper, a retry) creates no second call and no second send.
       await pipeline.runtime.matchQueue.add(
         'match-event',
@@ -230,15 +226,15 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     }) => {
       const { env, webhook } = updates;
       const batch = Array.from({ length: 60 }, () => itemEvent({ environment: env }));
-      await emitEvents(db, pipeline, batch);
+      await pipeline.emit(batch);
       // 60 calls of one event batch, created by one statement and started together.
-      for (const event of batch) await waitForCall(db, event.id, webhook.id, ['success']);
+      for (const event of batch) await pipeline.waitForCall(event.id, webhook.id, ['success']);
       const legacy = itemEvent({ environment: env });
       await insertEvents(db, [legacy]);
       // Typed loosely on purpose: this is the data shape of jobs enqueued by the first release.
       const queue = pipeline.runtime.matchQueue as unknown as Queue<{ eventId: string }>;
       await queue.add('match-event', { eventId: legacy.id }, { jobId: `legacy-${legacy.id}` });
-      await waitForCall(db, legacy.id, webhook.id, ['success']);
+      await pipeline.waitForCall(legacy.id, webhook.id, ['success']);
     });
   });
 

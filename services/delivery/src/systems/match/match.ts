@@ -23,7 +23,7 @@ import { contentFor } from './event-content.js';
  */
 export type MatcherDeps = Pick<
   SystemResources,
-  'db' | 'index' | 'models' | 'logger' | 'lease' | 'deliverQueue'
+  'db' | 'index' | 'indexUpTo' | 'models' | 'logger' | 'lease' | 'deliverQueue'
 > & {
   metrics: Pick<DeliveryMetrics, 'matchDuration' | 'flowEvents'>;
 };
@@ -35,12 +35,15 @@ export class Matcher {
   /**
    * Turns events stored together into one webhook_call per (event, matching webhook), held under
    * this process's lease; returns the calls whose first attempt goes now, here. Events already
-   * matched are skipped.
+   * matched are skipped. `webhooksGeneration`: the one the events were read with
+   * (findEventsToMatch); the index is brought up to it first, so that a webhook committed before
+   * the events is matched even if its announcement has not arrived.
    */
-  async match(found: readonly StoredEvent[]): Promise<NewCall[]> {
+  async match(found: readonly StoredEvent[], webhooksGeneration: bigint): Promise<NewCall[]> {
     const ctx = this.deps;
     const events = found.filter((event) => !event.matchedAt);
     if (events.length === 0) return [];
+    await ctx.indexUpTo(webhooksGeneration);
     const contents = await Promise.all(
       events.map((event) => contentFor(ctx.index, ctx.models, event)),
     );

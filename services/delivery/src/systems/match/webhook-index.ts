@@ -6,7 +6,7 @@ import {
   type ItemEventContent,
   type WebhookFilterEntityType,
 } from '@herald/contract';
-import type { StoredEvent, WebhookRecord } from '@herald/store';
+import type { MatchableEvent, WebhookRecord } from '@herald/store';
 
 /** One events entry of one webhook, its filters turned into sets. */
 interface IndexedEntry {
@@ -16,17 +16,7 @@ interface IndexedEntry {
   content: ContentFilter | null;
 }
 
-/** What matching reads of an event (docs/api.md, Events and filters). */
-export type MatchableEvent = Pick<
-  StoredEvent,
-  | 'environment'
-  | 'isEnvironmentPrimary'
-  | 'entityType'
-  | 'eventType'
-  | 'entityId'
-  | 'itemTypeId'
-  | 'itemTypeApiKey'
->;
+export type { MatchableEvent };
 
 function filterHolds(filter: IndexedEntry['filters'][number], event: MatchableEvent): boolean {
   switch (filter.kind) {

@@ -17,13 +17,10 @@ import {
   webhookInput,
   type Pipeline,
 } from '../../../harness.test-support.js';
+import { AMQP_URL, MQTT_URL, NATS_URL, REDIS_URL } from './consumers.test-support.js';
 
 // Real brokers (scripts/ensure-services.sh): each test makes its own exchange, queue, stream,
 // topic or key, and removes it.
-const AMQP_URL = process.env['TEST_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
-const NATS_URL = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222';
-const MQTT_URL = process.env['TEST_MQTT_URL'] ?? 'mqtt://127.0.0.1:1883';
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 const it = pipelineTest({}, 'redis');
 const unique = (prefix: string) => `herald-test-${prefix}-${randomBytes(6).toString('hex')}`;

@@ -1,19 +1,14 @@
-import { connect, headers, type NatsConnection } from 'nats';
+import { connect, headers, type JetStreamClient, type NatsConnection } from 'nats';
 import { errorMessage, type BrokerDestination } from '@herald/contract';
 import {
-  BrokerError,
+  BrokerPublisher,
   acknowledged,
-  brokerHost,
-  credentialsOf,
+  brokerTarget,
+  connectError,
   errorCode,
   failed,
-  guardBrokerAddress,
-  networkFailure,
-  withTimeout,
-  type BrokerMessage,
-  type Publisher,
-  type PublisherOptions,
 } from './publisher.js';
+import type { BrokerMessage, ConnectErrors, Failure, PublisherOptions } from './publisher.js';
 import type { SendResult } from '../http-client.js';
 
 type NatsDestination = Extract<BrokerDestination, { kind: 'nats' }>;
@@ -23,13 +18,16 @@ type NatsDestination = Extract<BrokerDestination, { kind: 'nats' }>;
  * replaced at the next publish). JetStream publishes wait for the stream's PubAck; core NATS
  * publishes wait for the server to have read them (a flush).
  */
-export class NatsPublisher implements Publisher {
+export class NatsPublisher extends BrokerPublisher<NatsDestination> {
   #closed = false;
+  /** The JetStream client, made at the first JetStream publish and kept. */
+  #jetstream: JetStreamClient | undefined;
 
   private constructor(
     private readonly connection: NatsConnection,
-    private readonly broker: string,
+    broker: string,
   ) {
+    super(broker, 'did not acknowledge the message on');
     void connection.closed().then(() => {
       this.#closed = true;
     });
@@ -39,15 +37,10 @@ export class NatsPublisher implements Publisher {
     destination: NatsDestination,
     options: PublisherOptions,
   ): Promise<NatsPublisher> {
-    const broker = `NATS at ${brokerHost(destination.url)}`;
-    await guardBrokerAddress(destination.url, options.allowCidrs);
-    const { username, password } = credentialsOf(destination);
-    const server = new URL(destination.url);
-    server.username = '';
-    server.password = '';
+    const { broker, username, password, server } = await brokerTarget('NATS', destination, options);
     try {
       const connection = await connect({
-        servers: server.toString(),
+        servers: server,
         timeout: options.connectTimeoutMs,
         reconnect: false,
         name: 'herald-delivery',
@@ -56,7 +49,7 @@ export class NatsPublisher implements Publisher {
       });
       return new NatsPublisher(connection, broker);
     } catch (error) {
-      throw new BrokerError(connectFailure(error, broker), { cause: error });
+      throw connectError(error, broker, CONNECT_ERRORS);
     }
   }
 
@@ -64,20 +57,7 @@ export class NatsPublisher implements Publisher {
     return !this.#closed && !this.connection.isClosed();
   }
 
-  publish(
-    destination: NatsDestination,
-    message: BrokerMessage,
-    signal: AbortSignal,
-  ): Promise<SendResult> {
-    const where = `subject "${destination.subject}"`;
-    return withTimeout(
-      this.#publish(destination, message, where),
-      signal,
-      `${this.broker} did not acknowledge the message on ${where} in time`,
-    );
-  }
-
-  async #publish(
+  protected async send(
     destination: NatsDestination,
     message: BrokerMessage,
     where: string,
@@ -92,51 +72,47 @@ export class NatsPublisher implements Publisher {
     }
     const sent = headers();
     for (const [name, value] of Object.entries(message.headers)) sent.set(name, value);
-    try {
-      if (!destination.jetstream) {
-        this.connection.publish(destination.subject, body, { headers: sent });
-        await this.connection.flush();
-        return acknowledged(`received by ${this.broker} on ${where} (core NATS)`, {
-          'message-id': message.id,
-          subject: destination.subject,
-        });
-      }
-      const ack = await this.connection
-        .jetstream()
-        .publish(destination.subject, body, { headers: sent });
-      return acknowledged(
-        `stored by ${this.broker}: stream "${ack.stream}" sequence ${ack.seq} on ${where}${ack.duplicate ? ' (a duplicate)' : ''}`,
-        {
-          'message-id': message.id,
-          subject: destination.subject,
-          stream: ack.stream,
-          seq: String(ack.seq),
-        },
-      );
-    } catch (error) {
-      const network = networkFailure(error, this.broker);
-      if (network) return network;
-      const code = errorCode(error);
-      if (code === '503' || /no responders/i.test(errorMessage(error))) {
-        return failed(
-          'error',
-          `${this.broker} has no JetStream stream for ${where} (no responders: create a stream that captures the subject, or set jetstream to false)`,
-        );
-      }
-      if (code === 'TIMEOUT') {
-        return failed('timeout', `${this.broker} did not acknowledge the message on ${where}`);
-      }
-      if (code === 'MAX_PAYLOAD_EXCEEDED') {
-        return failed(
-          'error',
-          `the message is too large for ${this.broker} (${errorMessage(error)})`,
-        );
-      }
+    if (!destination.jetstream) {
+      this.connection.publish(destination.subject, body, { headers: sent });
+      await this.connection.flush();
+      return acknowledged(`received by ${this.broker} on ${where} (core NATS)`, {
+        'message-id': message.id,
+        subject: destination.subject,
+      });
+    }
+    this.#jetstream ??= this.connection.jetstream();
+    const ack = await this.#jetstream.publish(destination.subject, body, { headers: sent });
+    return acknowledged(
+      `stored by ${this.broker}: stream "${ack.stream}" sequence ${ack.seq} on ${where}${ack.duplicate ? ' (a duplicate)' : ''}`,
+      {
+        'message-id': message.id,
+        subject: destination.subject,
+        stream: ack.stream,
+        seq: String(ack.seq),
+      },
+    );
+  }
+
+  protected refusal(error: unknown, where: string): Failure {
+    const code = errorCode(error);
+    const message = errorMessage(error);
+    if (code === '503' || /no responders/i.test(message)) {
       return failed(
         'error',
-        `${this.broker} refused the message on ${where}: ${errorMessage(error)}`,
+        `${this.broker} has no JetStream stream for ${where} (no responders: create a stream that captures the subject, or set jetstream to false)`,
       );
     }
+    if (code === 'TIMEOUT') {
+      return failed('timeout', `${this.broker} did not acknowledge the message on ${where}`);
+    }
+    if (code === 'MAX_PAYLOAD_EXCEEDED') {
+      return failed('error', `the message is too large for ${this.broker} (${message})`);
+    }
+    return failed('error', `${this.broker} refused the message on ${where}: ${message}`);
+  }
+
+  protected where(destination: NatsDestination): string {
+    return `subject "${destination.subject}"`;
   }
 
   async close(): Promise<void> {
@@ -150,27 +126,13 @@ export class NatsPublisher implements Publisher {
   }
 }
 
-function connectFailure(error: unknown, broker: string): Extract<SendResult, { kind: 'error' }> {
-  const network = networkFailure(error, broker);
-  if (network && network.kind === 'error') return network;
-  const code = errorCode(error);
-  const message = errorMessage(error);
-  if (code === 'CONNECTION_REFUSED') {
-    return {
-      kind: 'error',
-      error: 'refused',
-      reason: `${broker} is unreachable: connection refused`,
-    };
-  }
-  if (code === 'AUTHORIZATION_VIOLATION' || /authorization/i.test(message)) {
-    return {
-      kind: 'error',
-      error: 'error',
-      reason: `${broker} refused the credentials (${message})`,
-    };
-  }
-  if (code === 'TIMEOUT') {
-    return { kind: 'error', error: 'timeout', reason: `${broker} did not answer in time` };
-  }
-  return { kind: 'error', error: 'error', reason: `could not connect to ${broker}: ${message}` };
-}
+/** What a NATS client's connect error says. */
+const CONNECT_ERRORS: ConnectErrors = {
+  credentials: (message, code) =>
+    code === 'AUTHORIZATION_VIOLATION' || /authorization/i.test(message),
+  timeout: (_message, code) => code === 'TIMEOUT',
+  other: (_message, code, broker) =>
+    code === 'CONNECTION_REFUSED'
+      ? failed('refused', `${broker} is unreachable: connection refused`)
+      : undefined,
+};

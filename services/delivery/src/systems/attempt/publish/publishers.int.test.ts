@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { connect as natsConnect } from 'nats';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseCidrList, type BrokerDestination } from '@herald/contract';
+import { NATS_URL, REDIS_URL } from './consumers.test-support.js';
 import { Publishers } from './publishers.js';
 
 // The publishers alone, against the real brokers (scripts/ensure-services.sh).
-const NATS_URL = process.env['TEST_NATS_URL'] ?? 'nats://127.0.0.1:4222';
-const REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const none = { username: null, password: null };
 const message = { id: 'msg_1', body: '{"a":1}', headers: { 'webhook-id': 'msg_1' } };
 const unique = (prefix: string) => `herald-test-${prefix}-${randomBytes(6).toString('hex')}`;

@@ -2,19 +2,8 @@ import { randomUUID } from 'node:crypto';
 import amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { errorMessage, type BrokerDestination } from '@herald/contract';
-import {
-  BrokerError,
-  acknowledged,
-  brokerHost,
-  credentialsOf,
-  failed,
-  guardBrokerAddress,
-  networkFailure,
-  withTimeout,
-  type BrokerMessage,
-  type Publisher,
-  type PublisherOptions,
-} from './publisher.js';
+import { BrokerPublisher, acknowledged, brokerTarget, connectError, failed } from './publisher.js';
+import type { BrokerMessage, ConnectErrors, Failure, PublisherOptions } from './publisher.js';
 import type { SendResult } from '../http-client.js';
 
 type RabbitDestination = Extract<BrokerDestination, { kind: 'rabbitmq' }>;
@@ -36,14 +25,15 @@ interface ExchangeChannel {
  * per exchange (a missing exchange closes only its own channel). A publish is acknowledged once
  * the broker confirms it (publisher confirms) and did not return it as unroutable (`mandatory`).
  */
-export class RabbitMqPublisher implements Publisher {
+export class RabbitMqPublisher extends BrokerPublisher<RabbitDestination> {
   readonly #channels = new Map<string, Promise<ExchangeChannel>>();
   #closed = false;
 
   private constructor(
     private readonly connection: ChannelModel,
-    private readonly broker: string,
+    broker: string,
   ) {
+    super(broker, 'did not confirm the message to');
     connection.on('error', () => {
       // Followed by 'close'; the reason reaches the publishes through their channels.
     });
@@ -56,9 +46,7 @@ export class RabbitMqPublisher implements Publisher {
     destination: RabbitDestination,
     options: PublisherOptions,
   ): Promise<RabbitMqPublisher> {
-    const broker = `RabbitMQ at ${brokerHost(destination.url)}`;
-    await guardBrokerAddress(destination.url, options.allowCidrs);
-    const { username, password } = credentialsOf(destination);
+    const { broker, username, password } = await brokerTarget('RabbitMQ', destination, options);
     try {
       const connection = await amqp.connect(destination.url, {
         timeout: options.connectTimeoutMs,
@@ -69,12 +57,7 @@ export class RabbitMqPublisher implements Publisher {
       });
       return new RabbitMqPublisher(connection, broker);
     } catch (error) {
-      throw new BrokerError(
-        connectFailure(error, broker) as Extract<SendResult, { kind: 'error' }>,
-        {
-          cause: error,
-        },
-      );
+      throw connectError(error, broker, CONNECT_ERRORS);
     }
   }
 
@@ -82,30 +65,12 @@ export class RabbitMqPublisher implements Publisher {
     return !this.#closed;
   }
 
-  async publish(
-    destination: RabbitDestination,
-    message: BrokerMessage,
-    signal: AbortSignal,
-  ): Promise<SendResult> {
-    const where = `exchange "${destination.exchange}" (routing key "${destination.routing_key}")`;
-    return withTimeout(
-      this.#publish(destination, message, where),
-      signal,
-      `${this.broker} did not confirm the message to ${where} in time`,
-    );
-  }
-
-  async #publish(
+  protected async send(
     destination: RabbitDestination,
     message: BrokerMessage,
     where: string,
   ): Promise<SendResult> {
-    let target: ExchangeChannel;
-    try {
-      target = await this.#channelFor(destination.exchange);
-    } catch (error) {
-      return networkFailure(error, this.broker) ?? failed('error', errorMessage(error));
-    }
+    const target = await this.#channelFor(destination.exchange);
     const publishId = randomUUID();
     const confirmed = new Promise<Error | null>((resolve) => {
       try {
@@ -146,6 +111,11 @@ export class RabbitMqPublisher implements Publisher {
     });
   }
 
+  /** A channel that could not be opened: the client's words. */
+  protected refusal(error: unknown): Failure {
+    return failed('error', errorMessage(error));
+  }
+
   #channelFor(exchange: string): Promise<ExchangeChannel> {
     let channel = this.#channels.get(exchange);
     if (!channel) {
@@ -172,6 +142,10 @@ export class RabbitMqPublisher implements Publisher {
     return target;
   }
 
+  protected where(destination: RabbitDestination): string {
+    return `exchange "${destination.exchange}" (routing key "${destination.routing_key}")`;
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -196,18 +170,20 @@ function explain(reason: string): string {
   return reason;
 }
 
-function connectFailure(error: unknown, broker: string): SendResult {
-  const network = networkFailure(error, broker);
-  if (network) return network;
-  const message = errorMessage(error);
-  if (/ACCESS[-_]REFUSED|403/.test(message)) {
-    return failed('error', `${broker} refused the credentials (${message})`);
-  }
-  if (/vhost .* not found|NOT_ALLOWED/.test(message)) {
-    return failed('error', `${broker} refused the virtual host (${message})`);
-  }
-  if (/timeout/i.test(message)) {
-    return failed('timeout', `${broker} did not answer in time (${message})`);
-  }
-  return failed('error', `could not connect to ${broker}: ${message}`);
-}
+/** What an AMQP client's connect error says. */
+const CONNECT_ERRORS: ConnectErrors = {
+  credentials: (message) => /ACCESS[-_]REFUSED|403/.test(message),
+  other: (message, _code, broker) => {
+    if (/vhost .* not found|NOT_ALLOWED/.test(message)) {
+      return failed('error', `${broker} refused the virtual host (${message})`);
+    }
+    // amqplib's own errors carry no code: a silent broker, one that hangs up mid-handshake.
+    if (/timeout|ETIMEDOUT/i.test(message)) {
+      return failed('timeout', `${broker} did not answer in time (${message})`);
+    }
+    if (/Socket closed abruptly/i.test(message)) {
+      return failed('reset', `${broker} closed the connection (${message})`);
+    }
+    return undefined;
+  },
+};

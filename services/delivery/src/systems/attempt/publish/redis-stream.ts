@@ -2,17 +2,13 @@ import { Redis } from 'ioredis';
 import { errorMessage, type BrokerDestination } from '@herald/contract';
 import {
   BrokerError,
+  BrokerPublisher,
   acknowledged,
-  brokerHost,
-  credentialsOf,
+  brokerTarget,
+  connectError,
   failed,
-  guardBrokerAddress,
-  networkFailure,
-  withTimeout,
-  type BrokerMessage,
-  type Publisher,
-  type PublisherOptions,
 } from './publisher.js';
+import type { BrokerMessage, ConnectErrors, Failure, PublisherOptions } from './publisher.js';
 import type { SendResult } from '../http-client.js';
 
 type StreamDestination = Extract<BrokerDestination, { kind: 'redis_stream' }>;
@@ -22,13 +18,14 @@ type StreamDestination = Extract<BrokerDestination, { kind: 'redis_stream' }>;
  * no reconnecting: a lost one is replaced at the next publish). A message is an XADD with
  * `MAXLEN ~ max_len`: the field `body` and one field per header; the entry id is its answer.
  */
-export class RedisStreamPublisher implements Publisher {
+export class RedisStreamPublisher extends BrokerPublisher<StreamDestination> {
   #closed = false;
 
   private constructor(
     private readonly client: Redis,
-    private readonly broker: string,
+    broker: string,
   ) {
+    super(broker, 'did not answer the XADD to');
     client.on('end', () => {
       this.#closed = true;
     });
@@ -38,9 +35,7 @@ export class RedisStreamPublisher implements Publisher {
     destination: StreamDestination,
     options: PublisherOptions,
   ): Promise<RedisStreamPublisher> {
-    const broker = `Redis at ${brokerHost(destination.url)}`;
-    await guardBrokerAddress(destination.url, options.allowCidrs);
-    const { username, password } = credentialsOf(destination);
+    const { broker, username, password } = await brokerTarget('Redis', destination, options);
     const client = new Redis(destination.url, {
       lazyConnect: true,
       enableOfflineQueue: false,
@@ -57,13 +52,31 @@ export class RedisStreamPublisher implements Publisher {
     client.on('error', (error: unknown) => {
       lastError = error;
     });
+    // connectTimeout bounds the TCP connection only: a server that accepts it and then answers
+    // nothing (not AUTH, not the ready check) would leave connect() waiting for ever.
+    let silent = false;
+    const timer = setTimeout(() => {
+      silent = true;
+      client.disconnect();
+    }, options.connectTimeoutMs);
     try {
       await client.connect();
       return new RedisStreamPublisher(client, broker);
     } catch (error) {
       client.disconnect();
+      if (silent) {
+        throw new BrokerError(
+          failed(
+            'timeout',
+            `${broker} did not answer in time (connected, but no answer within ${options.connectTimeoutMs} ms)`,
+          ),
+          { cause: error },
+        );
+      }
       const cause = lastError ?? error;
-      throw new BrokerError(connectFailure(cause, broker), { cause });
+      throw connectError(cause, broker, CONNECT_ERRORS);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -71,59 +84,48 @@ export class RedisStreamPublisher implements Publisher {
     return !this.#closed && this.client.status === 'ready';
   }
 
-  publish(
-    destination: StreamDestination,
-    message: BrokerMessage,
-    signal: AbortSignal,
-  ): Promise<SendResult> {
-    const where = `stream "${destination.stream}"`;
-    return withTimeout(
-      this.#publish(destination, message, where),
-      signal,
-      `${this.broker} did not answer the XADD to ${where} in time`,
-    );
-  }
-
-  async #publish(
+  protected async send(
     destination: StreamDestination,
     message: BrokerMessage,
     where: string,
   ): Promise<SendResult> {
     const fields = Object.entries(message.headers).flat();
-    try {
-      const id = await this.client.xadd(
-        destination.stream,
-        'MAXLEN',
-        '~',
-        destination.max_len,
-        '*',
-        ...fields,
-        'body',
-        message.body,
+    const id = await this.client.xadd(
+      destination.stream,
+      'MAXLEN',
+      '~',
+      destination.max_len,
+      '*',
+      ...fields,
+      'body',
+      message.body,
+    );
+    return acknowledged(`added by ${this.broker} to ${where} as entry ${id ?? '?'}`, {
+      'message-id': message.id,
+      stream: destination.stream,
+      'entry-id': id ?? '',
+    });
+  }
+
+  protected refusal(error: unknown, where: string): Failure {
+    const text = errorMessage(error);
+    if (/WRONGTYPE/.test(text)) {
+      return failed(
+        'error',
+        `${this.broker}: the key of ${where} holds something other than a stream (${text})`,
       );
-      return acknowledged(`added by ${this.broker} to ${where} as entry ${id ?? '?'}`, {
-        'message-id': message.id,
-        stream: destination.stream,
-        'entry-id': id ?? '',
-      });
-    } catch (error) {
-      const network = networkFailure(error, this.broker);
-      if (network) return network;
-      const text = errorMessage(error);
-      if (/WRONGTYPE/.test(text)) {
-        return failed(
-          'error',
-          `${this.broker}: the key of ${where} holds something other than a stream (${text})`,
-        );
-      }
-      if (/NOAUTH|WRONGPASS|NOPERM/.test(text)) {
-        return failed('error', `${this.broker} refused the credentials (${text})`);
-      }
-      if (/OOM|max.*bulk|too large/i.test(text)) {
-        return failed('error', `the message is too large for ${this.broker} (${text})`);
-      }
-      return failed('error', `${this.broker} refused the XADD to ${where}: ${text}`);
     }
+    if (/NOAUTH|WRONGPASS|NOPERM/.test(text)) {
+      return failed('error', `${this.broker} refused the credentials (${text})`);
+    }
+    if (/OOM|max.*bulk|too large/i.test(text)) {
+      return failed('error', `the message is too large for ${this.broker} (${text})`);
+    }
+    return failed('error', `${this.broker} refused the XADD to ${where}: ${text}`);
+  }
+
+  protected where(destination: StreamDestination): string {
+    return `stream "${destination.stream}"`;
   }
 
   async close(): Promise<void> {
@@ -132,19 +134,8 @@ export class RedisStreamPublisher implements Publisher {
   }
 }
 
-function connectFailure(error: unknown, broker: string): Extract<SendResult, { kind: 'error' }> {
-  const network = networkFailure(error, broker);
-  if (network && network.kind === 'error') return network;
-  const message = errorMessage(error);
-  if (/NOAUTH|WRONGPASS|invalid password|NOPERM/i.test(message)) {
-    return {
-      kind: 'error',
-      error: 'error',
-      reason: `${broker} refused the credentials (${message})`,
-    };
-  }
-  if (/timeout/i.test(message)) {
-    return { kind: 'error', error: 'timeout', reason: `${broker} did not answer in time` };
-  }
-  return { kind: 'error', error: 'error', reason: `could not connect to ${broker}: ${message}` };
-}
+/** What a Redis client's connect error says. */
+const CONNECT_ERRORS: ConnectErrors = {
+  credentials: (message) => /NOAUTH|WRONGPASS|invalid password|NOPERM/i.test(message),
+  timeout: (message) => /timeout/i.test(message),
+};
