@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { eventJobId } from '@herald/contract';
+import { deliverJobId, eventJobId } from '@herald/contract';
 import { freePort, waitUntil, type PrivatePostgres } from '@herald/testkit';
 import { GATEWAY_ERROR_HEADER, Gateway } from './gateway.test-support.js';
 import type { FaultRedis } from './servers.test-support.js';
@@ -754,7 +754,9 @@ export class Scenario {
     const figures = this.load
       ? `sent ${this.load.sent}, accepted ${this.load.accepted.size}, delivered ${this.receiver.delivered}`
       : '';
-    this.#timeline.push(`${seconds} s  ${label}${figures ? ` (${figures})` : ''}`);
+    // The clock time too: the store's summary gives clock times.
+    const clock = new Date().toISOString().slice(11, 23);
+    this.#timeline.push(`${seconds} s  ${clock}  ${label}${figures ? ` (${figures})` : ''}`);
   }
 
   get timeline(): string {
@@ -1056,6 +1058,13 @@ export class Scenario {
          FROM (SELECT coalesce(failure_reason, 'status ' || coalesce(response_status::text, '-')) AS reason,
                  count(*) AS n
                FROM webhook_call_attempts WHERE outcome <> 'success' GROUP BY 1 ORDER BY 2 DESC LIMIT 5) f), '')
+      || coalesce((SELECT '; last sent (accepted, matched, call made, enqueued, sent; clock times): '
+           || string_agg(format('event %s %s %s %s %s %s retries %s', e.id,
+             to_char(e.accepted_at, 'HH24:MI:SS.MS'), to_char(e.matched_at, 'HH24:MI:SS.MS'),
+             to_char(c.created_at, 'HH24:MI:SS.MS'), to_char(c.enqueued_at, 'HH24:MI:SS.MS'),
+             to_char(c.last_sent_at, 'HH24:MI:SS.MS'), c.attempted_auto_retries_count), ', ')
+         FROM (SELECT * FROM webhook_calls WHERE last_sent_at IS NOT NULL
+               ORDER BY last_sent_at DESC LIMIT 8) c JOIN events e ON e.id = c.event_id), '')
       || coalesce((SELECT '; leases: ' || string_agg(format('%s heartbeat %s s ago', id,
            round(extract(epoch FROM now() - heartbeat_at)::numeric, 1)), ', ')
          FROM delivery_leases), '')
@@ -1083,7 +1092,68 @@ export class Scenario {
         return `match job of ${id}: ${job.replace(/\n/g, ' ') || 'none'}`;
       }),
     );
-    return [store, ...jobs].join('; ');
+    return [store, ...jobs, ...(await this.#deliverJobs(database))].join('; ');
+  }
+
+  /**
+   * Where the deliver job of each unfinished call is in Redis (its hash, the lists and sets that
+   * may hold it, its lock's time left) and its webhook's in-flight slots: what keeps a call whose
+   * re-adds are no-ops from being sent. Nothing in Postgres-only mode.
+   */
+  async #deliverJobs(database: string): Promise<string[]> {
+    if (this.settings['REDIS_URL'] === '') return [];
+    const rows = await this.infra.postgres
+      .psql(
+        `SELECT id || ' ' || webhook_id || ' ' || CASE WHEN status = 'rescheduled'
+           THEN attempted_auto_retries_count + 1 ELSE 0 END
+         FROM webhook_calls WHERE status IN ('pending', 'rescheduled') ORDER BY id LIMIT 5`,
+        database,
+      )
+      .catch(() => '');
+    const cli = (...args: string[]): Promise<string> =>
+      this.infra.redis
+        .cli(...args)
+        .then((answer) => answer.replace(/\n/g, ' ') || '-')
+        .catch((error: Error) => `error ${error.message}`);
+    const queue = `{${this.prefix}}:webhook-deliver`;
+    const webhooks = new Set<string>();
+    const jobs = await Promise.all(
+      rows
+        .split('\n')
+        .filter(Boolean)
+        .map(async (row) => {
+          const [callId = '', webhookId = '', retry = '0'] = row.split(' ');
+          webhooks.add(webhookId);
+          const id = deliverJobId(callId, Number(retry) || undefined);
+          const [hash, wait, active, delayed, prioritized, lock] = await Promise.all([
+            cli(
+              'HMGET',
+              `${queue}:${id}`,
+              'attemptsMade',
+              'attemptsStarted',
+              'stalledCounter',
+              'timestamp',
+              'delay',
+              'processedOn',
+              'finishedOn',
+              'failedReason',
+            ),
+            cli('LPOS', `${queue}:wait`, id),
+            cli('LPOS', `${queue}:active`, id),
+            cli('ZSCORE', `${queue}:delayed`, id),
+            cli('ZSCORE', `${queue}:prioritized`, id),
+            cli('PTTL', `${queue}:${id}:lock`),
+          ]);
+          return `deliver job ${id}: [${hash}] wait ${wait} active ${active} delayed ${delayed} prioritized ${prioritized} lock ttl ${lock}`;
+        }),
+    );
+    const slots = await Promise.all(
+      [...webhooks].map(
+        async (id) =>
+          `in-flight of ${id}: ${await cli('ZRANGE', `${this.prefix}:in-flight:{${id}}`, '0', '-1', 'WITHSCORES')}`,
+      ),
+    );
+    return rows ? [...jobs, ...slots, `redis time ${await cli('TIME')}`] : [];
   }
 
   /** The running embedded PostgreSQL's URL (the single process's), if it runs. */
