@@ -31,6 +31,8 @@ export interface DeliveryMetrics {
   eventsMatchedLocally: Counter;
   /** Jobs put off because the database was away (no attempt spent), by queue. */
   jobsWaitingForDatabase: Counter<'queue'>;
+  /** Jobs put off for the database that its return brought back before their own wait ended. */
+  jobsResumedAfterDatabase: Counter;
   /** Calls held by this process in Postgres but not in its memory, released to the sweeper. */
   heldCallsReleased: Counter;
   /** Webhooks whose circuit is not closed (open, or waiting for its probe's outcome). */
@@ -146,6 +148,11 @@ export function deliveryMetrics(registry: Registry): DeliveryMetrics {
       name: 'herald_jobs_waiting_for_database_total',
       help: 'Jobs put off because Postgres was unreachable, without spending an attempt',
       labelNames: ['queue'] as const,
+      registers,
+    }),
+    jobsResumedAfterDatabase: new Counter({
+      name: 'herald_jobs_resumed_after_database_total',
+      help: 'Jobs put off because Postgres was unreachable, brought back as soon as it answered',
       registers,
     }),
     heldCallsReleased: new Counter({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MATCH_EVENT_JOB } from '@herald/contract';
-import { eventMatchJobId } from '@herald/runtime';
+import { MATCH_EVENT_JOB, QUEUE_EVENT_MATCH } from '@herald/contract';
+import { eventMatchJobId, queuePrefix } from '@herald/runtime';
 import { createPostgresDb, insertEvents, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
@@ -93,6 +93,38 @@ describe('Postgres away under the delivery workers', () => {
     expect(
       await pipeline.registry.getSingleMetricAsString('herald_jobs_waiting_for_database_total'),
     ).toMatch(/queue="event-match"} [1-9]/);
+  });
+
+  it('a job put off for the database comes back at its first answer, before its own wait ends', async () => {
+    await proxy.cut();
+    const { eventId, jobId } = await emit();
+    const { coordination } = pipeline;
+    if (coordination.kind !== 'redis') throw new Error('the pipeline runs on Redis');
+    const delayed = `${queuePrefix(coordination.prefix)}:${QUEUE_EVENT_MATCH}:delayed`;
+    // Looked at until its own wait is seconds long (the backoff doubles to 5 s): when it is due,
+    // as BullMQ keeps it (the delayed set's score is the due time × 0x1000).
+    let dueAt = 0;
+    await expect
+      .poll(
+        async () => {
+          const score = await coordination.redis.zscore(delayed, jobId);
+          dueAt = score === null ? 0 : Math.floor(Number(score) / 0x1000);
+          return dueAt - Date.now();
+        },
+        { timeout: 30_000, interval: 20 },
+      )
+      .toBeGreaterThan(2500);
+    const resumed = async (): Promise<number> =>
+      (await pipeline.registry.getSingleMetric('herald_jobs_resumed_after_database_total')?.get())
+        ?.values[0]?.value ?? 0;
+    const before = await resumed();
+
+    await proxy.restore();
+    await expect.poll(() => requestsFor(eventId), { timeout: 15_000 }).toBe(1);
+    const call = await callOf(testDb.db, eventId, webhookId);
+    const sentAt = receiver.requests.find((r) => r.headers['webhook-id'] === call.id)!.at;
+    expect(sentAt).toBeLessThan(dueAt);
+    expect(await resumed()).toBeGreaterThan(before);
   });
 
   it('an outcome the database cannot take is written once it returns, never sent again', async () => {

@@ -20,6 +20,7 @@ import {
 import { processorOf, startQueueWorkers } from './queue-workers.js';
 import type { DeliverySettings } from './settings.js';
 import { deliveryLoaders } from './shared/loaders.js';
+import { DatabaseReturns } from './shared/outage.js';
 import { Attempts } from './systems/attempt/attempt.js';
 import { Deliveries } from './systems/attempt/deliveries.js';
 import { OutcomeRecorder } from './systems/attempt/record-outcomes.js';
@@ -128,9 +129,24 @@ export async function startDelivery(
   const matcher = new Matcher({ ...resources, logger: logger.child({ module: 'match' }) });
   // Matching waits while this process has twice its pool of first attempts queued or in flight.
   const maxFirstAttempts = 2 * settings.deliverConcurrency;
+  // Jobs put off for the database come back at its first answer (the lease valid again too: a
+  // match job waits for it).
+  const databaseReturns = new DatabaseReturns(
+    async () => {
+      await db.query('SELECT 1');
+      if (!lease.valid) throw new Error('the lease is not renewed yet');
+    },
+    (count) => metrics.jobsResumedAfterDatabase.inc(count),
+  );
   const workers = startQueueWorkers(coordination, logger, settings, {
-    match: processorOf(matchEvent, { ...resources, matcher, firstAttempts, maxFirstAttempts }),
-    deliver: processorOf(deliverWebhook, { deliveries, limits, metrics }),
+    match: processorOf(matchEvent, {
+      ...resources,
+      matcher,
+      firstAttempts,
+      maxFirstAttempts,
+      databaseReturns,
+    }),
+    deliver: processorOf(deliverWebhook, { deliveries, limits, metrics, databaseReturns }),
   });
   const localMatches = new LocalMatches({
     ...resources,
@@ -168,6 +184,7 @@ export async function startDelivery(
       // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
       // then the first attempts the match worker started finish too.
       await workers.close();
+      await databaseReturns.stop();
       await localMatches.drain();
       await firstAttempts.drain();
       await lease.stop();

@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq';
 import { DELIVER_WEBHOOK_JOB, DeliverJobData, QUEUE_WEBHOOK_DELIVER } from '@herald/contract';
 import { isDbUnavailableError } from '@herald/store';
 import type { DeliveryMetrics } from '../metrics.js';
-import { putOffUntilDatabaseReturns } from '../shared/outage.js';
+import { putOffUntilDatabaseReturns, type DatabaseReturns } from '../shared/outage.js';
 import type { Deliveries } from '../systems/attempt/deliveries.js';
 import type { Limits } from '../systems/limits/limits.js';
 
@@ -12,6 +12,8 @@ interface DeliverJobContext {
   /** The webhook's in-flight slot, taken before anything else. */
   limits: Pick<Limits, 'inFlight' | 'slotToken' | 'inFlightWait'>;
   metrics: Pick<DeliveryMetrics, 'putOff' | 'jobsWaitingForDatabase'>;
+  /** Brings the job back once the database is (after an outage). */
+  databaseReturns: DatabaseReturns;
 }
 
 /**
@@ -39,7 +41,7 @@ async function handler(
     // Before anything was sent (an outcome write waits for the database itself).
     if (!isDbUnavailableError(error)) throw error;
     ctx.metrics.jobsWaitingForDatabase.inc({ queue: QUEUE_WEBHOOK_DELIVER });
-    await putOffUntilDatabaseReturns(job, token);
+    await putOffUntilDatabaseReturns(job, token, ctx.databaseReturns);
     return;
   }
   switch (result.kind) {

@@ -3,7 +3,7 @@ import { EventMatchJobData, MATCH_EVENT_JOB, QUEUE_EVENT_MATCH } from '@herald/c
 import { findEventsToMatch, isDbUnavailableError, type Db } from '@herald/store';
 import type { DeliveryMetrics } from '../metrics.js';
 import type { NewCall } from '../shared/calls.js';
-import { putOffUntilDatabaseReturns } from '../shared/outage.js';
+import { putOffUntilDatabaseReturns, type DatabaseReturns } from '../shared/outage.js';
 import type { FirstAttempts } from '../systems/attempt/first-attempts.js';
 import type { Matcher } from '../systems/match/match.js';
 import type { Lease } from '../systems/recovery/lease.js';
@@ -18,6 +18,8 @@ interface MatchJobContext {
   firstAttempts: Pick<FirstAttempts<NewCall>, 'add' | 'below'>;
   /** Matching waits while this many first attempts are queued or in flight (back-pressure). */
   maxFirstAttempts: number;
+  /** Brings the job back once the database is (after an outage). */
+  databaseReturns: DatabaseReturns;
 }
 
 /**
@@ -75,7 +77,7 @@ function waitForDatabase(
   token: string | undefined,
 ): Promise<never> {
   ctx.metrics.jobsWaitingForDatabase.inc({ queue: QUEUE_EVENT_MATCH });
-  return putOffUntilDatabaseReturns(job, token);
+  return putOffUntilDatabaseReturns(job, token, ctx.databaseReturns);
 }
 
 export const matchEvent = { name: MATCH_EVENT_JOB, schema: EventMatchJobData, handler };
