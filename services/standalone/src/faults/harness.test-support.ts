@@ -78,6 +78,15 @@ export const INTERVALS: Readonly<Record<string, string>> = DEFAULT_INTERVALS
  * time the Herald processes started after it took to listen.
  */
 export const RECOVERY_LIMIT_S = 15;
+/**
+ * What the recovery limit gains when a delivery process stalled after the fault's end (see
+ * STALL_SIGNS): the others take its calls over once its lease ran out, and its jobs once their
+ * locks did, as after a kill -9 (DELIVERY_LEASE_MS + DELIVERY_JOB_LOCK_MS, with SHRUNK_INTERVALS).
+ */
+const STALL_TAKEOVER_S =
+  (Number(SHRUNK_INTERVALS['DELIVERY_LEASE_MS']) +
+    Number(SHRUNK_INTERVALS['DELIVERY_JOB_LOCK_MS'])) /
+  1000;
 /** How long after the fault's end the suite waits for every accepted event, at most. */
 const SETTLE_TIMEOUT_MS = DEFAULT_INTERVALS ? 300_000 : 45_000;
 /** Time allowed to one fault, from its set-up to its last check. */
@@ -120,6 +129,14 @@ export type PlannedExit = 'kill' | 'stop' | 'refuse';
 
 const OUTPUT_MAX = 8 * 1024 * 1024;
 
+/**
+ * What a delivery process logs when it ran on but could not hold its work in time: its lease
+ * was not renewed within two thirds of DELIVERY_LEASE_MS (first attempts given up), or a job's
+ * lock within DELIVERY_JOB_LOCK_MS (BullMQ). Alive but starved, it is, for the others, a process
+ * gone: they take its calls and jobs over, and those it had in flight may be sent again.
+ */
+const STALL_SIGNS = /the lease on these calls could not be renewed|could not renew lock for job/;
+
 /** Every Herald process still running, for a last-resort kill when the test process exits. */
 const live = new Set<ChildProcess>();
 
@@ -136,6 +153,8 @@ export class HeraldProcess {
   planned: PlannedExit | undefined;
   readonly startedAt = now();
   #output = '';
+  /** When it logged a STALL_SIGNS line (now()). */
+  readonly stalls: number[] = [];
   #listening = false;
   #onOutput: (() => void)[] = [];
 
@@ -152,7 +171,9 @@ export class HeraldProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const keep = (chunk: Buffer): void => {
-      this.#output += chunk.toString();
+      const text = chunk.toString();
+      if (STALL_SIGNS.test(text)) this.stalls.push(now());
+      this.#output += text;
       if (this.#output.length > OUTPUT_MAX) this.#output = this.#output.slice(-OUTPUT_MAX / 2);
       if (!this.#listening && /"msg":"[a-z]+ listening/.test(this.#output)) this.#listening = true;
       for (const listener of this.#onOutput) listener();
@@ -1235,8 +1256,24 @@ export class Scenario {
       );
     }
     if (lost > 0) problems.push(`${lost} accepted events not delivered`);
-    if (duplicated > this.allowedDuplicates) {
-      problems.push(`${duplicated} duplicates (at most ${this.allowedDuplicates} allowed)`);
+    // A process that stalled (STALL_SIGNS) was, for the others, a process gone: what it had in
+    // flight may be sent again, as after a kill -9; after the fault's end (and a grace for what
+    // the fault itself left), its takeover's timers are a second fault's recovery.
+    const stalls = this.processes.flatMap((p) => p.stalls.map((at) => ({ name: p.name, at })));
+    const stalledAfter = stalls.find((s) => faultEnd !== undefined && s.at > faultEnd + 2000);
+    const allowed =
+      stalls.length > 0
+        ? Math.max(this.allowedDuplicates, IN_FLIGHT_PER_WEBHOOK)
+        : this.allowedDuplicates;
+    if (stalls.length > 0) {
+      const names = [...new Set(stalls.map((s) => s.name))].join(', ');
+      this.mark(
+        `${names} stalled (lease or job lock not renewed in time) ${stalls.length} times, ` +
+          `the first at ${((Math.min(...stalls.map((s) => s.at)) - this.#createdAt) / 1000).toFixed(1)} s`,
+      );
+    }
+    if (duplicated > allowed) {
+      problems.push(`${duplicated} duplicates (at most ${allowed} allowed)`);
     }
     const doubled = [...(this.receiver?.byEvent.values() ?? [])].filter((ids) => ids.size > 1);
     if (doubled.length > 0) {
@@ -1246,10 +1283,11 @@ export class Scenario {
       );
     }
     const restartsS = this.#restartsMs / 1000;
-    if (recoverySeconds !== null && recoverySeconds - restartsS > RECOVERY_LIMIT_S) {
+    const limitS = RECOVERY_LIMIT_S + (stalledAfter ? STALL_TAKEOVER_S : 0);
+    if (recoverySeconds !== null && recoverySeconds - restartsS > limitS) {
       problems.push(
         `recovery took ${recoverySeconds.toFixed(1)} s, ${restartsS.toFixed(1)} s of it restarting ` +
-          `(limit ${RECOVERY_LIMIT_S} s besides the restarts)`,
+          `(limit ${limitS} s besides the restarts${stalledAfter ? ', a process stalled after the fault' : ''})`,
       );
     }
     problems.push(...crashes);
