@@ -56,6 +56,9 @@ export const SHRUNK_INTERVALS: Readonly<Record<string, string>> = {
   EVENT_SWEEP_GRACE_MS: '2000',
   WEBHOOK_INDEX_RELOAD_MS: '2000',
   DELIVERY_LEASE_MS: '3000',
+  // A run of timeouts on a busy machine opens the webhook's circuit: its calls then wait the
+  // cool-down (60 s in production), longer than the suite waits for them.
+  DELIVERY_CIRCUIT_COOLDOWN_MS: '2000',
   MATCH_JOB_ATTEMPTS: '3',
   MATCH_JOB_BACKOFF_MS: '100',
   SHUTDOWN_READINESS_DELAY_MS: '1000',
