@@ -1109,14 +1109,29 @@ export class Scenario {
       .catch((error: { stderr?: string }) => `psql failed: ${error.stderr ?? ''}`.trim());
     const jobs = await Promise.all(
       lost.slice(0, 10).map(async (id) => {
-        const key = `{${this.prefix}}:event-match:${eventJobId(id)}`;
-        const job = await this.infra.redis
-          .cli('HMGET', key, 'attemptsMade', 'stalledCounter', 'finishedOn', 'failedReason')
-          .catch((error: Error) => error.message);
-        return `match job of ${id}: ${job.replace(/\n/g, ' ') || 'none'}`;
+        const job = await this.#jobFields(`{${this.prefix}}:event-match:${eventJobId(id)}`);
+        return `match job of ${id}: ${job}`;
       }),
     );
     return [store, ...jobs, ...(await this.#deliverJobs(database))].join('; ');
+  }
+
+  /**
+   * A BullMQ job's hash as `field=value` (its data, options, name and stack left out): BullMQ keeps
+   * attempts as `atm`/`ats`, stalls as `stc`, and the times and failure under their own names.
+   */
+  async #jobFields(key: string): Promise<string> {
+    const answer = await this.infra.redis
+      .cli('HGETALL', key)
+      .catch((error: Error) => `error ${error.message}`);
+    if (answer.startsWith('error ')) return answer;
+    const lines = answer.split('\n');
+    const fields: string[] = [];
+    for (let i = 0; i + 1 < lines.length; i += 2) {
+      if (!['data', 'opts', 'name', 'stacktrace'].includes(lines[i]!))
+        fields.push(`${lines[i]}=${lines[i + 1]}`);
+    }
+    return fields.length > 0 ? fields.join(' ') : 'none';
   }
 
   /**
@@ -1150,18 +1165,7 @@ export class Scenario {
           webhooks.add(webhookId);
           const id = deliverJobId(callId, Number(retry) || undefined);
           const [hash, wait, active, delayed, prioritized, lock] = await Promise.all([
-            cli(
-              'HMGET',
-              `${queue}:${id}`,
-              'attemptsMade',
-              'attemptsStarted',
-              'stalledCounter',
-              'timestamp',
-              'delay',
-              'processedOn',
-              'finishedOn',
-              'failedReason',
-            ),
+            this.#jobFields(`${queue}:${id}`),
             cli('LPOS', `${queue}:wait`, id),
             cli('LPOS', `${queue}:active`, id),
             cli('ZSCORE', `${queue}:delayed`, id),
