@@ -9,7 +9,12 @@ import {
   type Queryable,
 } from '@herald/store';
 import { errorMessage } from '@herald/contract';
-import { DeploymentConflictError, deploymentKey, type DeploymentClaim } from './deployment.js';
+import {
+  DeploymentConflictError,
+  deploymentKey,
+  legacyDeploymentKey,
+  type DeploymentClaim,
+} from './deployment.js';
 import type { Logger } from './logger.js';
 import { isCluster, type RedisClient, type RedisTarget } from './redis.js';
 
@@ -179,15 +184,23 @@ export function createRedisCoordination(options: {
         timeoutMs,
       );
       if (!reply) return 'unreachable';
-      if (reply.current !== ours) {
-        throw new DeploymentConflictError(
+      const conflict = (theirs: unknown, key: string): DeploymentConflictError =>
+        new DeploymentConflictError(
           `the Redis prefix "${prefix}" (REDIS_PREFIX)`,
-          String(reply.current),
+          String(theirs),
           ours,
-          `delete the key "${deploymentKey(prefix)}" in Redis`,
+          `delete the key "${key}" in Redis`,
         );
+      if (reply.current !== ours) throw conflict(reply.current, deploymentKey(prefix));
+      if (reply.set !== 'OK') return 'claimed';
+      // Written: a first start, a loss, or an earlier Herald's claim under the old key (another
+      // slot: read apart, not in the MULTI).
+      const legacy = legacyDeploymentKey(prefix);
+      const earlier = await withTimeout(redis.get(legacy), timeoutMs);
+      if (earlier !== undefined && earlier !== null && earlier !== ours) {
+        throw conflict(earlier, legacy);
       }
-      return reply.set === 'OK' ? 'written' : 'claimed';
+      return 'written';
     },
     async ping() {
       await redis.ping();

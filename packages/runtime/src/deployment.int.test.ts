@@ -9,7 +9,7 @@ import {
 } from '@herald/testkit';
 import { readDeploymentId } from '@herald/store';
 import { queueSchema, type Coordination } from './coordination.js';
-import { DeploymentConflictError, deploymentKey } from './deployment.js';
+import { DeploymentConflictError, deploymentKey, legacyDeploymentKey } from './deployment.js';
 import type { Redis } from './redis.js';
 
 let ours: TestDb;
@@ -86,5 +86,22 @@ describe.each(['redis', 'postgres'] as const)('a deployment claims its prefix (%
     await store.lose(prefix);
     expect(await coordination.claimDeployment(ours.db)).toBe('written');
     expect(await store.claimed(prefix)).toBe(await readDeploymentId(ours.db));
+  });
+});
+
+describe('a claim under the key of the earlier Herald (redis)', () => {
+  it('refuses the prefix when it names another deployment, and is kept when it names this one', async () => {
+    const prefix = randomId('herald_test');
+    cleanups.push(() => redis.del(deploymentKey(prefix), legacyDeploymentKey(prefix)));
+    const coordination = testRedisCoordination(redis, prefix);
+    await redis.set(legacyDeploymentKey(prefix), await readDeploymentId(theirs.db));
+    await expect(coordination.claimDeployment(ours.db)).rejects.toThrow(
+      new RegExp(`delete the key "${legacyDeploymentKey(prefix)}"`),
+    );
+
+    await redis.set(legacyDeploymentKey(prefix), await readDeploymentId(ours.db));
+    await redis.del(deploymentKey(prefix));
+    expect(await coordination.claimDeployment(ours.db)).toBe('written');
+    expect(await coordination.claimDeployment(ours.db)).toBe('claimed');
   });
 });

@@ -15,8 +15,20 @@ export class DeploymentConflictError extends Error {
   }
 }
 
-/** The Redis key naming the deployment a prefix belongs to. */
-export const deploymentKey = (redisPrefix: string): string => `${redisPrefix}:deployment`;
+/**
+ * The Redis key naming the deployment a prefix belongs to. It shares the queues' {hash tag}
+ * (queuePrefix): on a Redis Cluster it lives in their slot, on their master, so a master that
+ * loses the jobs (a FLUSHALL of that node, a failover to an empty replica) loses the claim with
+ * them, and the sweeper's next claim finds Redis lost its keys. Elsewhere it would live on
+ * another master, and the loss of the jobs would go unseen until DELIVERY_SWEEP_AFTER_MS.
+ */
+export const deploymentKey = (redisPrefix: string): string => `{${redisPrefix}}:deployment`;
+
+/**
+ * Where Herald kept the claim before (a slot of its own on a cluster): still read whenever a
+ * claim is written, so that a deployment of the earlier Herald on the same prefix is refused.
+ */
+export const legacyDeploymentKey = (redisPrefix: string): string => `${redisPrefix}:deployment`;
 
 /**
  * What a claim of the prefix found (Coordination.claimDeployment): 'written' when no deployment

@@ -23,6 +23,7 @@ import {
   enqueueDeliveries,
   enqueueEventMatches,
   enqueueRetry,
+  queuePrefix,
 } from './queues.js';
 import { createRedisCluster } from './redis.js';
 import { sendEach, webhookKey } from './redis-slots.js';
@@ -160,6 +161,18 @@ describe("Herald's own keys on a Redis Cluster", () => {
     expect(await coordination.claimDeployment(t.db)).toBe('written');
     expect(await coordination.claimDeployment(t.db)).toBe('claimed');
     expect(await coordination.redis.exists(deploymentKey(coordination.prefix))).toBe(1);
+  });
+
+  it("keeps the claim on the queues' master: flushing that master alone is a loss the claim sees", async () => {
+    const queueKey = `${queuePrefix(coordination.prefix)}:deliver:wait`;
+    const slotOf = async (key: string): Promise<string> =>
+      cluster.cliByKey('CLUSTER', 'KEYSLOT', key);
+    expect(await slotOf(deploymentKey(coordination.prefix))).toBe(await slotOf(queueKey));
+    await coordination.claimDeployment(t.db);
+    expect(await coordination.claimDeployment(t.db)).toBe('claimed');
+    const master = await cluster.masterOf(queueKey);
+    expect(await cluster.cli(master, 'FLUSHALL')).toBe('OK');
+    expect(await coordination.claimDeployment(t.db)).toBe('written');
   });
 });
 
