@@ -540,10 +540,6 @@ async function sweep(counts: number[]): Promise<void> {
       bodyBytes,
       connections: settings.connectionsPerOrigin,
       poolSize: config.DB_POOL_SIZE,
-      rate: LATENCY_RATE,
-      seconds: LATENCY_SECONDS,
-      warmupSeconds: 1,
-      post: (url, count, prefix, onSend) => postPaced(url, count, prefix, onSend),
       postBatches: (url, events) => postInBatches(url, token, events, BATCH),
     });
     try {

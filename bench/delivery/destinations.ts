@@ -12,6 +12,12 @@
  * - redis_stream: ioredis XADD MAXLEN ~, one field per header and `body`, to a key of this run's
  *   own (deleted).
  *
+ * And the floor of that work (./floor.ts, its fan-out with the broker's publish as step 3): the
+ * same events POSTed to a bare node:http server that stores each request's events and records in
+ * one statement, inserts their calls in one, publishes each call's body with the same headers
+ * through the same client library (DESTINATION_IN_FLIGHT at a time) and records the outcomes in
+ * batches: what Herald's guarantees take, written the simplest way.
+ *
  * Herald's webhooks (50 per kind, one per model, as the "1 webhook per event" rows, so that the
  * per-webhook in-flight limit is not what sets the pace) share one pooled connection per broker.
  * A message counts as delivered once its call is recorded a success. CPU per message: Herald's
@@ -33,8 +39,8 @@ import { insertWebhook, type Db } from '@herald/store';
 import { testWebhookInput } from '@herald/testkit';
 import { backendPids, cpuPer, processCpuMs, sampleCpu } from '../lib/cpu.js';
 import { table } from '../lib/table.js';
-import { modelEvent, postEvents, postInBatches } from './fixtures.js';
-import { itemEvent } from './fixtures.js';
+import { itemEvent, modelEvent, postEvents, postInBatches } from './fixtures.js';
+import { startFloor } from './floor.js';
 
 const EVENTS = Number(process.env['DESTINATION_EVENTS'] ?? 3000);
 const WARMUP_EVENTS = Number(process.env['DESTINATION_WARMUP_EVENTS'] ?? 300);
@@ -232,6 +238,10 @@ export interface DestinationHarness {
   receiverPid: number;
   db: Db;
   schema: string;
+  /** The bench's database (the floor's pools, on `schema`). */
+  connectionString: string;
+  /** Herald's workers' pool size (DB_POOL_SIZE): the floor's workers' pool as well. */
+  poolSize: number;
   heraldUrl: string;
   token: string;
   batch: number;
@@ -352,7 +362,7 @@ export async function destinationRows(
       webhooks.set(kind, await addWebhooks(kind, place.destination));
     }
     const workers = await h.startWorkers();
-    const rows: { kind: BrokerKind; herald: Run; hand: Run }[] = [];
+    const rows: { kind: BrokerKind; herald: Run; hand: Run; floor: Run }[] = [];
     let http: Run;
     try {
       process.stdout.write('destination http (reference)…\n');
@@ -366,7 +376,7 @@ export async function destinationRows(
     }
     const rate = (r: Run) => r.count / r.seconds;
     return [
-      `Herald delivering ${EVENTS} events end to end to each broker (POST /events ${h.batch} per request → match → publish → acknowledgement → outcome recorded; ${WEBHOOKS} webhooks, one per model, sharing one connection) beside the same client library publishing the same body and headers by hand, ${IN_FLIGHT} awaiting their acknowledgement at a time. CPU ms per message: Herald = this process (ingest, poster, workers) + its Postgres backends + redis-server; by hand = this process; broker = the broker's process.`,
+      `Herald delivering ${EVENTS} events end to end to each broker (POST /events ${h.batch} per request → match → publish → acknowledgement → outcome recorded; ${WEBHOOKS} webhooks, one per model, sharing one connection) beside the same client library publishing the same body and headers by hand, ${IN_FLIGHT} awaiting their acknowledgement at a time. CPU ms per message: Herald = this process (ingest, poster, workers) + its Postgres backends + redis-server; by hand = this process; broker = the broker's process. The floor: the same events stored, matched, published and logged by hand (./floor.ts) with the same client library, ${IN_FLIGHT} publishes at a time.`,
       '',
       ...table(
         [
@@ -377,9 +387,12 @@ export async function destinationRows(
           'CPU ms/msg Herald (bench process / Postgres / redis) + broker',
           'CPU ms/msg by hand + broker',
           `target ≥ ${TARGET}×`,
+          'floor /s (÷ by hand)',
+          'Herald ÷ floor',
+          'CPU ms/msg floor (bench process / Postgres) + broker',
         ],
         [
-          ...rows.map(({ kind, herald, hand }) => [
+          ...rows.map(({ kind, herald, hand, floor }) => [
             kind,
             String(Math.round(rate(herald))),
             String(Math.round(rate(hand))),
@@ -387,6 +400,12 @@ export async function destinationRows(
             heraldCpuCell(herald, ''),
             `${hand.cpu.toFixed(3)} + ${hand.broker.toFixed(3)}`,
             rate(herald) >= TARGET * rate(hand) ? 'PASS' : 'FAIL',
+            `${Math.round(rate(floor))} (${(rate(floor) / rate(hand)).toFixed(2)}×)`,
+            `${(rate(herald) / rate(floor)).toFixed(2)}×`,
+            `${floor.cpu.toFixed(3)} (${floor
+              .parts!.slice(0, 2)
+              .map((v) => v.toFixed(3))
+              .join(' / ')}) + ${floor.broker.toFixed(3)}`,
           ]),
           [
             'http (reference: the same webhooks to the bench receiver)',
@@ -394,6 +413,9 @@ export async function destinationRows(
             '',
             '',
             heraldCpuCell(http, ' (receiver)'),
+            '',
+            '',
+            '',
             '',
             '',
           ],
@@ -411,7 +433,7 @@ async function kindRuns(
   kind: BrokerKind,
   place: Place,
   ids: readonly string[],
-): Promise<{ herald: Run; hand: Run }> {
+): Promise<{ herald: Run; hand: Run; floor: Run }> {
   const herald = await heraldRun(h, kind, ids);
   // The same body and headers, as Herald published one of them.
   const { rows } = await h.db.query<{ body: string; headers: Record<string, string> }>(
@@ -419,9 +441,63 @@ async function kindRuns(
      WHERE webhook_id::text = ANY($1) AND status = 'success' LIMIT 1`,
     [ids],
   );
-  const hand = await byHand(place, rows[0]!, EVENTS, kind);
-  return { herald, hand };
+  const message = rows[0]!;
+  const hand = await byHand(place, message, EVENTS, kind);
+  const floor = await floorRun(h, kind, place, message);
+  return { herald, hand, floor };
 }
+
+/**
+ * The floor (./floor.ts) delivering EVENTS events to the kind's webhooks after a warm-up, its
+ * step 3 the client library's publish of the same body size with Herald's headers.
+ */
+async function floorRun(
+  h: DestinationHarness,
+  kind: BrokerKind,
+  place: Place,
+  message: Message,
+): Promise<Run> {
+  const publisher = await place.open();
+  const floor = await startFloor({
+    connectionString: h.connectionString,
+    schema: h.schema,
+    token: h.token,
+    bodyBytes: Buffer.byteLength(message.body),
+    connections: IN_FLIGHT,
+    poolSize: h.poolSize,
+    webhookNames: [`${kind}-%`],
+    publish: { send: (m) => publisher.publish(m), headers: message.headers, url: kind },
+    postBatches: (url, events) => postInBatches(url, h.token, events, h.batch),
+  });
+  try {
+    await floor.publishRun(kindEvents(kind, WARMUP_EVENTS));
+    const brokerPids = pidsNamed(BROKER_PROCESS[kind]);
+    const brokerCpu = () => brokerPids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+    const brokerBefore = brokerCpu();
+    const run = await floor.publishRun(kindEvents(kind, EVENTS));
+    if (run.failures > 0) throw new Error(`the ${kind} floor failed ${run.failures} times`);
+    return {
+      count: run.count,
+      seconds: run.seconds,
+      cpu: run.cpu.bench + run.cpu.postgres,
+      broker: (brokerCpu() - brokerBefore) / run.count,
+      parts: [run.cpu.bench, run.cpu.postgres, 0],
+    };
+  } finally {
+    await floor.close();
+    await publisher.close();
+  }
+}
+
+/** `count` new records' create events, spread over the kind's WEBHOOKS models. */
+const kindEvents = (kind: BrokerKind | 'http', count: number) =>
+  Array.from({ length: count }, (_, i) =>
+    itemEvent(
+      'create',
+      modelBase(kind) + (i % WEBHOOKS),
+      `${kind}-${randomBytes(6).toString('hex')}`,
+    ),
+  );
 
 /** Herald delivering EVENTS events to `ids` (one each), after a warm-up. */
 async function heraldRun(
@@ -429,11 +505,7 @@ async function heraldRun(
   kind: BrokerKind | 'http',
   ids: readonly string[],
 ): Promise<Run> {
-  const base = modelBase(kind);
-  const events = (count: number) =>
-    Array.from({ length: count }, (_, i) =>
-      itemEvent('create', base + (i % WEBHOOKS), `${kind}-${randomBytes(6).toString('hex')}`),
-    );
+  const events = (count: number) => kindEvents(kind, count);
   await postInBatches(h.heraldUrl, h.token, events(WARMUP_EVENTS), h.batch);
   await waitDelivered(h.db, ids, WARMUP_EVENTS);
 

@@ -78,26 +78,43 @@ export interface FloorOptions {
   schema: string;
   /** The bearer token the poster sends. */
   token: string;
-  receiver: ReceiverProcess;
+  /** The bench's receiver (the HTTP floor's runs); a broker floor (`publish`) has none. */
+  receiver?: ReceiverProcess;
+  /**
+   * A broker destination's floor (bench/delivery/destinations.ts): step 3 publishes each call's
+   * body with these headers through this publisher (resolving on the broker's acknowledgement)
+   * instead of POSTing it; `publishRun` measures it.
+   */
+  publish?: {
+    send(message: { body: string; headers: Record<string, string> }): Promise<void>;
+    headers: Record<string, string>;
+    /** What the call log records as the call's URL (the destination, redacted). */
+    url: string;
+  };
+  /** The webhooks the floor delivers to, by name (SQL LIKE patterns); default `a-%` and `b-%`. */
+  webhookNames?: readonly string[];
   /** The size of Herald's request body: the floor's payload is padded to it. */
   bodyBytes: number;
   /** Sockets to the receiver (Herald's DELIVERY_CONNECTIONS_PER_ORIGIN). */
   connections: number;
   /** The workers' pool size (Herald's DB_POOL_SIZE); the ingest pool has 10, as the bench's. */
   poolSize: number;
-  rate: number;
-  seconds: number;
-  warmupSeconds: number;
-  /**
-   * The latency run's poster (run.ts): `count` one-event POST /events to `url` at the paced rate,
-   * telling `onSend` each record id as its POST goes; the times to the 202 (ms), sorted.
-   */
-  post: (
-    url: string,
-    count: number,
-    prefix: string,
-    onSend: (recordId: string) => void,
-  ) => Promise<number[]>;
+  /** The latency run's pace and length (latencyRun; the HTTP floor's). */
+  latency?: {
+    rate: number;
+    seconds: number;
+    warmupSeconds: number;
+    /**
+     * The latency run's poster (run.ts): `count` one-event POST /events to `url` at the paced
+     * rate, telling `onSend` each record id as its POST goes; the times to the 202 (ms), sorted.
+     */
+    post: (
+      url: string,
+      count: number,
+      prefix: string,
+      onSend: (recordId: string) => void,
+    ) => Promise<number[]>;
+  };
   /** The fan-out run's poster (run.ts's postInBatches): `events` POSTed to `url` in batches. */
   postBatches: (url: string, events: unknown[]) => Promise<void>;
 }
@@ -136,6 +153,16 @@ export interface FloorFanOutRun {
     receiver: number;
   };
   /** Attempts that failed or errors on the way (0 in a clean run). */
+  failures: number;
+}
+
+/** A broker floor's run (publishRun): counted as destinations.ts counts Herald's. */
+export interface FloorPublishRun {
+  count: number;
+  /** First POST sent → every outcome recorded, s. */
+  seconds: number;
+  /** CPU ms per message: the bench process (poster, server, publisher), its Postgres backends. */
+  cpu: { bench: number; postgres: number };
   failures: number;
 }
 
@@ -388,9 +415,19 @@ export interface Floor {
    * webhooks): from the first POST until the receiver counted them all, as run.ts's run().
    */
   fanOutRun(events: unknown[], expected: number): Promise<FloorFanOutRun>;
+  /**
+   * A broker floor's run (FloorOptions.publish): `events` posted in batches, from the first POST
+   * until every call's outcome is recorded.
+   */
+  publishRun(events: unknown[]): Promise<FloorPublishRun>;
   /** Waits for the events still in flight, then closes the server, the agent and the pools. */
   close(): Promise<void>;
 }
+
+const receiverOf = (options: FloorOptions): ReceiverProcess => {
+  if (!options.receiver) throw new Error('this run of the floor needs the bench receiver');
+  return options.receiver;
+};
 
 /** Reads the bench's environment, models and webhooks, and starts the floor's server. */
 export async function startFloor(options: FloorOptions): Promise<Floor> {
@@ -434,7 +471,8 @@ export async function startFloor(options: FloorOptions): Promise<Floor> {
     http_basic_password: string | null;
   }>(
     `SELECT id, url, headers, events, http_basic_user, http_basic_password FROM webhooks
-     WHERE (name LIKE 'a-%' OR name LIKE 'b-%') AND enabled ORDER BY id`,
+     WHERE name LIKE ANY($1) AND enabled ORDER BY id`,
+    [options.webhookNames ?? ['a-%', 'b-%']],
   );
   /** The webhooks by `<event type> <model id>` (Webhook.key), and by id. */
   const webhooks = new Map<string, Webhook[]>();
@@ -522,8 +560,40 @@ export async function startFloor(options: FloorOptions): Promise<Floor> {
     durationMs: number;
   }
 
-  /** Step 3: POSTs `body` to the webhook and reads the answer. */
+  /** A broker floor's step 3: publishes `body`, awaiting the broker's acknowledgement. */
+  const publish = async (
+    callId: string,
+    to: NonNullable<FloorOptions['publish']>,
+    body: string,
+  ): Promise<Outcome> => {
+    const sentAt = new Date();
+    const started = performance.now();
+    const headers = { ...to.headers, 'webhook-id': callId };
+    let failure: string | null = null;
+    try {
+      await to.send({ body, headers });
+    } catch (error) {
+      failure = (error as Error).message;
+      failures++;
+    }
+    return {
+      callId,
+      status: failure === null ? 'success' : 'failed',
+      url: to.url,
+      headers: JSON.stringify(headers),
+      body,
+      responseStatus: null,
+      responseHeaders: null,
+      responseBody: null,
+      failure,
+      sentAt,
+      durationMs: performance.now() - started,
+    };
+  };
+
+  /** Step 3: POSTs `body` to the webhook and reads the answer (a broker floor: publishes it). */
   const send = async (callId: string, webhook: Webhook, body: string): Promise<Outcome> => {
+    if (options.publish) return publish(callId, options.publish, body);
     const sentAt = new Date();
     const started = performance.now();
     let status: number | null = null;
@@ -846,7 +916,9 @@ export async function startFloor(options: FloorOptions): Promise<Floor> {
      * from the first POST until every delivery arrived and every outcome is recorded.
      */
     async latencyRun(): Promise<FloorRun> {
-      const { receiver, rate, seconds, warmupSeconds, post } = options;
+      const receiver = receiverOf(options);
+      if (!options.latency) throw new Error('the latency run needs FloorOptions.latency');
+      const { rate, seconds, warmupSeconds, post } = options.latency;
       await post(url, rate * warmupSeconds, 'floorwarm', () => undefined);
       await drain();
       await receiver.mode(true);
@@ -890,7 +962,8 @@ export async function startFloor(options: FloorOptions): Promise<Floor> {
       };
     },
     async fanOutRun(events: unknown[], expected: number): Promise<FloorFanOutRun> {
-      const { receiver, postBatches } = options;
+      const { postBatches } = options;
+      const receiver = receiverOf(options);
       await drain();
       const received = (await receiver.stats()).count;
       const backends = await backendPids(ingest, `${schema}-floor`);
@@ -923,6 +996,25 @@ export async function startFloor(options: FloorOptions): Promise<Floor> {
           ...byPool,
           receiver: cpu.children,
         },
+        failures,
+      };
+    },
+    async publishRun(events: unknown[]): Promise<FloorPublishRun> {
+      await drain();
+      const backends = await backendPids(ingest, `${schema}-floor`);
+      failures = 0;
+      const before = sampleCpu([], backends);
+      const started = performance.now();
+      await options.postBatches(url, events);
+      await drain();
+      const seconds = (performance.now() - started) / 1000;
+      const opened = await backendPids(ingest, `${schema}-floor`);
+      const after = sampleCpu([], [...new Set([...backends, ...opened])]);
+      const cpu = cpuPer(before, after, events.length);
+      return {
+        count: events.length,
+        seconds,
+        cpu: { bench: cpu.bench, postgres: cpu.postgres },
         failures,
       };
     },

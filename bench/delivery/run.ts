@@ -523,10 +523,12 @@ async function deliveryRows(
     bodyBytes,
     connections: settings.connectionsPerOrigin,
     poolSize: h.poolSize,
-    rate: LATENCY_RATE,
-    seconds: LATENCY_SECONDS,
-    warmupSeconds: LATENCY_WARMUP_SECONDS,
-    post: (url, count, prefix, onSend) => postPaced(count, prefix, onSend, url),
+    latency: {
+      rate: LATENCY_RATE,
+      seconds: LATENCY_SECONDS,
+      warmupSeconds: LATENCY_WARMUP_SECONDS,
+      post: (url, count, prefix, onSend) => postPaced(count, prefix, onSend, url),
+    },
     postBatches: (url, events) => postInBatches(url, token, events, BATCH),
   });
   let floorRun: FloorRun;
@@ -731,6 +733,8 @@ async function destinationSection(h: Harness, kinds: readonly BrokerKind[]): Pro
       receiverPid: h.receiver.pid,
       db: h.testDb.db,
       schema: h.testDb.schema!,
+      connectionString: TEST_DATABASE_URL,
+      poolSize: h.poolSize,
       heraldUrl: h.herald.url,
       token: h.token,
       batch: BATCH,
