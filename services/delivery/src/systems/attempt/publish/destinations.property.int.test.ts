@@ -82,6 +82,17 @@ const runs: fc.Arbitrary<Run> = fc.record({
     .map(([broker, others]) => [broker, ...others]),
 });
 
+/** A run with a kill (and a broker cut before it), on the ordered webhook. */
+const KILL_RUN: Run = {
+  ordered: true,
+  entities: [0, 1, 0, 2, 1],
+  sizes: [1, 2, 1, 1, 1, 1, 1, 1],
+  faults: [
+    { at: 0, fault: 'cut' },
+    { at: 2, fault: 'kill' },
+  ],
+};
+
 interface Stage {
   db: Db;
   pipeline: Pipeline;
@@ -137,7 +148,8 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     const stage: Stage = { db, pipeline, consumer, proxy, webhooks, child };
     await fc.assert(
       fc.asyncProperty(runs, (run) => runOnce(stage, run)),
-      { numRuns: RUNS, endOnFailure: true },
+      // The first run has a kill, whatever the random ones draw.
+      { numRuns: RUNS, endOnFailure: true, examples: [[KILL_RUN]] },
     );
   }, 300_000);
 });
@@ -168,9 +180,49 @@ async function runOnce(stage: Stage, run: Run): Promise<void> {
     const since = new Date();
     if (fault) await begin(stage, fault);
     await emitEvents(stage.db, stage.pipeline, batch);
-    if (fault) await end(stage, fault, webhook.id, since);
+    if (fault === 'kill') events.push(...(await killHolding(stage, `${tag}-k${k}`, environment)));
+    else if (fault) await end(stage, fault, webhook.id, since);
   }
   await check(stage, run, webhook, events);
+}
+
+/**
+ * The kill: the child dies (-9) with a call in hand. The broker goes silent first, so that an
+ * attempt hangs; then events of entities of their own are emitted one job each (the two processes
+ * take match jobs alike) until one of their calls is held by the child's lease, and the child is
+ * killed at once. Its call is then the sweeper's to take over once the lease runs out: without
+ * that takeover the call would stay held by a dead process, and the check fail. Returns the
+ * events emitted, for the check.
+ */
+async function killHolding(stage: Stage, tag: string, environment: string): Promise<NewEvent[]> {
+  const pid = stage.child.current.child.pid;
+  stage.proxy.blackhole();
+  const emitted: NewEvent[] = [];
+  let held = false;
+  for (let i = 0; i < 20 && !held; i++) {
+    const event = entityEvent(`${tag}-e${i}`, `${tag}-${i}`, 1, environment);
+    emitted.push(event);
+    await emitEvents(stage.db, stage.pipeline, [event]);
+    held = await vi
+      .waitFor(
+        async () => {
+          const { rows } = await stage.db.query<{ n: string }>(
+            `SELECT count(*) AS n FROM webhook_calls c JOIN delivery_leases l ON l.id = c.held_by
+             WHERE l.pid = $1 AND c.event_id = ANY($2)`,
+            [pid, emitted.map((e) => e.id)],
+          );
+          if (rows[0]!.n === '0') throw new Error('no call held by the child');
+          return true;
+        },
+        { timeout: 1000, interval: 20 },
+      )
+      .catch(() => false);
+  }
+  if (!held) throw new Error(`the child held none of ${emitted.length} calls: nothing to kill`);
+  await stage.child.current.stop('SIGKILL');
+  await stage.child.start();
+  await stage.proxy.restore();
+  return emitted;
 }
 
 function entityEvent(id: string, entity: string, version: number, environment: string): NewEvent {
@@ -205,13 +257,18 @@ async function begin(stage: Stage, fault: Fault): Promise<void> {
     case 'consumer':
       return stage.consumer.crash();
     case 'kill':
-      // Once the request is emitted (end): the process dies with its work in hand.
+      // Once the request is emitted (killHolding): the process dies with a call in hand.
       return;
   }
 }
 
-/** Ends a fault once Herald met it: an attempt failed, a message went meanwhile; kills at once. */
-async function end(stage: Stage, fault: Fault, webhookId: string, since: Date): Promise<void> {
+/** Ends a fault once Herald met it: an attempt failed, a message went meanwhile. */
+async function end(
+  stage: Stage,
+  fault: Exclude<Fault, 'kill'>,
+  webhookId: string,
+  since: Date,
+): Promise<void> {
   switch (fault) {
     case 'cut':
     case 'blackhole':
@@ -220,9 +277,6 @@ async function end(stage: Stage, fault: Fault, webhookId: string, since: Date): 
     case 'consumer':
       await attemptSince(stage.db, webhookId, since, 'succeeded');
       return stage.consumer.resume();
-    case 'kill':
-      await stage.child.current.stop('SIGKILL');
-      return stage.child.start();
   }
 }
 
