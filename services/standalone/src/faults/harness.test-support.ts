@@ -346,15 +346,30 @@ export class Receiver {
    * `retried`, a later attempt number (Herald took an attempt the receiver answered for a failure,
    * a timeout on a busy machine: its call is listed, for its attempts to be checked).
    */
-  repeats(): { repeated: number; retried: { callId: string; requests: number }[] } {
+  repeats(): {
+    repeated: number;
+    retried: { callId: string; requests: number }[];
+    /** The calls with a repeated attempt: all their requests, their repeats, the first's time. */
+    resent: { callId: string; requests: number; repeats: number; firstAt: number }[];
+  } {
     let repeated = 0;
     const retried: { callId: string; requests: number }[] = [];
+    const resent: { callId: string; requests: number; repeats: number; firstAt: number }[] = [];
     for (const call of this.calls.values()) {
       const distinct = new Set(call.attempts).size;
-      repeated += call.attempts.length - distinct;
+      const repeats = call.attempts.length - distinct;
+      repeated += repeats;
       if (distinct > 1) retried.push({ callId: call.callId, requests: distinct - 1 });
+      if (repeats > 0) {
+        resent.push({
+          callId: call.callId,
+          requests: call.attempts.length,
+          repeats,
+          firstAt: call.firstAt,
+        });
+      }
     }
-    return { repeated, retried };
+    return { repeated, retried, resent };
   }
 
   #record(webhookId: string, body: string): void {
@@ -657,6 +672,11 @@ export class Scenario {
   /** Retries of calls the receiver had answered whose earlier attempt Herald recorded failed. */
   #excusedRetries = 0;
   /**
+   * Repeats of calls sent before the fault's end whose first sends are not in the call log: their
+   * outcome died with the process or the database (checkRetries). What a crash may send again.
+   */
+  #lostOutcomes = 0;
+  /**
    * How long the processes started after the fault's end took to listen: the machine's speed
    * (on a busy one, 10–27 s), not Herald's recovery. The recovery limit counts from the restarts'
    * end (row()).
@@ -948,16 +968,32 @@ export class Scenario {
    * came too late on a busy machine); one whose attempts all succeeded is a real double send.
    */
   async checkRetries(): Promise<void> {
-    const { retried } = this.receiver.repeats();
-    for (const { callId, requests } of retried.slice(0, 200)) {
+    const { retried, resent } = this.receiver.repeats();
+    const attemptsOf = async (callId: string) => {
       const response = await fetch(`${this.entryUrl}/webhook_calls/${callId}/attempts`, {
         headers: { authorization: `Bearer ${this.token}` },
         signal: AbortSignal.timeout(5000),
       }).catch(() => null);
-      if (response?.status !== 200) continue;
-      const { data } = (await response.json()) as { data: { attributes: { outcome: string } }[] };
+      if (response?.status !== 200) return undefined;
+      return ((await response.json()) as { data: { attributes: { outcome: string } }[] }).data;
+    };
+    for (const { callId, requests } of retried.slice(0, 200)) {
+      const data = await attemptsOf(callId);
+      if (!data) continue;
       const failed = data.filter((attempt) => attempt.attributes.outcome !== 'success').length;
       this.#excusedRetries += Math.min(requests, failed);
+    }
+    // A call first sent before the fault's end (a crash) and received more often than its log
+    // has attempts: a send whose outcome the crash lost (the request in flight, or answered but
+    // its outcome not yet written), which Herald sends again, as at-least-once means. A call
+    // whose every request is in its log was sent twice for another reason, and still counts.
+    const crashAt = this.faultEndAt;
+    if (crashAt === undefined) return;
+    for (const { callId, requests, repeats, firstAt } of resent.slice(0, 200)) {
+      if (firstAt > crashAt) continue;
+      const data = await attemptsOf(callId);
+      if (!data) continue;
+      this.#lostOutcomes += Math.min(repeats, Math.max(0, requests - data.length));
     }
   }
 
@@ -1251,8 +1287,17 @@ export class Scenario {
     // second call of the same event and webhook).
     const repeats = this.receiver?.repeats() ?? { repeated: 0, retried: [] };
     const retried = repeats.retried.reduce((sum, call) => sum + call.requests, 0);
+    // Only a fault that may cut work in flight (a crash: allowedDuplicates) may lose outcomes.
+    const lostOutcomes = this.allowedDuplicates > 0 ? this.#lostOutcomes : 0;
+    if (lostOutcomes > 0) {
+      this.mark(
+        `${lostOutcomes} calls sent again whose first send's outcome the fault lost ` +
+          '(received, not in the call log): not counted as duplicates',
+      );
+    }
     const duplicated = this.receiver
-      ? repeats.repeated +
+      ? repeats.repeated -
+        lostOutcomes +
         (retried - this.#excusedRetries) +
         (this.receiver.delivered - this.receiver.byEvent.size)
       : 0;
