@@ -4,13 +4,17 @@ import { describe, expect, onTestFinished } from 'vitest';
 import type { BrokerDestination } from '@herald/contract';
 import {
   createBulkJob,
+  createTestWebhookCall,
   findBulkJob,
+  findEvent,
+  insertEvents,
   listWebhookCallAttempts,
   type Db,
   type NewEvent,
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
+import { enqueueDeliveries } from '@herald/runtime';
 import { startTcpProxy, waitFor } from '@herald/testkit';
 import {
   addWebhook,
@@ -30,8 +34,8 @@ import {
   type ConsumedMessage,
 } from './consumers.test-support.js';
 
-// The same guarantees on every broker destination as on HTTP (issue #33 item 2): bulk resend,
-// replay, per-entity order, coalescing and batching, checked at a consumer of the real broker;
+// The same guarantees on every broker destination as on HTTP (issue #33 item 2): test sends,
+// bulk resend, replay, per-entity order, coalescing and batching, checked at a consumer of the real broker;
 // and the call log says what was published where, the broker's answer, credentials hidden.
 
 const it = pipelineTest({
@@ -256,6 +260,42 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
         .map((entry) => entry.entity)
         .sort(),
     ).toEqual(events.map((event) => event.entityId).sort());
+  });
+
+  it('a test send publishes the event it names at once; with the broker away it fails once, never retried', async ({
+    db,
+    pipeline,
+  }) => {
+    const { consumer, proxy, webhook, environment } = await behindProxy(db, pipeline, kind, {});
+    const event = versionOf(unique('record'), 1, environment);
+    await insertEvents(db, [event]);
+    const stored = (await findEvent(db, event.id))!;
+    // As POST /webhooks/:id/test does (services/ingest's webhooks.send-test.ts).
+    const sendTest = async () => {
+      const call = await createTestWebhookCall(db, webhook.id, stored);
+      await enqueueDeliveries(pipeline.runtime.deliverQueue, [
+        { id: call.id, webhookId: webhook.id },
+      ]);
+      return call.id;
+    };
+    const sent = await sendTest();
+    const [message] = await consumed(consumer, () => Promise.resolve(new Set([sent])), 1);
+    expect(entriesOf(webhook, message!)).toEqual([{ entity: event.entityId, version: 1 }]);
+    const first = await listWebhookCallAttempts(db, sent, { offset: 0, limit: 10 });
+    expect(first!.attempts.map((a) => [a.trigger, a.outcome])).toEqual([['test', 'success']]);
+
+    await proxy.cut();
+    const failed = await sendTest();
+    await waitFor(async () => {
+      const { rows } = await db.query<{ status: string }>(
+        'SELECT status FROM webhook_calls WHERE id = $1',
+        [failed],
+      );
+      expect(rows[0]!.status).toBe('failed');
+    });
+    const attempts = await listWebhookCallAttempts(db, failed, { offset: 0, limit: 10 });
+    expect(attempts!.attempts.map((a) => a.trigger)).toEqual(['test']);
+    expect(attempts!.attempts[0]!.outcome).not.toBe('success');
   });
 
   it('bulk resend sends the failed calls again; replay sends past events to a new webhook', async ({
