@@ -157,7 +157,7 @@ export interface FloorFanOutRun {
 }
 
 /** A broker floor's run (publishRun): counted as destinations.ts counts Herald's. */
-export interface FloorPublishRun {
+interface FloorPublishRun {
   count: number;
   /** First POST sent → every outcome recorded, s. */
   seconds: number;
