@@ -4,6 +4,9 @@ import {
   CALL_COLUMNS,
   isCallId,
   toCall,
+  toExchange,
+  type ExchangeRecord,
+  type ExchangeRow,
   type WebhookCallRecord,
   type WebhookCallRow,
 } from './call.js';
@@ -368,7 +371,7 @@ const bind = (params: unknown[], value: unknown): string => {
 };
 
 /** One attempt of a call, as GET /webhook_calls/:id/attempts lists it. */
-export interface WebhookCallAttemptRecord {
+export interface WebhookCallAttemptRecord extends ExchangeRecord<never> {
   callId: string;
   number: number;
   trigger: AttemptTrigger;
@@ -376,13 +379,6 @@ export interface WebhookCallAttemptRecord {
   startedAt: Date;
   /** null for an attempt recorded before attempts had their own rows. */
   durationMs: number | null;
-  requestUrl: string;
-  requestHeaders: Record<string, string>;
-  requestPayload: string | null;
-  responseStatus: number | null;
-  responseHeaders: Record<string, string> | null;
-  responsePayload: string | null;
-  failureReason: string | null;
 }
 
 /**
@@ -395,21 +391,16 @@ export async function listWebhookCallAttempts(
   page: { offset: number; limit: number },
 ): Promise<{ attempts: WebhookCallAttemptRecord[]; totalCount: number } | null> {
   if (!isCallId(callId)) return null;
-  const { rows } = await db.query<{
-    attempts_count: number;
-    number: number | null;
-    trigger: AttemptTrigger;
-    outcome: Exclude<WebhookCallStatus, 'pending'>;
-    started_at: Date;
-    duration_ms: number | null;
-    request_url: string;
-    request_headers: Record<string, string>;
-    request_payload: string | null;
-    response_status: number | null;
-    response_headers: Record<string, string> | null;
-    response_payload: string | null;
-    failure_reason: string | null;
-  }>(
+  const { rows } = await db.query<
+    ExchangeRow<never> & {
+      attempts_count: number;
+      number: number | null;
+      trigger: AttemptTrigger;
+      outcome: Exclude<WebhookCallStatus, 'pending'>;
+      started_at: Date;
+      duration_ms: number | null;
+    }
+  >(
     // The call's row even when the page is empty (a call never attempted, an offset past the end).
     `SELECT c.attempts_count, a.number, a.trigger, a.outcome, a.started_at, a.duration_ms,
        a.request_url, a.request_headers, coalesce(a.request_payload, c.request_payload)
@@ -438,13 +429,7 @@ export async function listWebhookCallAttempts(
               outcome: row.outcome,
               startedAt: row.started_at,
               durationMs: row.duration_ms,
-              requestUrl: row.request_url,
-              requestHeaders: row.request_headers,
-              requestPayload: row.request_payload,
-              responseStatus: row.response_status,
-              responseHeaders: row.response_headers,
-              responsePayload: row.response_payload,
-              failureReason: row.failure_reason,
+              ...toExchange<never>(row),
             },
           ],
     ),
