@@ -43,6 +43,28 @@ export async function findWebhookCalls(
   return rows.map(toCall);
 }
 
+/** An unfinished call as the sweeper's lists give it: enough to add its job again. */
+interface UnfinishedCall {
+  id: string;
+  webhookId: string;
+  status: 'pending' | 'rescheduled';
+  attemptedAutoRetriesCount: number;
+}
+
+type UnfinishedCallRow = {
+  id: string;
+  webhook_id: string;
+  status: 'pending' | 'rescheduled';
+  attempted_auto_retries_count: number;
+};
+
+const toUnfinishedCall = (row: UnfinishedCallRow): UnfinishedCall => ({
+  id: String(row.id),
+  webhookId: String(row.webhook_id),
+  status: row.status,
+  attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+});
+
 /**
  * Calls whose job Redis may have lost, oldest first: `pending` or `rescheduled` calls whose clock
  * (enqueued_at) is older than `before`. The clock of a pending call starts when its job is added;
@@ -53,20 +75,8 @@ export async function findWebhookCalls(
 export async function listStrandedWebhookCalls(
   db: Queryable,
   options: { before: Date; limit: number },
-): Promise<
-  {
-    id: string;
-    webhookId: string;
-    status: 'pending' | 'rescheduled';
-    attemptedAutoRetriesCount: number;
-  }[]
-> {
-  const { rows } = await db.query<{
-    id: string;
-    webhook_id: string;
-    status: 'pending' | 'rescheduled';
-    attempted_auto_retries_count: number;
-  }>(
+): Promise<UnfinishedCall[]> {
+  const { rows } = await db.query<UnfinishedCallRow>(
     // The conditions of the webhook_calls_unfinished index (enqueued_at, partial), on purpose.
     // Calls held by a process are its own while its lease lives (takeOverOrphanedWebhookCalls).
     `SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
@@ -74,12 +84,7 @@ export async function listStrandedWebhookCalls(
      ORDER BY enqueued_at LIMIT $2`,
     [options.before, options.limit],
   );
-  return rows.map((row) => ({
-    id: row.id,
-    webhookId: row.webhook_id,
-    status: row.status,
-    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
-  }));
+  return rows.map(toUnfinishedCall);
 }
 
 /**
@@ -94,24 +99,13 @@ export async function listWaitingWebhookCalls(
   /** `after`: the last call of the page before (its cursor and id). */
   options: { after: { cursor: string; id: string } | null; limit: number },
 ): Promise<
-  {
-    id: string;
-    webhookId: string;
-    status: 'pending' | 'rescheduled';
-    attemptedAutoRetriesCount: number;
+  (UnfinishedCall & {
     dueAt: Date;
     /** Its place in the list (enqueued_at to the microsecond). */
     cursor: string;
-  }[]
+  })[]
 > {
-  const { rows } = await db.query<{
-    id: string;
-    webhook_id: string;
-    status: 'pending' | 'rescheduled';
-    attempted_auto_retries_count: number;
-    enqueued_at: Date;
-    cursor: string;
-  }>(
+  const { rows } = await db.query<UnfinishedCallRow & { enqueued_at: Date; cursor: string }>(
     // The webhook_calls_unfinished index (enqueued_at, partial), as listStrandedWebhookCalls.
     `SELECT id, webhook_id, status, attempted_auto_retries_count, enqueued_at,
        enqueued_at::text AS cursor FROM webhook_calls
@@ -122,10 +116,7 @@ export async function listWaitingWebhookCalls(
     [options.after?.cursor ?? null, options.after?.id ?? null, options.limit],
   );
   return rows.map((row) => ({
-    id: String(row.id),
-    webhookId: String(row.webhook_id),
-    status: row.status,
-    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+    ...toUnfinishedCall(row),
     dueAt: row.enqueued_at,
     cursor: row.cursor,
   }));

@@ -12,13 +12,8 @@ import {
   type TestApi,
   waitFor,
 } from '@herald/testkit';
-import {
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  webhookInput,
-  type Pipeline,
-} from '@herald/delivery/testing';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '@herald/delivery/testing';
+import type { Pipeline } from '@herald/delivery/testing';
 
 // The /webhook_calls API of services/ingest (docs/api.md, Webhook calls) against calls made by real
 // deliveries: the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes

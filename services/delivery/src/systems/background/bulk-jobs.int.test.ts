@@ -8,13 +8,8 @@ import {
   type BulkJobRecord,
   type Db,
 } from '@herald/store';
-import {
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  webhookInput,
-  type Pipeline,
-} from '../../harness.test-support.js';
+import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
+import type { Pipeline } from '../../harness.test-support.js';
 
 // Bulk jobs end to end (docs/api.md, Bulk jobs): a delivery process takes the job, selects,
 // sends at its pace and records each item; a real receiver counts what arrives.
