@@ -7,6 +7,7 @@ import type { Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
+  defaultPayloadKeys,
   randomId,
   serve,
   silentLogger,
@@ -306,19 +307,9 @@ describe('POST /webhooks/preview: rendering', () => {
   it('renders the default payload with its keys in the contract order', async () => {
     const response = await preview(BASE);
     expect(response.status).toBe(200);
-    expect(Object.keys(JSON.parse(response.body.data.attributes.body))).toEqual([
-      'webhook_call_id',
-      'event_triggered_at',
-      'attempted_auto_retries_count',
-      'webhook_id',
-      'site_id',
-      'environment',
-      'is_environment_primary',
-      'entity_type',
-      'event_type',
-      'entity',
-      'related_entities',
-    ]);
+    expect(Object.keys(JSON.parse(response.body.data.attributes.body))).toEqual(
+      defaultPayloadKeys(),
+    );
   });
 });
 
