@@ -6,7 +6,14 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
-import { TEST_REDIS_URL, processAlive, randomId, seedDocs, spawnHerald } from '@herald/testkit';
+import {
+  TEST_REDIS_URL,
+  modelEvent,
+  processAlive,
+  randomId,
+  seedDocs,
+  spawnHerald,
+} from '@herald/testkit';
 import { runCli } from './cli-commands.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -355,23 +362,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
       fetch(`${url}/events`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          data: [
-            {
-              type: 'event',
-              attributes: {
-                entity_type: 'item_type',
-                event_type: 'create',
-                entity: {
-                  type: 'item_type',
-                  id: 'post',
-                  attributes: { name: 'Post', api_key: 'post' },
-                },
-                related_entities: [],
-              },
-            },
-          ],
-        }),
+        body: JSON.stringify({ data: [modelEvent('post', { name: 'Post' }, [])] }),
       });
     let listed: string;
     try {
