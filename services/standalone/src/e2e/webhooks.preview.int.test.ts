@@ -102,6 +102,14 @@ const BASE = {
   http_basic_user: null,
 };
 
+/** A webhook's request with nothing added: no headers, the default payload, no basic auth. */
+const BARE = {
+  headers: {},
+  custom_payload: null,
+  http_basic_user: null,
+  http_basic_password: null,
+};
+
 function preview(attributes: Record<string, unknown>, token: string | null = admin) {
   return api('POST', '/webhooks/preview', { data: { type: 'webhook_preview', attributes } }, token);
 }
@@ -752,14 +760,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       http_basic_password: 'secret-pw',
       nested_items_in_payload: true,
     };
-    const plain = {
-      url: `${receiver.url}/plain`,
-      headers: {},
-      custom_payload: null,
-      http_basic_user: null,
-      http_basic_password: null,
-      nested_items_in_payload: false,
-    };
+    const plain = { url: `${receiver.url}/plain`, ...BARE, nested_items_in_payload: false };
     const created: Record<string, string> = {};
     for (const [name, attributes] of Object.entries({ custom, plain })) {
       const response = await api('POST', '/webhooks', {
@@ -865,10 +866,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
   it('matches the batch a real receiver gets, given the events its call carries', async () => {
     const attributes = {
       url: `${receiver.url}/batched`,
-      headers: {},
-      custom_payload: null,
-      http_basic_user: null,
-      http_basic_password: null,
+      ...BARE,
       coalesce: true,
       batch: { window_ms: 2000, max_events: 10 },
     };
