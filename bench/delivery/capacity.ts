@@ -26,19 +26,13 @@
  * services/delivery/src/main.ts also opens (idle in a delivery process but for /readyz and the
  * prefix claim); on Postgres alone it opens that one too, which coordination runs on.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { parseCidrList } from '@herald/contract';
 import { deliverySettings, loadConfig } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
-import {
-  createDeliverQueue,
-  createEventMatchQueue,
-  createLogger,
-  createRedis,
-} from '@herald/runtime';
+import { createLogger, createRedis } from '@herald/runtime';
 import { createPostgresDb, insertWebhook, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
@@ -49,7 +43,6 @@ import {
   serve,
   silentLogger,
   testDeps,
-  testPostgresCoordination,
   testRedis,
   type TestServer,
 } from '@herald/testkit';
@@ -60,6 +53,8 @@ import { ReceiverProcess, baseline } from '../lib/receiver-process.js';
 import { table } from '../lib/table.js';
 import { itemEvent, itemWebhook, modelEvent, postEvents, postInBatches } from './fixtures.js';
 import { startFloor } from './floor.js';
+import { servePostgresOnlyIngest } from './postgres-only.js';
+import { WorkersProcess } from './workers-process.js';
 
 const EVENTS = Number(process.env['CAPACITY_EVENTS'] ?? 1000);
 /**
@@ -97,26 +92,6 @@ export function processCounts(argv: readonly string[]): number[] | undefined {
     throw new Error(`--processes takes counts such as 1,2,3, not ${text}`);
   }
   return counts;
-}
-
-/** The delivery workers in a child process of their own (./workers.ts). */
-async function startWorkers(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
-  const child = fork(fileURLToPath(new URL('./workers.js', import.meta.url)), [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env,
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve());
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`delivery workers exited with ${code}`)));
-  });
-  return child;
-}
-
-async function stopWorkers(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.send({ cmd: 'exit' });
-  await exited;
 }
 
 /** The postmaster of the cluster `db` is on (the parent of one of its backends). */
@@ -433,33 +408,17 @@ async function sweep(counts: number[]): Promise<void> {
       let prefix = deps.redisPrefix;
       let closeMode = () => Promise.resolve();
       if (mode === 'postgres') {
-        const postgresOnly = await testPostgresCoordination(testDb.db);
-        const queues = {
-          eventMatchQueue: createEventMatchQueue(postgresOnly.coordination, logger),
-          deliverQueue: createDeliverQueue(postgresOnly.coordination, logger),
-        };
-        const app = await serve(
-          createApp({
-            ...deps,
-            ...queues,
-            coordination: postgresOnly.coordination,
-            ssrfAllowCidrs: parseCidrList('127.0.0.0/8'),
-          }),
-        );
-        url = app.url;
+        const postgresOnly = await servePostgresOnlyIngest(testDb.db, deps, logger);
+        url = postgresOnly.server.url;
         prefix = postgresOnly.coordination.prefix;
-        closeMode = async () => {
-          await app.close();
-          await Promise.all([queues.eventMatchQueue.close(), queues.deliverQueue.close()]);
-          await postgresOnly.cleanup();
-        };
+        closeMode = () => postgresOnly.close();
       }
       try {
         for (const n of counts) {
           process.stdout.write(`${mode}, ${n} delivery process(es): starting…\n`);
           const workers = await Promise.all(
             Array.from({ length: n }, () =>
-              startWorkers({
+              WorkersProcess.start({
                 ...process.env,
                 BENCH_SCHEMA: schema,
                 BENCH_COORDINATION: mode,
@@ -469,7 +428,7 @@ async function sweep(counts: number[]): Promise<void> {
             ),
           );
           try {
-            const pids = workers.map((w) => w.pid ?? 0);
+            const pids = workers.map((w) => w.pid);
             // Warm-up (JIT, pools, connections), unmeasured.
             await postInBatches(url, token, fanOut(100), BATCH);
             await settle();
@@ -521,7 +480,7 @@ async function sweep(counts: number[]): Promise<void> {
               idle,
             });
           } finally {
-            await Promise.all(workers.map(stopWorkers));
+            await Promise.all(workers.map((w) => w.stop()));
           }
         }
       } finally {

@@ -25,9 +25,8 @@
  * Herald runs with the production defaults of services/delivery/src/config.ts (override any
  * DELIVERY_* variable in the environment), on a fresh Postgres schema and a random Redis prefix.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { backendPids, cpuPer, processCpuMs, sampleCpu, type CpuSample } from '../lib/cpu.js';
 import {
   POSTS_IN_FLIGHT,
@@ -38,6 +37,8 @@ import {
   postInBatches,
 } from './fixtures.js';
 import { capacity, processCounts } from './capacity.js';
+import { servePostgresOnlyIngest } from './postgres-only.js';
+import { WorkersProcess } from './workers-process.js';
 import { startFloor, type FloorFanOutRun, type FloorRun } from './floor.js';
 import {
   destinationKinds,
@@ -57,8 +58,6 @@ import {
 } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
 import {
-  createDeliverQueue,
-  createEventMatchQueue,
   createLogger,
   createMetrics,
   LocalMatchHandOff,
@@ -74,7 +73,6 @@ import {
   randomId,
   serve,
   testDeps,
-  testPostgresCoordination,
   testRedis,
   type TestDb,
   type TestDeps,
@@ -133,34 +131,6 @@ const WORKERS_POOL = (schema: string) => `${schema}-workers`;
 // ---------------------------------------------------------------------------------------------
 // The receiver (child process)
 // ---------------------------------------------------------------------------------------------
-
-/** The delivery workers in a child process of their own (./workers.ts). */
-class WorkersProcess {
-  private constructor(private readonly child: ChildProcess) {}
-
-  get pid(): number {
-    return this.child.pid ?? 0;
-  }
-
-  static async start(env: NodeJS.ProcessEnv): Promise<WorkersProcess> {
-    const child = fork(fileURLToPath(new URL('./workers.js', import.meta.url)), [], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env,
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('message', () => resolve());
-      child.once('error', reject);
-      child.once('exit', (code) => reject(new Error(`delivery workers exited with ${code}`)));
-    });
-    return new WorkersProcess(child);
-  }
-
-  async stop(): Promise<void> {
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.send({ cmd: 'exit' });
-    await exited;
-  }
-}
 
 /** CPU by process group, with the workers' process apart (0 when they run in this process). */
 type Cpu = CpuSample & { workers: number };
@@ -475,19 +445,7 @@ async function deliveryRows(
 
   // The same shape on Postgres alone (no REDIS_URL): the queues on BullMQ's PostgreSQL backend,
   // in-flight slots, rate limits and the channel in Postgres; same schema, same webhooks.
-  const postgresOnly = await testPostgresCoordination(testDb.db);
-  const pgQueues = {
-    eventMatchQueue: createEventMatchQueue(postgresOnly.coordination, logger),
-    deliverQueue: createDeliverQueue(postgresOnly.coordination, logger),
-  };
-  const pgHerald = await serve(
-    createApp({
-      ...deps,
-      ...pgQueues,
-      coordination: postgresOnly.coordination,
-      ssrfAllowCidrs: parseCidrList('127.0.0.0/8'),
-    }),
-  );
+  const postgresOnly = await servePostgresOnlyIngest(testDb.db, deps, logger);
   const pgDelivery = await startDelivery(
     {
       db: sqlTimings?.wrap(workerDb) ?? workerDb,
@@ -501,16 +459,14 @@ async function deliveryRows(
   );
   let postgres: Awaited<ReturnType<typeof shapeRuns>>;
   try {
-    herald = pgHerald;
+    herald = postgresOnly.server;
     process.stdout.write('Postgres only: warming up…\n');
     await warmUp();
     postgres = await shapeRuns(POSTGRES_SHAPE);
   } finally {
     herald = h.herald;
     await pgDelivery.close();
-    await pgHerald.close();
-    await Promise.all([pgQueues.eventMatchQueue.close(), pgQueues.deliverQueue.close()]);
-    await postgresOnly.cleanup();
+    await postgresOnly.close();
   }
 
   // The floor (./floor.ts): the same events by hand into the same tables, in this process.

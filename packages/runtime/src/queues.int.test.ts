@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createPostgresDb } from '@herald/store';
+import { createPostgresDb, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   randomId,
@@ -106,15 +106,14 @@ describe('EventMatchEnqueuer', () => {
 });
 
 describe('the queues on Postgres alone', () => {
+  /** The queues in `prefix`'s schema, reached at `url`. */
+  const coordinationOn = (db: Db, prefix: string, url = TEST_DATABASE_URL) =>
+    createPostgresCoordination({ db, url, prefix, logger: silentLogger() });
+
   it('a queue made before its schema was migrated takes jobs once it is (a service listens first)', async () => {
     const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 2 });
     const prefix = randomId('herald_test');
-    const coordination = createPostgresCoordination({
-      db,
-      url: TEST_DATABASE_URL,
-      prefix,
-      logger: silentLogger(),
-    });
+    const coordination = coordinationOn(db, prefix);
     const queue = createEventMatchQueue(coordination, silentLogger());
     try {
       await expect(queue.waitUntilReady()).rejects.toThrow(/not initialized/);
@@ -134,19 +133,9 @@ describe('the queues on Postgres alone', () => {
     const proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port || 5432) });
     const db = createPostgresDb({ connectionString: TEST_DATABASE_URL, maxConnections: 2 });
     const prefix = randomId('herald_test');
-    const direct = createPostgresCoordination({
-      db,
-      url: TEST_DATABASE_URL,
-      prefix,
-      logger: silentLogger(),
-    });
+    const direct = coordinationOn(db, prefix);
     // The worker reaches Postgres through the proxy, which the test cuts and restores.
-    const proxied = createPostgresCoordination({
-      db,
-      url: proxy.url(TEST_DATABASE_URL),
-      prefix,
-      logger: silentLogger(),
-    });
+    const proxied = coordinationOn(db, prefix, proxy.url(TEST_DATABASE_URL));
     await migrateQueues(TEST_DATABASE_URL, direct.queueSchema, silentLogger());
     const queue = createEventMatchQueue(direct, silentLogger());
     const processed: string[] = [];

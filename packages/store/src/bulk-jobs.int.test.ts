@@ -36,6 +36,20 @@ describe.each(['postgres', 'embedded'] as const)('bulk jobs on %s', (kind) => {
       [prefix, count, at],
     );
 
+  /** A new webhook and a replay job for it over the events after `gt`, once `addEvents` added them. */
+  async function replayOf(prefix: string, count: number, at: string, gt: string) {
+    await renewLease(t.db, lease);
+    const webhook = await insertWebhook(t.db, testWebhookInput());
+    await addEvents(prefix, count, at);
+    const job = await createBulkJob(t.db, {
+      kind: 'replay',
+      webhookId: webhook.id,
+      filter: { occurred_at: { gt } },
+      ratePerSecond: null,
+    });
+    return { webhook, job };
+  }
+
   it('selects, takes, finishes and takes over a bulk resend; a cancel stops it', async () => {
     await renewLease(t.db, lease);
     const webhook = await insertWebhook(t.db, testWebhookInput());
@@ -115,16 +129,13 @@ describe.each(['postgres', 'embedded'] as const)('bulk jobs on %s', (kind) => {
   });
 
   it('selects a replay page by page in occurrence order and makes its calls once', async () => {
-    await renewLease(t.db, lease);
-    const webhook = await insertWebhook(t.db, testWebhookInput());
     // p-1 occurred first (23:55), p-6 last (00:00); the range leaves out p-1 and p-2.
-    await addEvents('p-', 6, '2026-12-01T00:00:00Z');
-    const job = await createBulkJob(t.db, {
-      kind: 'replay',
-      webhookId: webhook.id,
-      filter: { occurred_at: { gt: '2026-11-30T23:56:30Z' } },
-      ratePerSecond: null,
-    });
+    const { webhook, job } = await replayOf(
+      'p-',
+      6,
+      '2026-12-01T00:00:00Z',
+      '2026-11-30T23:56:30Z',
+    );
     await claimBulkJob(t.db, lease.id, 60_000, []);
     const range = { gt: '2026-11-30T23:56:30Z' };
     const page = await listReplayCandidates(t.db, {
@@ -165,15 +176,12 @@ describe.each(['postgres', 'embedded'] as const)('bulk jobs on %s', (kind) => {
   });
 
   it('cancelling a replay ends the new calls whose first attempt never went', async () => {
-    await renewLease(t.db, lease);
-    const webhook = await insertWebhook(t.db, testWebhookInput());
-    await addEvents('c-', 2, '2027-01-01T00:00:00Z');
-    const job = await createBulkJob(t.db, {
-      kind: 'replay',
-      webhookId: webhook.id,
-      filter: { occurred_at: { gt: '2026-12-31T23:58:30Z' } },
-      ratePerSecond: null,
-    });
+    const { webhook, job } = await replayOf(
+      'c-',
+      2,
+      '2027-01-01T00:00:00Z',
+      '2026-12-31T23:58:30Z',
+    );
     // The earlier tests' jobs still running are this process's already.
     const { rows: earlier } = await t.db.query<{ id: string }>(
       "SELECT id FROM bulk_jobs WHERE state = 'running'",

@@ -504,6 +504,8 @@ describe("a webhook's own delivery_policy over the deployment's defaults", () =>
 describe('the delivery health the alerts read (readDeliveryHealth)', () => {
   let t: TestDb;
   const circuit = { failures: 2, cooldownMs: 60_000 };
+  /** What it reads while no enabled webhook is failing. */
+  const ALL_HEALTHY = { failing: 0, failingLongestSeconds: 0, circuitOpenLongestSeconds: 0 };
 
   beforeAll(async () => {
     t = await createTestDb('postgres');
@@ -522,11 +524,7 @@ describe('the delivery health the alerts read (readDeliveryHealth)', () => {
   it('is all zeros while every endpoint answers', async () => {
     const healthy = (await insertWebhook(t.db, testWebhookInput())).id;
     await recordResults(t.db, healthy, [200, 200], circuit);
-    expect(await readDeliveryHealth(t.db)).toEqual({
-      failing: 0,
-      failingLongestSeconds: 0,
-      circuitOpenLongestSeconds: 0,
-    });
+    expect(await readDeliveryHealth(t.db)).toEqual(ALL_HEALTHY);
   });
 
   it('counts the failing webhooks and how long the longest has failed and been unreached', async () => {
@@ -552,11 +550,7 @@ describe('the delivery health the alerts read (readDeliveryHealth)', () => {
     await recordResults(t.db, blip, [200], circuit);
     expect((await readDeliveryHealth(t.db)).failing).toBe(1);
     await recordResults(t.db, down, [200], circuit);
-    expect(await readDeliveryHealth(t.db)).toEqual({
-      failing: 0,
-      failingLongestSeconds: 0,
-      circuitOpenLongestSeconds: 0,
-    });
+    expect(await readDeliveryHealth(t.db)).toEqual(ALL_HEALTHY);
   });
 
   it('keeps circuits apart: an endpoint that answers 404 fails with its circuit closed', async () => {
@@ -574,10 +568,6 @@ describe('the delivery health the alerts read (readDeliveryHealth)', () => {
     await recordResults(t.db, off, [503, 503, 503], circuit);
     expect((await readDeliveryHealth(t.db)).failing).toBe(1);
     await t.db.query('UPDATE webhooks SET enabled = false WHERE id = $1', [off]);
-    expect(await readDeliveryHealth(t.db)).toEqual({
-      failing: 0,
-      failingLongestSeconds: 0,
-      circuitOpenLongestSeconds: 0,
-    });
+    expect(await readDeliveryHealth(t.db)).toEqual(ALL_HEALTHY);
   });
 });

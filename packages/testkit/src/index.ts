@@ -376,6 +376,27 @@ export function testItemEvent(id: string, overrides: Partial<NewEvent> = {}): Ne
   };
 }
 
+/**
+ * The keys of the default payload, in the contract's order (docs/api.md, The default payload);
+ * previous_entity is there only when the event carries one.
+ */
+export function defaultPayloadKeys({ previousEntity = false } = {}): string[] {
+  return [
+    'webhook_call_id',
+    'event_triggered_at',
+    'attempted_auto_retries_count',
+    'webhook_id',
+    'site_id',
+    'environment',
+    'is_environment_primary',
+    'entity_type',
+    'event_type',
+    'entity',
+    ...(previousEntity ? ['previous_entity'] : []),
+    'related_entities',
+  ];
+}
+
 // Shared by the integration tests: real receivers, records written as the events path does, a
 // client of a served app. The vitest fixtures built on them are @herald/testkit/fixtures (this
 // entry stays free of vitest, for the benchmarks).

@@ -6,7 +6,14 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPgliteDb, createPostgresDb, createToken, migrate, type Db } from '@herald/store';
-import { TEST_REDIS_URL, processAlive, randomId, seedDocs, spawnHerald } from '@herald/testkit';
+import {
+  TEST_REDIS_URL,
+  modelEvent,
+  processAlive,
+  randomId,
+  seedDocs,
+  spawnHerald,
+} from '@herald/testkit';
 import { runCli } from './cli-commands.js';
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -31,11 +38,20 @@ afterAll(async () => {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
 });
 
-/** Starts the real single-process Herald and waits for the line that gives its URL. */
+/**
+ * Starts the real single-process Herald on `dataDir` (with its Redis prefix), and `env`, and waits
+ * for the line that gives its URL.
+ */
 async function start(
-  env: Record<string, string>,
+  dataDir: string,
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const herald = spawnHerald(join(dist, 'main.js'), env);
+  const herald = spawnHerald(join(dist, 'main.js'), {
+    HERALD_DATA_DIR: dataDir,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: prefixOf(dataDir),
+    ...env,
+  });
   return { child: herald.child, url: await herald.url(), output: herald.output };
 }
 
@@ -88,11 +104,7 @@ const exited = (child: ChildProcess) =>
 describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 }, () => {
   it('serves health, readiness, metrics and authenticated requests, and stops cleanly on SIGTERM', async () => {
     const dataDir = await tempDir();
-    const { child, url, output } = await start({
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-    });
+    const { child, url, output } = await start(dataDir);
     try {
       expect(output()).toContain(`the admin token is in ${join(dataDir, 'admin-token')}`);
       const token = (await readFile(join(dataDir, 'admin-token'), 'utf8')).trim();
@@ -169,13 +181,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
       expect(output()).toContain(`psql "$(cat ${join(dataDir, 'postgres', 'url')})"`);
 
       // A second Herald on the same embedded database is refused.
-      await expect(
-        start({
-          HERALD_DATA_DIR: dataDir,
-          REDIS_URL: TEST_REDIS_URL,
-          REDIS_PREFIX: prefixOf(dataDir),
-        }),
-      ).rejects.toThrow(/in use by process/);
+      await expect(start(dataDir)).rejects.toThrow(/in use by process/);
       expect(processAlive(postgresPid)).toBe(true);
     } finally {
       child.kill('SIGTERM');
@@ -188,12 +194,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
 
   it('answers a runaway read with its time budget, 422 QUERY_TIMEOUT', async () => {
     const dataDir = await tempDir();
-    const { child, url } = await start({
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-      READ_STATEMENT_TIMEOUT_MS: '50',
-    });
+    const { child, url } = await start(dataDir, { READ_STATEMENT_TIMEOUT_MS: '50' });
     try {
       const token = await withEmbedded(dataDir, async (db) => {
         await seedDocs(db, 4000);
@@ -222,12 +223,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
 
   it('after a kill -9, starts again on the same data: the left-over server stopped, nothing lost', async () => {
     const dataDir = await tempDir();
-    const env = {
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-    };
-    const first = await start(env);
+    const first = await start(dataDir);
     const token = await withEmbedded(
       dataDir,
       async (db) => (await createToken(db, { name: 'kept', role: 'read_only' })).token,
@@ -240,7 +236,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     // The server outlives the process that started it, until the next start.
     expect(processAlive(leftOver)).toBe(true);
 
-    const second = await start(env);
+    const second = await start(dataDir);
     try {
       expect(processAlive(leftOver)).toBe(false);
       const res = await fetch(`${second.url}/items?filter[ids]=a`, {
@@ -264,12 +260,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
     } finally {
       await pglite.close();
     }
-    const env = {
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-    };
-    const refused = await start(env).then(
+    const refused = await start(dataDir).then(
       () => 'started',
       (error: Error) => error.message,
     );
@@ -287,7 +278,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
       { code: 2 },
     );
 
-    const { child, url } = await start(env);
+    const { child, url } = await start(dataDir);
     try {
       const res = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
       expect(res.status).toBe(404);
@@ -347,11 +338,7 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
       code: 2,
     });
 
-    const { child, url } = await start({
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-    });
+    const { child, url } = await start(dataDir);
     try {
       const ok = await fetch(`${url}/anything`, { headers: { Authorization: `Bearer ${token}` } });
       expect(ok.status).toBe(404);
@@ -368,34 +355,14 @@ describe('the single-process start (embedded PostgreSQL)', { timeout: 180_000 },
   });
   it('the tokens CLI manages the tokens of a running Herald through its API, and the database once it stops', async () => {
     const dataDir = await tempDir();
-    const { child, url } = await start({
-      HERALD_DATA_DIR: dataDir,
-      REDIS_URL: TEST_REDIS_URL,
-      REDIS_PREFIX: prefixOf(dataDir),
-    });
+    const { child, url } = await start(dataDir);
     const cli = (...args: string[]) =>
       cliInProcess({ HERALD_DATA_DIR: dataDir, HERALD_URL: url }, ...args);
     const postEvent = (token: string) =>
       fetch(`${url}/events`, {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          data: [
-            {
-              type: 'event',
-              attributes: {
-                entity_type: 'item_type',
-                event_type: 'create',
-                entity: {
-                  type: 'item_type',
-                  id: 'post',
-                  attributes: { name: 'Post', api_key: 'post' },
-                },
-                related_entities: [],
-              },
-            },
-          ],
-        }),
+        body: JSON.stringify({ data: [modelEvent('post', { name: 'Post' }, [])] }),
       });
     let listed: string;
     try {

@@ -178,18 +178,7 @@ export function createApiApp(
 
   app.use(requestContext(deps.metrics));
   app.use(accessLog(deps.logger, deps.http.accessLog));
-  app.use(closeWhileDraining(deps.lifecycle));
-  app.use(
-    healthRouter({
-      db: deps.db,
-      coordination: deps.coordination,
-      metrics: deps.metrics,
-      isDraining: () => deps.lifecycle.draining,
-      starting: () => deps.lifecycle.starting,
-      docsUrl: deps.http.docsUrl,
-    }),
-  );
-  app.use(errorReferenceRouter());
+  useOps(app, deps, deps.http.docsUrl);
   for (const router of publicRouters) app.use(router);
   app.use(refuseWhileStarting(deps.lifecycle));
   app.use(parseQuery);
@@ -204,6 +193,29 @@ export function createApiApp(
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.http.docsUrl));
   return app;
+}
+
+/**
+ * What both apps answer before any API route: nothing new while draining, then health, readiness,
+ * metrics and the error reference.
+ */
+function useOps(
+  app: Express,
+  deps: Pick<ApiAppDeps, 'db' | 'coordination' | 'metrics' | 'lifecycle'>,
+  docsUrl: string | undefined,
+): void {
+  app.use(closeWhileDraining(deps.lifecycle));
+  app.use(
+    healthRouter({
+      db: deps.db,
+      coordination: deps.coordination,
+      metrics: deps.metrics,
+      isDraining: () => deps.lifecycle.draining,
+      starting: () => deps.lifecycle.starting,
+      docsUrl,
+    }),
+  );
+  app.use(errorReferenceRouter());
 }
 
 const notFound: RequestHandler = (req, _res, next) => {
@@ -227,18 +239,7 @@ export function createOpsApp(
   app.disable('x-powered-by');
   app.use(requestContext(deps.metrics));
   app.use(accessLog(deps.logger, { sampleRates: {} }));
-  app.use(closeWhileDraining(deps.lifecycle));
-  app.use(
-    healthRouter({
-      db: deps.db,
-      coordination: deps.coordination,
-      metrics: deps.metrics,
-      isDraining: () => deps.lifecycle.draining,
-      starting: () => deps.lifecycle.starting,
-      docsUrl: deps.docsUrl,
-    }),
-  );
-  app.use(errorReferenceRouter());
+  useOps(app, deps, deps.docsUrl);
   app.use(notFound);
   app.use(errorHandler(deps.logger, deps.docsUrl));
   return app;

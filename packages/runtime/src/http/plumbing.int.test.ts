@@ -45,16 +45,24 @@ const idBytes = (maxLength: number) =>
 /** The plumbing around probeRouter, served; `call` sends the admin token unless told otherwise. */
 const it = appTest((deps) => createApiApp(deps, [probeRouter()]), {
   http: { bodyLimitBytes: 64 * 1024 },
-}).extend(
-  'call',
-  ({ api }) =>
-    (path: string, init: RequestInit & { token?: string | null } = {}) => {
-      const headers = new Headers(init.headers);
-      const token = init.token === undefined ? api.token : init.token;
-      if (token) headers.set('Authorization', `Bearer ${token}`);
-      return fetch(`${api.url}${path}`, { ...init, headers });
-    },
-);
+})
+  .extend(
+    'call',
+    ({ api }) =>
+      (path: string, init: RequestInit & { token?: string | null } = {}) => {
+        const headers = new Headers(init.headers);
+        const token = init.token === undefined ? api.token : init.token;
+        if (token) headers.set('Authorization', `Bearer ${token}`);
+        return fetch(`${api.url}${path}`, { ...init, headers });
+      },
+  )
+  .extend(
+    'echo',
+    ({ call }) =>
+      /** POSTs `body` to /echo, as JSON unless `headers` say otherwise. */
+      (body: BodyInit, headers: HeadersInit = { 'Content-Type': 'application/json' }) =>
+        call('/echo', { method: 'POST', headers, body }),
+  );
 
 let reader: string;
 let producer: string;
@@ -245,33 +253,25 @@ describe('request headers', () => {
     );
   });
 
-  it('415 INVALID_CONTENT_TYPE_HEADER for a body that is not JSON', async ({ call }) => {
-    const res = await call('/echo', {
-      method: 'POST',
-      headers: { 'Content-Type': 'text/plain' },
-      body: 'hi',
-    });
+  it('415 INVALID_CONTENT_TYPE_HEADER for a body that is not JSON', async ({ echo }) => {
+    const res = await echo('hi', { 'Content-Type': 'text/plain' });
     await expectError(res, 415, 'INVALID_CONTENT_TYPE_HEADER');
-    const none = await call('/echo', { method: 'POST', body: new Uint8Array([123, 125]) });
+    const none = await echo(new Uint8Array([123, 125]), {});
     await expectError(none, 415, 'INVALID_CONTENT_TYPE_HEADER');
   });
 
   it('accepts JSON bodies as application/json with charset and as application/vnd.api+json', async ({
-    call,
+    echo,
   }) => {
     for (const type of ['application/json; charset=utf-8', 'application/vnd.api+json']) {
-      const res = await call('/echo', {
-        method: 'POST',
-        headers: { 'Content-Type': type },
-        body: '{"a":1}',
-      });
+      const res = await echo('{"a":1}', { 'Content-Type': type });
       expect(res.status).toBe(200);
       expect(await json(res)).toEqual({ data: { a: 1 } });
     }
   });
 
   it('never answers 500 whatever the values of the headers the plumbing reads', async ({
-    call,
+    echo,
   }) => {
     const printable = fc
       .string({
@@ -303,7 +303,7 @@ describe('request headers', () => {
         headers,
         fc.constantFrom('{"a":1}', '{"a":', '[[[]]]', ''),
         async (h, body) => {
-          const res = await call('/echo', { method: 'POST', headers: h, body });
+          const res = await echo(body, h);
           expect(res.status, JSON.stringify(h)).toBeLessThan(500);
           if (res.status !== 200) {
             const { data } = await json(res);
@@ -352,60 +352,48 @@ describe('request headers', () => {
 });
 
 describe('bodies', () => {
-  it('400 INVALID_JSON_BODY for JSON that does not parse', async ({ call }) => {
-    const res = await call('/echo', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: '{"a":',
-    });
+  it('400 INVALID_JSON_BODY for JSON that does not parse', async ({ echo }) => {
+    const res = await echo('{"a":');
     await expectError(res, 400, 'INVALID_JSON_BODY');
   });
 
-  it('413 REQUEST_TOO_LARGE over the body limit', async ({ call }) => {
+  it('413 REQUEST_TOO_LARGE over the body limit', async ({ echo }) => {
     const body = JSON.stringify({ a: 'x'.repeat(70 * 1024) });
-    const res = await call('/echo', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body,
-    });
+    const res = await echo(body);
     await expectError(res, 413, 'REQUEST_TOO_LARGE');
   });
 
   const nested = (depth: number) => `${'['.repeat(depth - 1)}{"a":1}${']'.repeat(depth - 1)}`;
 
   it('400 INVALID_JSON_BODY for arrays and objects nested deeper than 128 levels', async ({
-    call,
+    echo,
   }) => {
-    const post = (body: string) =>
-      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
-    expect((await post(nested(128))).status).toBe(200);
+    expect((await echo(nested(128))).status).toBe(200);
     for (const depth of [129, 8000, 30_000]) {
-      const details = await expectError(await post(nested(depth)), 400, 'INVALID_JSON_BODY');
+      const details = await expectError(await echo(nested(depth)), 400, 'INVALID_JSON_BODY');
       expect(details['max_depth']).toBe(128);
     }
     // Deep inside an otherwise ordinary document too, and before the NUL check reads it.
     const deepEntity = `{"data":{"attributes":{"name":"a\\u0000","entity":${nested(5000)}}}}`;
-    await expectError(await post(deepEntity), 400, 'INVALID_JSON_BODY');
+    await expectError(await echo(deepEntity), 400, 'INVALID_JSON_BODY');
   });
 
   it('400 INVALID_REQUEST for a body that does not decompress as its Content-Encoding says', async ({
-    call,
+    echo,
   }) => {
     const body = '{"a":1}';
     for (const encoding of ['gzip', 'deflate', 'br']) {
-      const res = await call('/echo', {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
-        body,
+      const res = await echo(body, {
+        'Content-Type': 'application/json',
+        'Content-Encoding': encoding,
       });
       const details = await expectError(res, 400, 'INVALID_REQUEST');
       expect(details['message']).toMatch(/does not decompress/);
     }
     const truncated = gzipSync(body).subarray(0, 12);
-    const res = await call('/echo', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
-      body: truncated,
+    const res = await echo(truncated, {
+      'Content-Type': 'application/json',
+      'Content-Encoding': 'gzip',
     });
     await expectError(res, 400, 'INVALID_REQUEST');
     // What does decompress is read as usual.
@@ -414,17 +402,16 @@ describe('bodies', () => {
       ['deflate', deflateSync(body)],
       ['br', brotliCompressSync(body)],
     ] as const) {
-      const ok = await call('/echo', {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
-        body: bytes,
+      const ok = await echo(bytes, {
+        'Content-Type': 'application/json',
+        'Content-Encoding': encoding,
       });
       expect(ok.status).toBe(200);
       expect(await json(ok)).toEqual({ data: { a: 1 } });
     }
   });
 
-  it('never answers 500 whatever the nesting of a JSON body', async ({ call }) => {
+  it('never answers 500 whatever the nesting of a JSON body', async ({ echo }) => {
     await fc.assert(
       fc.asyncProperty(
         fc.jsonValue({ maxDepth: 4 }),
@@ -437,11 +424,7 @@ describe('bodies', () => {
           const opens = [...wrappers, ...Array<string>(extra % 3 === 0 ? extra : 0).fill('[')];
           const closes = opens.map((open) => (open === '[' ? ']' : '}')).reverse();
           const body = `${opens.join('')}${JSON.stringify(leaf)}${closes.join('')}`;
-          const res = await call('/echo', {
-            method: 'POST',
-            headers: { 'Content-Type': 'application/json' },
-            body,
-          });
+          const res = await echo(body);
           expect([200, 400, 422]).toContain(res.status);
           if (res.status === 400) await expectError(res, 400, 'INVALID_JSON_BODY');
         },
@@ -451,32 +434,26 @@ describe('bodies', () => {
   });
 
   it('422 for a lone surrogate in a string or a key of the body, naming where', async ({
-    call,
+    echo,
   }) => {
-    const post = (body: string) =>
-      call('/echo', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
     const cases: [string, string][] = [
       ['{"data":{"attributes":{"name":"a\\ud800b"}}}', 'name'],
       ['{"data":{"attributes":{"headers":{"X-\\udfff":"v"}}}}', 'headers.X-\udfff'],
       ['{"events":[{"entity":{"title":"\\ude00\\ud83d"}}]}', 'events.0.entity.title'],
     ];
     for (const [body, field] of cases) {
-      const details = await expectError(await post(body), 422, 'INVALID_FIELD');
+      const details = await expectError(await echo(body), 422, 'INVALID_FIELD');
       expect(details).toMatchObject({ field, code: 'VALIDATION_FORMAT' });
       expect(details['message']).toMatch(/lone surrogate/);
     }
     // A surrogate pair is one character (😀).
-    const ok = await post('{"name":"a\\ud83d\\ude00b"}');
+    const ok = await echo('{"name":"a\\ud83d\\ude00b"}');
     expect(ok.status).toBe(200);
     expect(await json(ok)).toEqual({ data: { name: 'a😀b' } });
   });
 
-  it('422 for a NUL character anywhere in the body, naming where', async ({ call }) => {
-    const res = await call('/echo', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ data: { attributes: { name: 'a\u0000b' } } }),
-    });
+  it('422 for a NUL character anywhere in the body, naming where', async ({ echo }) => {
+    const res = await echo(JSON.stringify({ data: { attributes: { name: 'a\u0000b' } } }));
     const details = await expectError(res, 422, 'INVALID_FIELD');
     expect(details).toMatchObject({ field: 'name', code: 'VALIDATION_FORMAT' });
   });

@@ -21,7 +21,44 @@ export {
 // `IS TRUE` means the same for these NOT NULL or tested-for-NULL columns and hides the
 // predicate, so the key's index is used.
 
-export interface WebhookCallRecord {
+/**
+ * What one sending asked and was answered: a call keeps its latest sending's, an attempt its own.
+ * An attempt was always sent: it sets `Unsent` to never, so its URL and headers are never null.
+ */
+export interface ExchangeRecord<Unsent = null> {
+  requestUrl: string | Unsent;
+  requestHeaders: Record<string, string> | Unsent;
+  requestPayload: string | null;
+  responseStatus: number | null;
+  responseHeaders: Record<string, string> | null;
+  responsePayload: string | null;
+  failureReason: string | null;
+}
+
+/** The columns an ExchangeRecord is read from (webhook_calls, webhook_call_attempts). */
+export interface ExchangeRow<Unsent = null> extends Record<string, unknown> {
+  request_url: string | Unsent;
+  request_headers: Record<string, string> | Unsent;
+  request_payload: string | null;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_payload: string | null;
+  failure_reason: string | null;
+}
+
+export const toExchange = <Unsent = null>(
+  row: ExchangeRow<NoInfer<Unsent>>,
+): ExchangeRecord<Unsent> => ({
+  requestUrl: row.request_url,
+  requestHeaders: row.request_headers,
+  requestPayload: row.request_payload,
+  responseStatus: row.response_status,
+  responseHeaders: row.response_headers,
+  responsePayload: row.response_payload,
+  failureReason: row.failure_reason,
+});
+
+export interface WebhookCallRecord extends ExchangeRecord {
   id: string;
   /** The stored event's id; for a test call, the id of the event it carries. */
   eventId: string;
@@ -32,13 +69,6 @@ export interface WebhookCallRecord {
   eventType: string;
   status: WebhookCallStatus;
   createdAt: Date;
-  requestUrl: string | null;
-  requestHeaders: Record<string, string> | null;
-  requestPayload: string | null;
-  responseStatus: number | null;
-  responseHeaders: Record<string, string> | null;
-  responsePayload: string | null;
-  failureReason: string | null;
   attemptedAutoRetriesCount: number;
   lastSentAt: Date | null;
   nextRetryAt: Date | null;
@@ -48,7 +78,7 @@ export interface WebhookCallRecord {
   lane: string | null;
 }
 
-export interface WebhookCallRow extends Record<string, unknown> {
+export interface WebhookCallRow extends ExchangeRow {
   id: string;
   event_id: string;
   test_event: TestEventJson | null;
@@ -57,13 +87,6 @@ export interface WebhookCallRow extends Record<string, unknown> {
   event_type: string;
   status: WebhookCallStatus;
   created_at: Date;
-  request_url: string | null;
-  request_headers: Record<string, string> | null;
-  request_payload: string | null;
-  response_status: number | null;
-  response_headers: Record<string, string> | null;
-  response_payload: string | null;
-  failure_reason: string | null;
   attempted_auto_retries_count: number;
   last_sent_at: Date | null;
   next_retry_at: Date | null;
@@ -85,13 +108,7 @@ export const toCall = (row: WebhookCallRow): WebhookCallRecord => ({
   eventType: row.event_type,
   status: row.status,
   createdAt: row.created_at,
-  requestUrl: row.request_url,
-  requestHeaders: row.request_headers,
-  requestPayload: row.request_payload,
-  responseStatus: row.response_status,
-  responseHeaders: row.response_headers,
-  responsePayload: row.response_payload,
-  failureReason: row.failure_reason,
+  ...toExchange(row),
   attemptedAutoRetriesCount: row.attempted_auto_retries_count,
   lastSentAt: row.last_sent_at,
   nextRetryAt: row.next_retry_at,

@@ -4,6 +4,9 @@ import {
   CALL_COLUMNS,
   isCallId,
   toCall,
+  toExchange,
+  type ExchangeRecord,
+  type ExchangeRow,
   type WebhookCallRecord,
   type WebhookCallRow,
 } from './call.js';
@@ -40,6 +43,28 @@ export async function findWebhookCalls(
   return rows.map(toCall);
 }
 
+/** An unfinished call as the sweeper's lists give it: enough to add its job again. */
+interface UnfinishedCall {
+  id: string;
+  webhookId: string;
+  status: 'pending' | 'rescheduled';
+  attemptedAutoRetriesCount: number;
+}
+
+type UnfinishedCallRow = {
+  id: string;
+  webhook_id: string;
+  status: 'pending' | 'rescheduled';
+  attempted_auto_retries_count: number;
+};
+
+const toUnfinishedCall = (row: UnfinishedCallRow): UnfinishedCall => ({
+  id: String(row.id),
+  webhookId: String(row.webhook_id),
+  status: row.status,
+  attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+});
+
 /**
  * Calls whose job Redis may have lost, oldest first: `pending` or `rescheduled` calls whose clock
  * (enqueued_at) is older than `before`. The clock of a pending call starts when its job is added;
@@ -50,20 +75,8 @@ export async function findWebhookCalls(
 export async function listStrandedWebhookCalls(
   db: Queryable,
   options: { before: Date; limit: number },
-): Promise<
-  {
-    id: string;
-    webhookId: string;
-    status: 'pending' | 'rescheduled';
-    attemptedAutoRetriesCount: number;
-  }[]
-> {
-  const { rows } = await db.query<{
-    id: string;
-    webhook_id: string;
-    status: 'pending' | 'rescheduled';
-    attempted_auto_retries_count: number;
-  }>(
+): Promise<UnfinishedCall[]> {
+  const { rows } = await db.query<UnfinishedCallRow>(
     // The conditions of the webhook_calls_unfinished index (enqueued_at, partial), on purpose.
     // Calls held by a process are its own while its lease lives (takeOverOrphanedWebhookCalls).
     `SELECT id, webhook_id, status, attempted_auto_retries_count FROM webhook_calls
@@ -71,12 +84,7 @@ export async function listStrandedWebhookCalls(
      ORDER BY enqueued_at LIMIT $2`,
     [options.before, options.limit],
   );
-  return rows.map((row) => ({
-    id: row.id,
-    webhookId: row.webhook_id,
-    status: row.status,
-    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
-  }));
+  return rows.map(toUnfinishedCall);
 }
 
 /**
@@ -91,24 +99,13 @@ export async function listWaitingWebhookCalls(
   /** `after`: the last call of the page before (its cursor and id). */
   options: { after: { cursor: string; id: string } | null; limit: number },
 ): Promise<
-  {
-    id: string;
-    webhookId: string;
-    status: 'pending' | 'rescheduled';
-    attemptedAutoRetriesCount: number;
+  (UnfinishedCall & {
     dueAt: Date;
     /** Its place in the list (enqueued_at to the microsecond). */
     cursor: string;
-  }[]
+  })[]
 > {
-  const { rows } = await db.query<{
-    id: string;
-    webhook_id: string;
-    status: 'pending' | 'rescheduled';
-    attempted_auto_retries_count: number;
-    enqueued_at: Date;
-    cursor: string;
-  }>(
+  const { rows } = await db.query<UnfinishedCallRow & { enqueued_at: Date; cursor: string }>(
     // The webhook_calls_unfinished index (enqueued_at, partial), as listStrandedWebhookCalls.
     `SELECT id, webhook_id, status, attempted_auto_retries_count, enqueued_at,
        enqueued_at::text AS cursor FROM webhook_calls
@@ -119,10 +116,7 @@ export async function listWaitingWebhookCalls(
     [options.after?.cursor ?? null, options.after?.id ?? null, options.limit],
   );
   return rows.map((row) => ({
-    id: String(row.id),
-    webhookId: String(row.webhook_id),
-    status: row.status,
-    attemptedAutoRetriesCount: row.attempted_auto_retries_count,
+    ...toUnfinishedCall(row),
     dueAt: row.enqueued_at,
     cursor: row.cursor,
   }));
@@ -368,7 +362,7 @@ const bind = (params: unknown[], value: unknown): string => {
 };
 
 /** One attempt of a call, as GET /webhook_calls/:id/attempts lists it. */
-export interface WebhookCallAttemptRecord {
+export interface WebhookCallAttemptRecord extends ExchangeRecord<never> {
   callId: string;
   number: number;
   trigger: AttemptTrigger;
@@ -376,13 +370,6 @@ export interface WebhookCallAttemptRecord {
   startedAt: Date;
   /** null for an attempt recorded before attempts had their own rows. */
   durationMs: number | null;
-  requestUrl: string;
-  requestHeaders: Record<string, string>;
-  requestPayload: string | null;
-  responseStatus: number | null;
-  responseHeaders: Record<string, string> | null;
-  responsePayload: string | null;
-  failureReason: string | null;
 }
 
 /**
@@ -395,21 +382,16 @@ export async function listWebhookCallAttempts(
   page: { offset: number; limit: number },
 ): Promise<{ attempts: WebhookCallAttemptRecord[]; totalCount: number } | null> {
   if (!isCallId(callId)) return null;
-  const { rows } = await db.query<{
-    attempts_count: number;
-    number: number | null;
-    trigger: AttemptTrigger;
-    outcome: Exclude<WebhookCallStatus, 'pending'>;
-    started_at: Date;
-    duration_ms: number | null;
-    request_url: string;
-    request_headers: Record<string, string>;
-    request_payload: string | null;
-    response_status: number | null;
-    response_headers: Record<string, string> | null;
-    response_payload: string | null;
-    failure_reason: string | null;
-  }>(
+  const { rows } = await db.query<
+    ExchangeRow<never> & {
+      attempts_count: number;
+      number: number | null;
+      trigger: AttemptTrigger;
+      outcome: Exclude<WebhookCallStatus, 'pending'>;
+      started_at: Date;
+      duration_ms: number | null;
+    }
+  >(
     // The call's row even when the page is empty (a call never attempted, an offset past the end).
     `SELECT c.attempts_count, a.number, a.trigger, a.outcome, a.started_at, a.duration_ms,
        a.request_url, a.request_headers, coalesce(a.request_payload, c.request_payload)
@@ -438,13 +420,7 @@ export async function listWebhookCallAttempts(
               outcome: row.outcome,
               startedAt: row.started_at,
               durationMs: row.duration_ms,
-              requestUrl: row.request_url,
-              requestHeaders: row.request_headers,
-              requestPayload: row.request_payload,
-              responseStatus: row.response_status,
-              responseHeaders: row.response_headers,
-              responsePayload: row.response_payload,
-              failureReason: row.failure_reason,
+              ...toExchange<never>(row),
             },
           ],
     ),

@@ -31,6 +31,16 @@ const webhook: WebhookAttributes = {
   delivery_policy: { circuit_failures: 3, rate_limit_per_second: null },
 };
 
+/** How `webhook` is delivered: no flow control, to its URL over HTTP, no auth or TLS of its own. */
+const PLAIN_DELIVERY = {
+  delivery_order: 'any',
+  coalesce: false,
+  batch: null,
+  destination: { kind: 'http' },
+  auth: null,
+  tls: null,
+};
+
 describe('webhook form', () => {
   it('round-trips a webhook, keeping the filter shape it was sent in', () => {
     const attributes = attributesFromForm(formFromWebhook(webhook));
@@ -40,14 +50,8 @@ describe('webhook form', () => {
       enabled: false,
       headers: { 'X-Foo': 'Bar' },
       redact_headers: ['X-Tenant', 'x-other'],
-      events: [
-        {
-          entity_type: 'item',
-          event_types: ['publish'],
-          filter: { entity_type: 'item_type', entity_ids: ['article', 'page'] },
-        },
-        { entity_type: 'build_trigger', event_types: ['deploy_failed'] },
-      ],
+      // As sent: the item filter keeps its entity_type/entity_ids shape.
+      events: webhook.events,
       custom_payload: '{"id":"{{entity.id}}"}',
       http_basic_user: 'user',
       http_basic_password: 'pw',
@@ -55,12 +59,7 @@ describe('webhook form', () => {
       payload_changes: false,
       auto_retry: false,
       delivery_policy: { circuit_failures: 3 },
-      delivery_order: 'any',
-      coalesce: false,
-      batch: null,
-      destination: { kind: 'http' },
-      auth: null,
-      tls: null,
+      ...PLAIN_DELIVERY,
     });
     const flow = {
       delivery_order: 'per_entity',
@@ -193,12 +192,7 @@ describe('webhook form', () => {
       http_basic_user: 'user',
       nested_items_in_payload: true,
       payload_changes: false,
-      delivery_order: 'any',
-      coalesce: false,
-      batch: null,
-      destination: { kind: 'http' },
-      auth: null,
-      tls: null,
+      ...PLAIN_DELIVERY,
     });
     expect(previewAttributes(form, ' evt-1 ')['event_id']).toBe('evt-1');
     // The events of one call (flow control) take the place of the one event.

@@ -24,6 +24,18 @@ const rare = fc.oneof({ arbitrary: fc.constant(undefined), weight: 8 }, anyScala
 const defined = (o: Record<string, unknown>) =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 
+/** An entry of POST /events: event `id`, `eventType` of `entity`, at a fixed time. */
+const eventOf = <E>(id: string, entityType: string, eventType: string, entity: E) => ({
+  type: 'event',
+  id,
+  attributes: {
+    entity_type: entityType,
+    event_type: eventType,
+    occurred_at: '2026-01-02T03:04:05Z',
+    entity,
+  },
+});
+
 const ref = (type: string) =>
   fc.record({ type: slot(fc.constant(type)), id: slot(fc.constantFrom('post', 'u1')) });
 const itemEntity = fc
@@ -108,39 +120,25 @@ describe('parseItemEventFast', () => {
   });
 
   it("refuses Herald's own notices from a producer", () => {
-    const notice = {
-      type: 'event',
-      id: 'ev-notice',
-      attributes: {
-        entity_type: 'notice',
-        event_type: 'failing',
-        occurred_at: '2026-01-02T03:04:05Z',
-        entity: { type: 'notice', id: 'n-1', attributes: { webhook_id: '1' } },
-      },
-    };
+    const notice = eventOf('ev-notice', 'notice', 'failing', {
+      type: 'notice',
+      id: 'n-1',
+      attributes: { webhook_id: '1' },
+    });
     expect(() => validateEventsBody({ data: [notice] })).toThrow(/expected one of "item/);
   });
 
   it('gives validateEventsBody the same events as zod does', () => {
-    const raw = {
-      type: 'event',
-      id: 'ev-1',
-      attributes: {
-        entity_type: 'item',
-        event_type: 'create',
-        occurred_at: '2026-01-02T03:04:05Z',
-        entity: {
-          type: 'item',
-          id: 'rec-1',
-          attributes: { title: 'Hello' },
-          relationships: {
-            item_type: { data: { type: 'item_type', id: 'post' } },
-            creator: { data: { type: 'user', id: 'u1' } },
-          },
-          meta: { created_at: '2026-01-02T03:04:05Z', status: 'draft', custom: 1 },
-        },
+    const raw = eventOf('ev-1', 'item', 'create', {
+      type: 'item',
+      id: 'rec-1',
+      attributes: { title: 'Hello' },
+      relationships: {
+        item_type: { data: { type: 'item_type', id: 'post' } },
+        creator: { data: { type: 'user', id: 'u1' } },
       },
-    };
+      meta: { created_at: '2026-01-02T03:04:05Z', status: 'draft', custom: 1 },
+    });
     expect(parseItemEventFast(raw)).toBeDefined();
     const [event] = validateEventsBody({ data: [raw] });
     const zod = EventInput.parse(raw);

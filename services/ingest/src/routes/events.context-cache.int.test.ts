@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
 import { findRecord } from '@herald/store';
-import { serve, testApi, testDeps, type TestApi } from '@herald/testkit';
+import { itemEvent, serve, testApi, testDeps, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
@@ -45,20 +45,9 @@ const model = (fields: string[], eventType: 'create' | 'update' | 'delete' = 'cr
   },
 });
 
-const note = (id: string, attributes: Record<string, unknown>) => ({
-  type: 'event',
-  id: `ev-${id}`,
-  attributes: {
-    entity_type: 'item',
-    event_type: 'create',
-    entity: {
-      type: 'item',
-      id,
-      attributes,
-      relationships: { item_type: { data: { type: 'item_type', id: 'note' } } },
-    },
-  },
-});
+/** The create event of record `id` of the note model. */
+const note = (id: string, attributes: Record<string, unknown>) =>
+  itemEvent('create', id, attributes, { model: 'note', eventId: `ev-${id}` });
 
 const environment = (locales: string[]) => ({
   type: 'event',

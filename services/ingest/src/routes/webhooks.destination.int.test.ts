@@ -1,32 +1,18 @@
 import { describe, expect } from 'vitest';
 import { parseCidrList } from '@herald/contract';
 import { findWebhook } from '@herald/store';
-import type { TestApi } from '@herald/testkit';
+import { testWebhookAttributes, type TestApi } from '@herald/testkit';
 import { appTest } from '@herald/testkit/fixtures';
 import { createApp } from '../app.js';
 
 // Broker destinations (docs/api.md, Destinations): validated at creation, credentials write-only.
 const it = appTest(createApp, { deps: () => ({ ssrfAllowCidrs: parseCidrList('127.0.0.0/8') }) });
 
-let counter = 0;
-const create = (api: TestApi, destination: unknown) => {
-  counter += 1;
-  return api.call('POST', '/webhooks', {
-    data: {
-      type: 'webhook',
-      attributes: {
-        name: `destination hook ${counter}`,
-        url: 'https://example.com/hook',
-        headers: {},
-        events: [{ entity_type: 'item', event_types: ['publish'] }],
-        custom_payload: null,
-        http_basic_user: null,
-        http_basic_password: null,
-        destination,
-      },
-    },
+/** POST /webhooks with a valid webhook's attributes and `destination`. */
+const create = (api: TestApi, destination: unknown) =>
+  api.call('POST', '/webhooks', {
+    data: { type: 'webhook', attributes: testWebhookAttributes({ destination }) },
   });
-};
 
 describe('the destination attribute', () => {
   it('defaults to http', async ({ api }) => {

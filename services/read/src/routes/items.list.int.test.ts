@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
 import fc from 'fast-check';
-import { createTestToken, defineModel, putRecord } from '@herald/testkit';
+import { createTestToken, defineModel, putRecord, type SeedRecord } from '@herald/testkit';
 import { deleteRecords, upsertEnvironment } from '@herald/store';
 import { readTest } from '../../test/fixtures.js';
 
@@ -64,6 +64,14 @@ const dast = (text: string) => ({
 });
 
 it.beforeAll(async ({ db }) => {
+  /** Record `id` of model `itemTypeId`, written as `mode`, created at second `second`. */
+  const put = (
+    itemTypeId: string,
+    id: string,
+    mode: SeedRecord['mode'],
+    second: number,
+    rest: Omit<SeedRecord, 'id' | 'itemTypeId' | 'mode' | 'createdAt'>,
+  ) => putRecord(db, ENV, LOCALES, { id, itemTypeId, mode, createdAt: at(second), ...rest });
   await upsertEnvironment(db, ENV, LOCALES);
   await defineModel(db, ENV, {
     id: 'b_text',
@@ -118,11 +126,7 @@ it.beforeAll(async ({ db }) => {
     custom_data: {},
     focal_point: null,
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p1',
-    itemTypeId: 'm_post',
-    mode: 'publish',
-    createdAt: at(1),
+  await put('m_post', 'p1', 'publish', 1, {
     attributes: {
       title: { en: 'Hello world', it: 'Ciao mondo' },
       slug: 'hello-world',
@@ -158,11 +162,7 @@ it.beforeAll(async ({ db }) => {
       },
     ],
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p2',
-    itemTypeId: 'm_post',
-    mode: 'publish',
-    createdAt: at(2),
+  await put('m_post', 'p2', 'publish', 2, {
     attributes: {
       title: { en: 'Second post', it: 'Secondo' },
       slug: 'second',
@@ -182,60 +182,32 @@ it.beforeAll(async ({ db }) => {
       sections: [],
     },
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p3',
-    itemTypeId: 'm_post',
-    mode: 'save',
-    createdAt: at(3),
+  await put('m_post', 'p3', 'save', 3, {
     attributes: { title: { en: 'Third draft', it: null }, slug: 'third', body: '', views: null },
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p4',
-    itemTypeId: 'm_post',
-    mode: 'publish',
-    createdAt: at(4),
+  await put('m_post', 'p4', 'publish', 4, {
     attributes: { title: { en: 'Old title' }, slug: 'four', views: 7 },
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p4',
-    itemTypeId: 'm_post',
-    mode: 'save',
-    createdAt: at(4),
+  await put('m_post', 'p4', 'save', 4, {
     updatedAt: at(100),
     attributes: { title: { en: 'New title' }, slug: 'four', views: 8 },
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'p5',
-    itemTypeId: 'm_post',
-    mode: 'publish',
-    createdAt: at(5),
+  await put('m_post', 'p5', 'publish', 5, {
     isValid: false,
     attributes: { title: { en: '[special] 100% _under_' }, slug: 'five', views: 5 },
   });
   // 35 pages, created in order, positioned in reverse: the default order is position_ASC.
   for (let i = 0; i < 35; i++) {
-    await putRecord(db, ENV, LOCALES, {
-      id: `pg${String(i).padStart(2, '0')}`,
-      itemTypeId: 'm_page',
-      mode: 'publish',
-      createdAt: at(10 + i),
+    await put('m_page', `pg${String(i).padStart(2, '0')}`, 'publish', 10 + i, {
       position: 35 - i,
       attributes: { title: `Page ${i % 3}` },
     });
   }
-  await putRecord(db, ENV, LOCALES, {
-    id: 'c1',
-    itemTypeId: 'm_cat',
-    mode: 'publish',
-    createdAt: at(50),
+  await put('m_cat', 'c1', 'publish', 50, {
     position: 1,
     attributes: { name: 'Root' },
   });
-  await putRecord(db, ENV, LOCALES, {
-    id: 'c2',
-    itemTypeId: 'm_cat',
-    mode: 'publish',
-    createdAt: at(51),
+  await put('m_cat', 'c2', 'publish', 51, {
     position: 1,
     parentId: 'c1',
     attributes: { name: 'Child' },

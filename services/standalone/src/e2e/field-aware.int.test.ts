@@ -154,6 +154,17 @@ async function matchedWebhooks(api: Api, eventId: string): Promise<string[]> {
   return (answer.body.included ?? []).map((c) => c.relationships.webhook.data.id).sort();
 }
 
+/**
+ * A test's own environment and model, and `hook`: a webhook there delivering to `url`, its item
+ * entry narrowed by `narrowing` (createWebhook).
+ */
+async function webhooksIn(api: Api, pipeline: Parameters<typeof createWebhook>[1], url: string) {
+  const { env, model } = await environmentWithModel(api);
+  const hook = (narrowing: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    createWebhook(api, pipeline, url, env, narrowing, extra);
+  return { env, model, hook };
+}
+
 /** A test's time: a dozen webhooks and events through the API, on a machine maybe busy. */
 const TEST_TIMEOUT_MS = 90_000;
 
@@ -161,23 +172,16 @@ describe('field-aware entries, through the API', () => {
   it(
     'match on changed fields, locales, the record status and field conditions against the stored version',
     async ({ api, pipeline, receiver }) => {
-      const { env, model } = await environmentWithModel(api);
-      const titleChanged = await createWebhook(
-        api,
-        pipeline,
-        receiver.url,
-        env,
-        { changed_fields: ['title'] },
-        { payload_changes: true },
-      );
-      const italian = await createWebhook(api, pipeline, receiver.url, env, { locales: ['it'] });
-      const popular = await createWebhook(api, pipeline, receiver.url, env, {
+      const { env, model, hook } = await webhooksIn(api, pipeline, receiver.url);
+      const titleChanged = await hook({ changed_fields: ['title'] }, { payload_changes: true });
+      const italian = await hook({ locales: ['it'] });
+      const popular = await hook({
         fields: { views: { gt: 10 } },
       });
-      const published = await createWebhook(api, pipeline, receiver.url, env, {
+      const published = await hook({
         record_status: ['published'],
       });
-      const plain = await createWebhook(api, pipeline, receiver.url, env, {});
+      const plain = await hook({});
 
       const id = randomId('rec').replace(/[^A-Za-z0-9_-]/g, '');
       const post = async (eventType: string, attributes: Record<string, unknown>) => {
@@ -246,12 +250,8 @@ describe('field-aware entries, through the API', () => {
   it(
     'compares with previous_entity when the event carries one, and renders changed_fields in Mustache',
     async ({ api, pipeline, receiver }) => {
-      const { env, model } = await environmentWithModel(api);
-      const slugChanged = await createWebhook(
-        api,
-        pipeline,
-        receiver.url,
-        env,
+      const { env, model, hook } = await webhooksIn(api, pipeline, receiver.url);
+      const slugChanged = await hook(
         { changed_fields: ['slug'] },
         { custom_payload: '{"changed":"{{#changed_fields}}{{.}};{{/changed_fields}}"}' },
       );

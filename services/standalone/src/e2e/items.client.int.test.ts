@@ -110,35 +110,21 @@ beforeAll(async () => {
     attributes: { heading },
     relationships: { item_type: { data: { type: 'item_type', id: 'section' } } },
   });
+  /** Record a1's fields other than its sections (blocks). */
+  const alpha = { title: { en: 'Alpha', it: 'Alfa' }, views: 3, author: 'a2' };
   await postEvents([
     itemEvent(
       'create',
       'a1',
       'article',
-      {
-        title: { en: 'Alpha', it: 'Alfa' },
-        views: 3,
-        author: 'a2',
-        sections: [section('s1', 'Intro'), section('s2', 'Outro')],
-      },
+      { ...alpha, sections: [section('s1', 'Intro'), section('s2', 'Outro')] },
       iso(1),
     ),
     itemEvent('create', 'a2', 'article', { title: { en: 'Beta', it: 'Beta' }, views: 9 }, iso(2)),
     itemEvent('create', 'a3', 'article', { title: { en: 'Gamma', it: 'Gamma' }, views: 6 }, iso(3)),
   ]);
   await postEvents([
-    itemEvent(
-      'publish',
-      'a1',
-      'article',
-      {
-        title: { en: 'Alpha', it: 'Alfa' },
-        views: 3,
-        author: 'a2',
-        sections: ['s1', 's2'],
-      },
-      iso(1),
-    ),
+    itemEvent('publish', 'a1', 'article', { ...alpha, sections: ['s1', 's2'] }, iso(1)),
     itemEvent('publish', 'a2', 'article', { title: { en: 'Beta', it: 'Beta' }, views: 9 }, iso(2)),
   ]);
   for (let start = 0; start < BULK; start += 500) {

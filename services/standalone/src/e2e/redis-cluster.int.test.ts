@@ -15,6 +15,7 @@ import {
 import {
   createTestDb,
   createTestToken,
+  itemEvent,
   serve,
   silentLogger,
   startReceiver,
@@ -129,23 +130,14 @@ function modelEvent(model: string) {
   };
 }
 
-function itemEvent(id: string, model: string) {
-  return {
-    type: 'event',
-    id,
-    attributes: {
-      entity_type: 'item',
-      event_type: 'create',
-      entity: {
-        type: 'item',
-        id: `record-${id}`,
-        attributes: { title: id },
-        relationships: { item_type: { data: { type: 'item_type', id: model } } },
-        meta: { status: 'draft' },
-      },
-    },
-  };
-}
+/** The create event `id` of a draft record of `model`, titled `id`. */
+const recordEvent = (id: string, model: string) =>
+  itemEvent(
+    'create',
+    `record-${id}`,
+    { title: id },
+    { model, eventId: id, meta: { status: 'draft' } },
+  );
 
 async function post(path: string, data: unknown): Promise<unknown> {
   const response = await fetch(`${api.url}${path}`, {
@@ -230,7 +222,7 @@ async function postEvents(model: string, count: number, perRequest = 10): Promis
   for (let i = 0; i < ids.length; i += perRequest) {
     await post(
       '/events',
-      ids.slice(i, i + perRequest).map((id) => itemEvent(id, model)),
+      ids.slice(i, i + perRequest).map((id) => recordEvent(id, model)),
     );
   }
   return ids;
@@ -264,7 +256,7 @@ describe('deliveries on a Redis Cluster', () => {
         const response = await fetch(`${api.url}/events`, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ data: ids.map((id) => itemEvent(id, 'failover')) }),
+          body: JSON.stringify({ data: ids.map((id) => recordEvent(id, 'failover')) }),
         });
         await response.arrayBuffer();
         if (response.status === 202) accepted.push(...ids);

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { resendJobId } from '@herald/contract';
 import { createApp } from '@herald/ingest';
 import { serveTestApi } from '@herald/testkit/fixtures';
-import { findWebhookCall } from '@herald/store';
+import { findWebhookCall, type WebhookInput, type WebhookRecord } from '@herald/store';
 import {
   randomId,
   startReceiver,
@@ -13,6 +13,7 @@ import {
   waitFor,
 } from '@herald/testkit';
 import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '@herald/delivery/testing';
+import type { Pipeline } from '@herald/delivery/testing';
 
 // The /webhook_calls API of services/ingest (docs/api.md, Webhook calls) against calls made by real
 // deliveries: the ingest app on the pipeline's Redis prefix, enqueuing where its match worker takes
@@ -38,6 +39,18 @@ const it = pipelineTest({
     onCleanup(() => own.close());
     return own;
   });
+
+/** A webhook of its own environment, taking the item publishes there, with `overrides`. */
+async function publishWebhook(
+  pipeline: Pipeline,
+  url: string,
+  overrides: Partial<WebhookInput> = {},
+): Promise<{ env: string; hook: WebhookRecord }> {
+  const env = randomId('env');
+  const events = itemEventsIn(env, ['publish']);
+  const hook = await pipeline.addWebhook(webhookInput(url, { events, ...overrides }));
+  return { env, hook };
+}
 
 /** Each path answers `status` with `code` in the error envelope. */
 async function expectRefused(
@@ -180,14 +193,10 @@ describe('/webhook_calls', () => {
     own,
   }) => {
     own.status = 503;
-    const env = randomId('env');
-    const hook = await pipeline.addWebhook(
-      webhookInput(own.url, {
-        events: itemEventsIn(env, ['publish']),
-        httpBasicUser: 'u',
-        httpBasicPassword: 'attempt-secret',
-      }),
-    );
+    const { env, hook } = await publishWebhook(pipeline, own.url, {
+      httpBasicUser: 'u',
+      httpBasicPassword: 'attempt-secret',
+    });
     const event = itemEvent({ environment: env, eventType: 'publish' });
     await pipeline.emit([event]);
     const call = await pipeline.waitForCall(event.id, hook.id, ['rescheduled']);
@@ -212,32 +221,31 @@ describe('/webhook_calls', () => {
       relationships: unknown;
     }[];
     expect(own.requests).toHaveLength(2);
+    /** The call's attempt `number`, with what it was sent for, how it ended, and `attributes`. */
+    const attempt = (
+      number: number,
+      trigger: string,
+      outcome: string,
+      attributes: Record<string, unknown>,
+    ) => ({ id: `${call.id}-${number}`, attributes: { number, trigger, outcome, ...attributes } });
     expect(first).toMatchObject({
-      id: `${call.id}-1`,
-      attributes: {
-        number: 1,
-        trigger: 'first',
-        outcome: 'rescheduled',
+      ...attempt(1, 'first', 'rescheduled', {
         request_url: own.url,
         request_payload: own.requests[0]!.body,
         request_headers: { Authorization: 'Basic ***', 'webhook-id': call.id },
         response_status: 503,
         response_payload: 'answer 503',
-      },
+      }),
       relationships: { webhook_call: { data: { type: 'webhook_call', id: call.id } } },
     });
-    expect(second).toMatchObject({
-      id: `${call.id}-2`,
-      attributes: {
-        number: 2,
-        trigger: 'resend',
-        outcome: 'success',
+    expect(second).toMatchObject(
+      attempt(2, 'resend', 'success', {
         request_payload: '{"version":2}',
         response_status: 200,
         response_payload: 'answer 200',
         failure_reason: null,
-      },
-    });
+      }),
+    );
     expect(own.requests[1]!.body).toBe('{"version":2}');
     for (const attempt of [first!, second!]) {
       expect(typeof attempt.attributes['duration_ms']).toBe('number');
@@ -268,10 +276,7 @@ describe('/webhook_calls', () => {
     pipeline,
     own,
   }) => {
-    const env = randomId('env');
-    const hook = await pipeline.addWebhook(
-      webhookInput(own.url, { events: itemEventsIn(env, ['publish']) }),
-    );
+    const { env, hook } = await publishWebhook(pipeline, own.url);
     const idle = await pipeline.addWebhook(webhookInput(own.url, { events: [] }));
     const send = async (status: 'success' | 'rescheduled') => {
       const event = itemEvent({ environment: env, eventType: 'publish' });
@@ -355,10 +360,7 @@ describe('/webhook_calls', () => {
     pipeline,
     own,
   }) => {
-    const env = randomId('env');
-    const hook = await pipeline.addWebhook(
-      webhookInput(own.url, { events: itemEventsIn(env, ['publish']), enabled: false }),
-    );
+    const { env, hook } = await publishWebhook(pipeline, own.url, { enabled: false });
     const test = async (body?: unknown) => api.call('POST', `/webhooks/${hook.id}/test`, body);
     const settled = (id: string, status: string) =>
       waitFor(
@@ -443,20 +445,16 @@ describe('/webhook_calls', () => {
     pipeline,
     own,
   }) => {
-    const env = randomId('env');
-    const hook = await pipeline.addWebhook(
-      webhookInput(own.url, {
-        events: itemEventsIn(env, ['publish']),
-        headers: {
-          'X-Api-Key': 'key-in-clear-123',
-          // No scheme: the whole value is the secret.
-          Authorization: 'sk_live_456',
-          'X-Tenant': 'tenant-789',
-          'X-Team': 'content',
-        },
-        redactHeaders: ['x-tenant'],
-      }),
-    );
+    const { env, hook } = await publishWebhook(pipeline, own.url, {
+      headers: {
+        'X-Api-Key': 'key-in-clear-123',
+        // No scheme: the whole value is the secret.
+        Authorization: 'sk_live_456',
+        'X-Tenant': 'tenant-789',
+        'X-Team': 'content',
+      },
+      redactHeaders: ['x-tenant'],
+    });
     const event = itemEvent({ environment: env, eventType: 'publish' });
     await pipeline.emit([event]);
     const call = await pipeline.waitForCall(event.id, hook.id, ['success']);
@@ -496,14 +494,14 @@ describe('/webhook_calls', () => {
     pipeline,
     own,
   }) => {
-    const env = randomId('env');
-    const hook = await pipeline.addWebhook(
-      webhookInput(`${own.url}/hook?token=abc-url-secret&page=2`, {
-        events: itemEventsIn(env, ['publish']),
+    const { env, hook } = await publishWebhook(
+      pipeline,
+      `${own.url}/hook?token=abc-url-secret&page=2`,
+      {
         headers: { 'X-Api-Key': 'key-in-clear-123' },
         httpBasicUser: 'herald',
         httpBasicPassword: 'basic-in-clear-456',
-      }),
+      },
     );
     const event = itemEvent({ environment: env, eventType: 'publish' });
     await pipeline.emit([event]);

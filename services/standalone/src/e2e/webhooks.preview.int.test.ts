@@ -7,6 +7,7 @@ import type { Redis } from '@herald/runtime';
 import {
   createTestDb,
   createTestToken,
+  defaultPayloadKeys,
   randomId,
   serve,
   silentLogger,
@@ -99,6 +100,14 @@ const BASE = {
   headers: { 'X-Team': 'content' },
   custom_payload: null,
   http_basic_user: null,
+};
+
+/** A webhook's request with nothing added: no headers, the default payload, no basic auth. */
+const BARE = {
+  headers: {},
+  custom_payload: null,
+  http_basic_user: null,
+  http_basic_password: null,
 };
 
 function preview(attributes: Record<string, unknown>, token: string | null = admin) {
@@ -306,19 +315,9 @@ describe('POST /webhooks/preview: rendering', () => {
   it('renders the default payload with its keys in the contract order', async () => {
     const response = await preview(BASE);
     expect(response.status).toBe(200);
-    expect(Object.keys(JSON.parse(response.body.data.attributes.body))).toEqual([
-      'webhook_call_id',
-      'event_triggered_at',
-      'attempted_auto_retries_count',
-      'webhook_id',
-      'site_id',
-      'environment',
-      'is_environment_primary',
-      'entity_type',
-      'event_type',
-      'entity',
-      'related_entities',
-    ]);
+    expect(Object.keys(JSON.parse(response.body.data.attributes.body))).toEqual(
+      defaultPayloadKeys(),
+    );
   });
 });
 
@@ -761,14 +760,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
       http_basic_password: 'secret-pw',
       nested_items_in_payload: true,
     };
-    const plain = {
-      url: `${receiver.url}/plain`,
-      headers: {},
-      custom_payload: null,
-      http_basic_user: null,
-      http_basic_password: null,
-      nested_items_in_payload: false,
-    };
+    const plain = { url: `${receiver.url}/plain`, ...BARE, nested_items_in_payload: false };
     const created: Record<string, string> = {};
     for (const [name, attributes] of Object.entries({ custom, plain })) {
       const response = await api('POST', '/webhooks', {
@@ -874,10 +866,7 @@ describe('POST /webhooks/preview: byte for byte what delivery sends', () => {
   it('matches the batch a real receiver gets, given the events its call carries', async () => {
     const attributes = {
       url: `${receiver.url}/batched`,
-      headers: {},
-      custom_payload: null,
-      http_basic_user: null,
-      http_basic_password: null,
+      ...BARE,
       coalesce: true,
       batch: { window_ms: 2000, max_events: 10 },
     };

@@ -1,7 +1,13 @@
 import { beforeEach, describe, expect, onTestFinished } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { findWebhook, listWebhookCallAttempts, rotateWebhookSecret } from '@herald/store';
-import { randomId, startReceiver, type Receiver, waitFor } from '@herald/testkit';
+import {
+  defaultPayloadKeys,
+  randomId,
+  startReceiver,
+  type Receiver,
+  waitFor,
+} from '@herald/testkit';
 import { webhooksChangedChannel } from '@herald/contract';
 import {
   COORDINATION_MODES,
@@ -108,20 +114,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
       await pipeline.waitForCall(event.id, webhook.id, ['success']);
       const request = r.requests[0]!;
       const body = JSON.parse(request.body) as Record<string, unknown>;
-      expect(Object.keys(body)).toEqual([
-        'webhook_call_id',
-        'event_triggered_at',
-        'attempted_auto_retries_count',
-        'webhook_id',
-        'site_id',
-        'environment',
-        'is_environment_primary',
-        'entity_type',
-        'event_type',
-        'entity',
-        'previous_entity',
-        'related_entities',
-      ]);
+      expect(Object.keys(body)).toEqual(defaultPayloadKeys({ previousEntity: true }));
       expect(body['previous_entity']).toEqual({ type: 'item', id: 'prev' });
       const signature = String(request.headers['webhook-signature']);
       expect(signature.split(' ')).toHaveLength(2);

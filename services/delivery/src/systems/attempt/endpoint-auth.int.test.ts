@@ -5,7 +5,13 @@ import type { TLSSocket } from 'node:tls';
 import { beforeEach, describe, expect, onTestFinished } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookAuth } from '@herald/contract';
-import { makeTestPki, randomId, startReceiver, type Receiver } from '@herald/testkit';
+import {
+  makeTestPki,
+  randomId,
+  startReceiver,
+  type Receiver,
+  type TestIdentity,
+} from '@herald/testkit';
 import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
 
 /**
@@ -194,33 +200,24 @@ async function mtlsReceiver() {
 }
 
 describe('mutual TLS', () => {
+  /** A webhook's TLS settings: this client identity (none: null), trusting `ca` (null: the system's). */
+  const tlsWith = (identity: TestIdentity | null, ca: string | null) => ({
+    tls: {
+      client_certificate: identity?.certificate ?? null,
+      client_key: identity?.key ?? null,
+      ca_certificate: ca,
+    },
+  });
+
   it('receives signed calls only from the webhook with the right client certificate', async ({
     pipeline,
   }) => {
     const receiver = await mtlsReceiver();
     const ca = pki.ca.certificate;
-    const good = await pipeline.addWebhook(
-      scoped(`${receiver.url}/hook`, {
-        tls: {
-          client_certificate: pki.client.certificate,
-          client_key: pki.client.key,
-          ca_certificate: ca,
-        },
-      }),
-    );
-    const none = await pipeline.addWebhook(
-      scoped(`${receiver.url}/none`, {
-        tls: { client_certificate: null, client_key: null, ca_certificate: ca },
-      }),
-    );
+    const good = await pipeline.addWebhook(scoped(`${receiver.url}/hook`, tlsWith(pki.client, ca)));
+    const none = await pipeline.addWebhook(scoped(`${receiver.url}/none`, tlsWith(null, ca)));
     const stranger = await pipeline.addWebhook(
-      scoped(`${receiver.url}/stranger`, {
-        tls: {
-          client_certificate: pki.stranger.certificate,
-          client_key: pki.stranger.key,
-          ca_certificate: ca,
-        },
-      }),
+      scoped(`${receiver.url}/stranger`, tlsWith(pki.stranger, ca)),
     );
     const [event] = events(1);
     await pipeline.emit([event!]);
@@ -253,15 +250,7 @@ describe('mutual TLS', () => {
     pipeline,
   }) => {
     const receiver = await mtlsReceiver();
-    const webhook = await pipeline.addWebhook(
-      scoped(receiver.url, {
-        tls: {
-          client_certificate: pki.client.certificate,
-          client_key: pki.client.key,
-          ca_certificate: null,
-        },
-      }),
-    );
+    const webhook = await pipeline.addWebhook(scoped(receiver.url, tlsWith(pki.client, null)));
     const [event] = events(1);
     await pipeline.emit([event!]);
     const call = await pipeline.waitForCall(event!.id, webhook.id, ['failed']);

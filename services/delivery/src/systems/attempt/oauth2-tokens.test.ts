@@ -46,7 +46,12 @@ const authFor = (overrides: Partial<WebhookAuth> = {}): WebhookAuth => ({
   ...overrides,
 });
 
-function tokens() {
+/** A store of its own; given `answerWith`, the server answers with it from a clean request log. */
+function tokens(answerWith?: typeof answer) {
+  if (answerWith) {
+    server.requests.length = 0;
+    answer = answerWith;
+  }
   let now = 1_000_000;
   const store = new OAuth2Tokens({
     send: (url, headers, body) => client.send(url, headers, body),
@@ -55,18 +60,20 @@ function tokens() {
   return { store, advance: (ms: number) => (now += ms) };
 }
 
+/** The form-encoded fields a token request sent. */
+const formOf = (request: Received | undefined) =>
+  Object.fromEntries(new URLSearchParams(request?.body));
+
 describe('OAuth2Tokens', () => {
   it('asks with client_credentials, Basic client auth (form-encoded parts), scope and audience', async () => {
-    server.requests.length = 0;
-    answer = issue(3600);
-    const { store } = tokens();
+    const { store } = tokens(issue(3600));
     expect(await store.token('w1', authFor())).toEqual({ ok: true, token: 'token-1' });
     const [request] = server.requests;
     expect(request?.url).toBe('/oauth/token?tenant=t1');
     expect(request?.headers['content-type']).toBe('application/x-www-form-urlencoded');
     const basic = String(request?.headers['authorization']).replace(/^Basic /, '');
     expect(Buffer.from(basic, 'base64').toString()).toBe('herald+app:s3cret%3A%26%3D');
-    expect(Object.fromEntries(new URLSearchParams(request?.body))).toEqual({
+    expect(formOf(request)).toEqual({
       grant_type: 'client_credentials',
       scope: 'hooks:write',
       audience: 'https://api.example.com',
@@ -74,13 +81,11 @@ describe('OAuth2Tokens', () => {
   });
 
   it('sends the client in the body when client_auth is body, and leaves out what is not set', async () => {
-    server.requests.length = 0;
-    answer = issue(3600);
-    const { store } = tokens();
+    const { store } = tokens(issue(3600));
     await store.token('w1', authFor({ client_auth: 'body', scope: null, audience: null }));
     const [request] = server.requests;
     expect(request?.headers['authorization']).toBeUndefined();
-    expect(Object.fromEntries(new URLSearchParams(request?.body))).toEqual({
+    expect(formOf(request)).toEqual({
       grant_type: 'client_credentials',
       client_id: 'herald app',
       client_secret: 's3cret:&=',
@@ -88,9 +93,7 @@ describe('OAuth2Tokens', () => {
   });
 
   it('asks once for many attempts, keeps the token until shortly before it expires', async () => {
-    server.requests.length = 0;
-    answer = issue(100);
-    const { store, advance } = tokens();
+    const { store, advance } = tokens(issue(100));
     const auth = authFor();
     const many = await Promise.all(Array.from({ length: 20 }, () => store.token('w1', auth)));
     expect(new Set(many.map((t) => (t.ok ? t.token : t.reason)))).toEqual(new Set(['token-1']));
@@ -110,9 +113,7 @@ describe('OAuth2Tokens', () => {
   });
 
   it('drops a token the endpoint refused (once for the attempts that saw it) and a forgotten one', async () => {
-    server.requests.length = 0;
-    answer = issue(3600);
-    const { store } = tokens();
+    const { store } = tokens(issue(3600));
     const auth = authFor();
     await store.token('w1', auth);
     store.refused('w1', 'token-1');

@@ -1,5 +1,5 @@
 import { describe, expect } from 'vitest';
-import { waitFor } from '@herald/testkit';
+import { waitFor, type Receiver } from '@herald/testkit';
 import type { ServerResponse } from 'node:http';
 import {
   cancelBulkJob,
@@ -9,6 +9,7 @@ import {
   type Db,
 } from '@herald/store';
 import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
+import type { Pipeline } from '../../harness.test-support.js';
 
 // Bulk jobs end to end (docs/api.md, Bulk jobs): a delivery process takes the job, selects,
 // sends at its pace and records each item; a real receiver counts what arrives.
@@ -29,6 +30,23 @@ async function finished(db: Db, id: string): Promise<BulkJobRecord> {
     },
     { timeout: 20_000, interval: 50 },
   );
+}
+
+/** A webhook named `name` with `count` item events in `env`, each delivered with success. */
+async function delivered(
+  { pipeline, receiver }: { pipeline: Pipeline; receiver: Receiver },
+  env: string,
+  name: string,
+  count: number,
+) {
+  receiver.respond = (_req, res) => res.writeHead(200).end();
+  const webhook = await pipeline.addWebhook(
+    webhookInput(receiver.url, { name, events: itemEventsIn(env) }),
+  );
+  const events = Array.from({ length: count }, () => itemEvent({ environment: env }));
+  await pipeline.emit(events);
+  for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
+  return webhook;
 }
 
 /** How many requests carried each webhook-id (a call id) since `since`. */
@@ -96,13 +114,7 @@ describe('bulk resend', () => {
 
   it('keeps to its pace', async ({ db, pipeline, receiver }) => {
     const env = 'bulk-pace-env';
-    receiver.respond = (_req, res) => res.writeHead(200).end();
-    const webhook = await pipeline.addWebhook(
-      webhookInput(receiver.url, { name: 'paced', events: itemEventsIn(env) }),
-    );
-    const events = Array.from({ length: 12 }, () => itemEvent({ environment: env }));
-    await pipeline.emit(events);
-    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
+    const webhook = await delivered({ pipeline, receiver }, env, 'paced', 12);
     const since = Date.now();
     const job = await createBulkJob(db, {
       kind: 'bulk_resend',
@@ -125,13 +137,7 @@ describe('cancel', () => {
     receiver,
   }) => {
     const env = 'bulk-cancel-env';
-    receiver.respond = (_req, res) => res.writeHead(200).end();
-    const webhook = await pipeline.addWebhook(
-      webhookInput(receiver.url, { name: 'cancelled', events: itemEventsIn(env) }),
-    );
-    const events = Array.from({ length: 4 }, () => itemEvent({ environment: env }));
-    await pipeline.emit(events);
-    for (const event of events) await pipeline.waitForCall(event.id, webhook.id, ['success']);
+    const webhook = await delivered({ pipeline, receiver }, env, 'cancelled', 4);
     // The job's first request is held at the receiver until the cancel has answered.
     const held: ServerResponse[] = [];
     receiver.respond = (_req, res) => void held.push(res);

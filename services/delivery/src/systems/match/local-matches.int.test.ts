@@ -24,6 +24,10 @@ async function matchedLocally(pipeline: Pipeline): Promise<number> {
   return (await metric!.get()).values[0]?.value ?? 0;
 }
 
+/** A webhook taking the item updates of `env`, sent to `url`. */
+const updatesTo = (url: string, env: string) =>
+  webhookInput(url, { events: itemEventsIn(env, ['update']) });
+
 describe.each(COORDINATION_MODES)('%s', (mode) => {
   const it = tests[mode];
 
@@ -33,11 +37,7 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     receiver,
   }) => {
     const env = randomId('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) }),
-    );
+    const webhook = await addWebhook(db, pipeline, updatesTo(receiver.url, env));
     const events = [itemEvent({ environment: env }), itemEvent({ environment: env })];
     await insertEvents(db, events);
     const before = await matchedLocally(pipeline);
@@ -62,20 +62,14 @@ describe.each(COORDINATION_MODES)('%s', (mode) => {
     receiver,
   }) => {
     const env = randomId('env');
-    const webhook = await insertWebhook(
-      db,
-      webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) }),
-    );
+    const webhook = await insertWebhook(db, updatesTo(receiver.url, env));
     expect(pipeline.runtime.index.has(webhook.id)).toBe(false);
     const inMemory = itemEvent({ environment: env });
     await insertEvents(db, [inMemory]);
     expect(pipeline.localMatch.offer([inMemory.id])).toBe(true);
     await waitForCall(db, inMemory.id, webhook.id, ['success']);
     // And a second one, made once the index was read, through a match job.
-    const second = await insertWebhook(
-      db,
-      webhookInput(receiver.url, { events: itemEventsIn(env, ['update']) }),
-    );
+    const second = await insertWebhook(db, updatesTo(receiver.url, env));
     const byJob = itemEvent({ environment: env });
     await pipeline.emit([byJob]);
     for (const id of [webhook.id, second.id]) await waitForCall(db, byJob.id, id, ['success']);

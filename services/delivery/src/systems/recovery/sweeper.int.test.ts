@@ -52,6 +52,37 @@ afterAll(async () => {
 
 const event = (id: string): NewEvent => testItemEvent(id);
 
+/** A deliver queue of the test's own (a random prefix), for the sweeper to put calls on. */
+const newDeliverQueue = (): DeliverQueue =>
+  new Queue(QUEUE_WEBHOOK_DELIVER, { connection: redis, prefix: `{${randomId('herald_test')}}` });
+
+/** A sweeper on the test's database, queues and metrics; `options` are what the test is about. */
+const newSweeper = (
+  deliverQueue: DeliverQueue,
+  options: Omit<
+    SweeperOptions,
+    | 'db'
+    | 'matchQueue'
+    | 'deliverQueue'
+    | 'logger'
+    | 'registry'
+    | 'enqueueTimeoutMs'
+    | 'pruneIntervalMs'
+    | 'leaseMs'
+  >,
+) =>
+  new Sweeper({
+    db: t.db,
+    matchQueue: queue,
+    deliverQueue,
+    logger: silentLogger(),
+    registry: metrics.registry,
+    enqueueTimeoutMs: 5000,
+    pruneIntervalMs: 3_600_000,
+    leaseMs: 3000,
+    ...options,
+  });
+
 const sweepOptions = {
   registry: metrics.registry,
   graceMs: 0,
@@ -123,24 +154,13 @@ describe('the sweeper: unmatched events', () => {
   });
 
   it('runs periodically once started, and stops', async () => {
-    const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
-      connection: redis,
-      prefix: `{${randomId('herald_test')}}`,
-    });
-    const sweeper = new Sweeper({
-      db: t.db,
-      matchQueue: queue,
-      deliverQueue,
-      logger: silentLogger(),
-      registry: metrics.registry,
+    const deliverQueue = newDeliverQueue();
+    const sweeper = newSweeper(deliverQueue, {
       intervalMs: 50,
       afterMs: 60_000,
       eventGraceMs: 0,
       batchSize: 2,
-      enqueueTimeoutMs: 5000,
       retentionMs: null,
-      pruneIntervalMs: 3_600_000,
-      leaseMs: 3000,
       healthyForMs: () => 0,
     });
     sweeper.start();
@@ -165,10 +185,7 @@ describe('the sweeper: webhook calls', () => {
   let webhookId: string;
 
   beforeAll(async () => {
-    deliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
-      connection: redis,
-      prefix: `{${randomId('herald_test')}}`,
-    });
+    deliverQueue = newDeliverQueue();
     const webhook = await insertWebhook(t.db, testWebhookInput());
     webhookId = webhook.id;
   });
@@ -239,20 +256,12 @@ describe('the sweeper: webhook calls', () => {
       claimDeployment?: SweeperOptions['claimDeployment'];
     } = {},
   ) =>
-    new Sweeper({
-      db: t.db,
-      matchQueue: queue,
-      deliverQueue,
-      logger: silentLogger(),
-      registry: metrics.registry,
+    newSweeper(deliverQueue, {
       intervalMs,
       afterMs,
       eventGraceMs: 60 * DAY,
       batchSize: 2,
-      enqueueTimeoutMs: 5000,
       retentionMs,
-      pruneIntervalMs: 3_600_000,
-      leaseMs: 3000,
       healthyForMs: () => healthyForMs,
       ...(pruneStatementsPerPass ? { pruneStatementsPerPass } : {}),
       ...(claimDeployment ? { claimDeployment } : {}),
@@ -534,10 +543,7 @@ describe('the sweeper: webhook calls', () => {
 
 describe('the sweeper: webhooks failing too long', () => {
   it('disables them once started, and tells every process', async () => {
-    const deliverQueue: DeliverQueue = new Queue(QUEUE_WEBHOOK_DELIVER, {
-      connection: redis,
-      prefix: `{${randomId('herald_test')}}`,
-    });
+    const deliverQueue = newDeliverQueue();
     const webhook = await insertWebhook(t.db, testWebhookInput());
     // Every attempt failed for six days, and nobody touched the webhook since.
     await t.db.query(
@@ -549,20 +555,12 @@ describe('the sweeper: webhooks failing too long', () => {
       webhook.id,
     ]);
     const told: { id: string; reason: string }[] = [];
-    const sweeper = new Sweeper({
-      db: t.db,
-      matchQueue: queue,
-      deliverQueue,
-      logger: silentLogger(),
-      registry: metrics.registry,
+    const sweeper = newSweeper(deliverQueue, {
       intervalMs: 60_000,
       afterMs: 60_000,
       eventGraceMs: 0,
       batchSize: 100,
-      enqueueTimeoutMs: 5000,
       retentionMs: null,
-      pruneIntervalMs: 3_600_000,
-      leaseMs: 3000,
       healthyForMs: () => 0,
       disableAfterFailingMs: 5 * 86_400_000,
       onDisabled: (disabled) => {

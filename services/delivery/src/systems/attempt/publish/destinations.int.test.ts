@@ -249,13 +249,19 @@ describe('mqtt', () => {
 });
 
 describe('redis_stream', () => {
-  it('adds a signed entry that a consumer verifies', async ({ db, pipeline }) => {
-    const stream = unique('stream');
+  /** A stream name of the test's own, and a client that reads it; both gone after the test. */
+  const ownStream = (prefix: string) => {
+    const stream = unique(prefix);
     const reader = new Redis(REDIS_URL);
     onTestFinished(async () => {
       await reader.del(stream);
       await reader.quit();
     });
+    return { stream, reader };
+  };
+
+  it('adds a signed entry that a consumer verifies', async ({ db, pipeline }) => {
+    const { stream, reader } = ownStream('stream');
     const { webhook, env } = await brokerWebhook(
       { db, pipeline },
       broker({ kind: 'redis_stream', url: REDIS_URL, stream, max_len: 100, ...credentials }),
@@ -273,12 +279,7 @@ describe('redis_stream', () => {
   });
 
   it('a key that is not a stream is a failure that says so', async ({ db, pipeline }) => {
-    const stream = unique('not-a-stream');
-    const reader = new Redis(REDIS_URL);
-    onTestFinished(async () => {
-      await reader.del(stream);
-      await reader.quit();
-    });
+    const { stream, reader } = ownStream('not-a-stream');
     await reader.set(stream, 'a string');
     const { webhook, env } = await brokerWebhook(
       { db, pipeline },
