@@ -3,6 +3,7 @@ import { parseLsn } from '@herald/contract';
 import {
   WAIT_TIMEOUT_MS,
   createReplicatedPostgres,
+  waitFor,
   type ReplicatedPostgres,
 } from '@herald/testkit';
 import { createPostgresDb, type Db } from './db.js';
@@ -34,6 +35,13 @@ beforeAll(async () => {
     maxConnections: 2,
   });
   await primary.exec('CREATE TABLE notes (id int PRIMARY KEY)');
+  // Replayed before any test pauses the replay (a busy machine's replica may lag behind).
+  await waitFor(async () => {
+    const { rows } = await replica.query<{ table: string | null }>(
+      `SELECT to_regclass('notes')::text AS table`,
+    );
+    expect(rows[0]!.table).toBe('notes');
+  });
 }, 120_000);
 
 afterAll(async () => {

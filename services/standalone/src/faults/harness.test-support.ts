@@ -135,10 +135,14 @@ const OUTPUT_MAX = 8 * 1024 * 1024;
 /**
  * What a delivery process logs when it ran on but could not hold its work in time: its lease
  * was not renewed within two thirds of DELIVERY_LEASE_MS (first attempts given up), or a job's
- * lock within DELIVERY_JOB_LOCK_MS (BullMQ). Alive but starved, it is, for the others, a process
- * gone: they take its calls and jobs over, and those it had in flight may be sent again.
+ * lock within DELIVERY_JOB_LOCK_MS (BullMQ: "could not renew lock"; or, when the lock lapsed
+ * before a renewal was even tried and the stalled-job check handed the job to a worker again,
+ * Redis refusing the first run's end with "Lock mismatch" or "Missing lock"). Alive but starved,
+ * it is, for the others, a process gone: they take its calls and jobs over, and those it had in
+ * flight may be sent again.
  */
-const STALL_SIGNS = /the lease on these calls could not be renewed|could not renew lock for job/;
+const STALL_SIGNS =
+  /the lease on these calls could not be renewed|could not renew lock for job|Lock mismatch for job|Missing lock for job/;
 
 /** Every Herald process still running, for a last-resort kill when the test process exits. */
 const live = new Set<ChildProcess>();
