@@ -90,7 +90,10 @@ const STALL_TAKEOVER_S =
   (Number(SHRUNK_INTERVALS['DELIVERY_LEASE_MS']) +
     Number(SHRUNK_INTERVALS['DELIVERY_JOB_LOCK_MS'])) /
   1000;
-/** How long after the fault's end the suite waits for every accepted event, at most. */
+/**
+ * How long after the fault's end the suite waits for every accepted event, at most, besides the
+ * time the processes started after the fault took to listen.
+ */
 const SETTLE_TIMEOUT_MS = DEFAULT_INTERVALS ? 300_000 : 45_000;
 /** Time allowed to one fault, from its set-up to its last check. */
 export const FAULT_TIMEOUT_MS = SETTLE_TIMEOUT_MS + 255_000;
@@ -1038,9 +1041,11 @@ export class Scenario {
     await this.load.stop();
     const from = this.faultEndAt ?? now();
     let callsLeft = Number.POSITIVE_INFINITY;
+    // Besides the restarts after the fault (#restartsMs): a start is the machine's speed, as in
+    // the recovery limit (row()), and the load went on meanwhile.
     const settled = await waitUntil(
       async () => this.#undelivered() === 0 && (callsLeft = await this.#callsLeft()) === 0,
-      Math.max(5000, from + SETTLE_TIMEOUT_MS - now()),
+      Math.max(5000, from + SETTLE_TIMEOUT_MS + this.#restartsMs - now()),
       200,
     );
     // Every event delivered, yet calls Herald still means to send: a log that lies, or a call
