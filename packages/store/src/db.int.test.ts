@@ -199,6 +199,33 @@ describe('statements planned once per connection (planOnce)', () => {
     }
   });
 
+  it('never compile themselves: no JIT where enable_seqscan=off prices a one-row scan at 10^10', async () => {
+    // The match's read of its events also reads the one-row webhooks_generation, which has no index
+    // to take instead: its scan's price crosses jit_above_cost. With JIT on, a server built with
+    // LLVM (Debian's) spent ~250 ms compiling each run of a 0.1 ms probe.
+    const t = await createTestDb('postgres');
+    const db = createPostgresDb({
+      connectionString: TEST_DATABASE_URL,
+      searchPath: t.schema,
+      maxConnections: 1,
+      planOncePoolSize: 1,
+    });
+    try {
+      const { rows } = await db.query<{ 'QUERY PLAN': [Record<string, unknown>] }>({
+        name: 'test.find-to-match.explain',
+        text: `EXPLAIN (ANALYZE, FORMAT JSON) SELECT id, (SELECT generation FROM webhooks_generation)
+                 FROM events WHERE id = ANY(ARRAY['plan-once-jit'])`,
+        planOnce: true,
+      });
+      const plan = rows[0]!['QUERY PLAN'][0];
+      expect((plan['Plan'] as { 'Total Cost': number })['Total Cost']).toBeGreaterThan(1e9);
+      expect(plan).not.toHaveProperty('JIT');
+    } finally {
+      await db.close();
+      await t.cleanup();
+    }
+  });
+
   it("are the delivery workers' hot statements: an event's read, its calls, its outcome", async () => {
     const t = await createTestDb('postgres');
     try {

@@ -69,7 +69,7 @@ export interface PostgresOptions {
   synchronousCommit?: boolean;
   /**
    * Connections of a second pool, for the NamedStatements marked `planOnce`: the same server
-   * settings plus `plan_cache_mode = force_generic_plan` and `enable_seqscan = off`. Undefined or 0: none (they run on the
+   * settings plus `plan_cache_mode = force_generic_plan`, `enable_seqscan = off` and `jit = off`. Undefined or 0: none (they run on the
    * pool). The process then holds up to maxConnections + planOncePoolSize connections.
    */
   planOncePoolSize?: number;
@@ -92,7 +92,11 @@ function serverOptions(options: PostgresOptions, planOnce = false): string {
     options.synchronousCommit === false ? '-c synchronous_commit=off' : '',
     // Its statements are probes by key. A generic plan made while a table was nearly empty (a
     // new month's partition, a new install) would scan it, until autovacuum's next ANALYZE.
-    planOnce ? '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off' : '',
+    // enable_seqscan=off prices a scan it cannot avoid (a one-row table) at 10^10, past
+    // jit_above_cost: on a server built with LLVM, each run of such a statement compiled itself
+    // first (events.find-to-match: 255 ms of a backend's CPU for a 0.1 ms probe). No probe by key
+    // gains from JIT.
+    planOnce ? '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c jit=off' : '',
   ]
     .filter(Boolean)
     .join(' ');
