@@ -1187,10 +1187,11 @@ export class Scenario {
   /**
    * Where the deliver job of each unfinished call is in Redis (its hash, the lists and sets that
    * may hold it, its lock's time left) and its webhook's in-flight slots: what keeps a call whose
-   * re-adds are no-ops from being sent. Nothing in Postgres-only mode.
+   * re-adds are no-ops from being sent. In Postgres-only mode, the same from the rows of BullMQ's
+   * tables (#queueJobs).
    */
   async #deliverJobs(database: string): Promise<string[]> {
-    if (this.settings['REDIS_URL'] === '') return [];
+    if (this.settings['REDIS_URL'] === '') return this.#queueJobs(database);
     const rows = await this.infra.postgres
       .psql(
         `SELECT id || ' ' || webhook_id || ' ' || CASE WHEN status = 'rescheduled'
@@ -1232,6 +1233,35 @@ export class Scenario {
       ),
     );
     return rows ? [...jobs, ...slots, `redis time ${await cli('TIME')}`] : [];
+  }
+
+  /**
+   * Postgres-only mode: the rows of BullMQ's `job` table (in the queues' schema) of the unfinished
+   * calls' deliver jobs and of the event-match jobs not finished, and the queues' connections
+   * (a worker's LISTEN connection is named `<queue>:w:<name>`): a job that sits in a state no
+   * worker takes, or a worker no longer listening, is what keeps re-adds from being sent.
+   */
+  async #queueJobs(database: string): Promise<string[]> {
+    const schema = `${this.prefix}_queues`;
+    const sql = `SELECT coalesce((SELECT string_agg(format('%s job %s: %s attempts %s stalled %s%s lock %s ms deferred %s process at %s ms',
+           j.queue, j.id, j.state, j.attempts_made, j.stalled_count, CASE WHEN j.stalled_marked THEN ' (marked)' ELSE '' END,
+           coalesce((j.locked_until_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint)::text, '-'),
+           coalesce(j.deferred_failure, '-'),
+           coalesce((j.process_at_ms - (extract(epoch FROM clock_timestamp()) * 1000)::bigint)::text, '-')), '; ')
+         FROM (SELECT * FROM "${schema}".job WHERE state NOT IN ('completed', 'failed')
+                 OR (id LIKE 'call-%' AND split_part(id, '-', 2) IN (SELECT id::text FROM webhook_calls
+                       WHERE status IN ('pending', 'rescheduled')))
+               ORDER BY added_at_ms LIMIT 12) j), 'no unfinished jobs')
+      || '; jobs by queue and state: ' || coalesce((SELECT string_agg(format('%s %s %s', queue, state, n), ', ')
+         FROM (SELECT queue, state, count(*) AS n FROM "${schema}".job GROUP BY 1, 2) c), 'none')
+      || '; connections: ' || coalesce((SELECT string_agg(format('%s × %s %s%s', n, application_name, state,
+           coalesce(' ' || wait_event, '')), ', ')
+         FROM (SELECT application_name, state, wait_event, count(*) AS n FROM pg_stat_activity
+               WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1, 2, 3) a), 'none')`;
+    const out = await this.infra.postgres
+      .psql(sql, database)
+      .catch((error: { stderr?: string }) => `psql failed: ${error.stderr ?? ''}`.trim());
+    return [`queues: ${out}`];
   }
 
   /** The running embedded PostgreSQL's URL (the single process's), if it runs. */
