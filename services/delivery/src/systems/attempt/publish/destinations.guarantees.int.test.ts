@@ -281,8 +281,11 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     const sent = await sendTest();
     const [message] = await consumed(consumer, () => Promise.resolve(new Set([sent])), 1);
     expect(entriesOf(webhook, message!)).toEqual([{ entity: event.entityId, version: 1 }]);
-    const first = await listWebhookCallAttempts(db, sent, { offset: 0, limit: 10 });
-    expect(first!.attempts.map((a) => [a.trigger, a.outcome])).toEqual([['test', 'success']]);
+    // The broker has the message before the outcome is written.
+    await waitFor(async () => {
+      const first = await listWebhookCallAttempts(db, sent, { offset: 0, limit: 10 });
+      expect(first!.attempts.map((a) => [a.trigger, a.outcome])).toEqual([['test', 'success']]);
+    });
 
     await proxy.cut();
     const failed = await sendTest();
