@@ -1107,7 +1107,8 @@ export class Scenario {
   /**
    * What Herald's own store says, for a failing fault, straight from Postgres: counts by status,
    * each call not finished (what holds it, since when its clock runs, its last attempt), each
-   * process's lease, and what became of each `lost` event (its match, its calls, its match job in
+   * webhook's failures and circuit, the in-flight slots held in Postgres, each process's lease,
+   * and what became of each `lost` event (its match, its calls, its match job in
    * Redis). The single process's embedded PostgreSQL answers only while it runs: ask before the
    * teardown.
    */
@@ -1139,6 +1140,18 @@ export class Scenario {
              to_char(c.last_sent_at, 'HH24:MI:SS.MS'), c.attempted_auto_retries_count), ', ')
          FROM (SELECT * FROM webhook_calls WHERE last_sent_at IS NOT NULL
                ORDER BY last_sent_at DESC LIMIT 8) c JOIN events e ON e.id = c.event_id), '')
+      || coalesce((SELECT '; webhook health: ' || string_agg(format(
+           '%s streak %s circuit failures %s open for %s s more, probe taken %s s ago', webhook_id,
+           failure_streak, circuit_failures,
+           coalesce(round(extract(epoch FROM circuit_open_until - now())::numeric, 1)::text, '-'),
+           coalesce(round(extract(epoch FROM now() - circuit_probe_at)::numeric, 1)::text, '-')), ', ')
+         FROM webhook_health WHERE failure_streak > 0 OR circuit_failures > 0
+           OR circuit_open_until IS NOT NULL), '')
+      || coalesce((SELECT '; in-flight slots (Postgres): ' || string_agg(format('%s × %s, expiring in %s–%s s',
+           n, webhook_id, round(soonest::numeric, 1), round(latest::numeric, 1)), ', ')
+         FROM (SELECT webhook_id, count(*) AS n, extract(epoch FROM min(expires_at) - now()) AS soonest,
+                 extract(epoch FROM max(expires_at) - now()) AS latest
+               FROM in_flight_slots GROUP BY webhook_id) f), '')
       || coalesce((SELECT '; leases: ' || string_agg(format('%s heartbeat %s s ago', id,
            round(extract(epoch FROM now() - heartbeat_at)::numeric, 1)), ', ')
          FROM delivery_leases), '')
