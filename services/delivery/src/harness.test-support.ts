@@ -6,6 +6,7 @@ import {
   eventJobId,
   parseCidrList,
   webhooksChangedChannel,
+  type Destination,
   type WebhookEventEntry,
 } from '@herald/contract';
 import { LocalMatchHandOff, type Coordination } from '@herald/runtime';
@@ -268,6 +269,29 @@ export async function addWebhook(
   return webhook;
 }
 
+/**
+ * A webhook of its own environment (returned) publishing the environment's item events to
+ * `destination`; its url is never called.
+ */
+export async function brokerWebhook(
+  db: Db,
+  pipeline: Pipeline,
+  destination: Destination,
+  overrides: Partial<WebhookInput> = {},
+): Promise<{ webhook: WebhookRecord; environment: string }> {
+  const environment = randomId('env');
+  const webhook = await addWebhook(
+    db,
+    pipeline,
+    webhookInput('https://unused.example/hook', {
+      events: itemEventsIn(environment),
+      destination,
+      ...overrides,
+    }),
+  );
+  return { webhook, environment };
+}
+
 export function itemEvent(overrides: Partial<NewEvent> = {}): NewEvent {
   const id = randomId('rec');
   return {
@@ -290,6 +314,35 @@ export function itemEvent(overrides: Partial<NewEvent> = {}): NewEvent {
     previousEntity: null,
     relatedEntities: [],
     ...overrides,
+  };
+}
+
+/**
+ * Version `version` of record `entity` in `environment`: title `v<version>` and current_version
+ * `version`, a create at version 1 and an update after it, at `version` ms past a fixed instant
+ * (overrides: another event type or time).
+ */
+export function itemVersion(
+  environment: string,
+  entity: string,
+  version: number,
+  overrides: Partial<NewEvent> = {},
+): NewEvent {
+  const event = itemEvent({
+    environment,
+    entityId: entity,
+    eventType: version === 1 ? 'create' : 'update',
+    occurredAt: new Date(Date.UTC(2026, 10, 27, 12, 0, 0, version)),
+    ...overrides,
+  });
+  return {
+    ...event,
+    entity: {
+      ...(event.entity as object),
+      id: entity,
+      attributes: { title: `v${version}` },
+      meta: { status: 'draft', current_version: String(version) },
+    },
   };
 }
 
@@ -334,6 +387,25 @@ export async function waitForCall(
     },
     { timeout, interval: 25 },
   );
+}
+
+/**
+ * One event (an item event unless `event` makes another) of a new broker webhook's own
+ * environment (brokerWebhook) sent through the pipeline: the webhook, the event, and its call once
+ * in one of `statuses`.
+ */
+export async function sendToDestination(
+  db: Db,
+  pipeline: Pipeline,
+  destination: Destination,
+  statuses: WebhookCallRecord['status'][],
+  options: { event?: (environment: string) => NewEvent; timeout?: number } = {},
+): Promise<{ webhook: WebhookRecord; event: NewEvent; call: WebhookCallRecord }> {
+  const { webhook, environment } = await brokerWebhook(db, pipeline, destination);
+  const event = options.event?.(environment) ?? itemEvent({ environment });
+  await emitEvents(db, pipeline, [event]);
+  const call = await waitForCall(db, event.id, webhook.id, statuses, options.timeout);
+  return { webhook, event, call };
 }
 
 /** The built delivery service (`pnpm build` first). */

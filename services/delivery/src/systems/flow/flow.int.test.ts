@@ -4,14 +4,13 @@ import {
   findWebhookCall,
   listEventCalls,
   type Db,
-  type NewEvent,
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
 import { randomId, type Received, waitFor } from '@herald/testkit';
 import {
-  itemEvent,
   itemEventsIn,
+  itemVersion,
   pipelineTest,
   webhookInput,
   type Pipeline,
@@ -30,21 +29,11 @@ const it = pipelineTest({
 });
 
 /** Versions of one record: update events of `record`, version n at minute n. */
-function versionOf(environment: string, record: string, n: number, eventType = 'update'): NewEvent {
-  return itemEvent({
-    environment,
-    entityId: record,
+const versionOf = (environment: string, record: string, n: number, eventType = 'update') =>
+  itemVersion(environment, record, n, {
     eventType,
     occurredAt: new Date(Date.UTC(2026, 10, 24, 10, n)),
-    entity: {
-      type: 'item',
-      id: record,
-      attributes: { title: `v${n}` },
-      relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
-      meta: { status: 'draft', current_version: String(n) },
-    },
   });
-}
 
 interface Sent {
   path: string;

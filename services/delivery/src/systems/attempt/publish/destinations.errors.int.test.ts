@@ -5,13 +5,12 @@ import { parseCidrList, type BrokerDestination } from '@herald/contract';
 import { listWebhookCallAttempts, type NewEvent } from '@herald/store';
 import { freePort, startTcpProxy } from '@herald/testkit';
 import {
-  addWebhook,
+  brokerWebhook,
   emitEvents,
   itemEvent,
-  itemEventsIn,
   pipelineTest,
+  sendToDestination,
   waitForCall,
-  webhookInput,
 } from '../../../harness.test-support.js';
 import type { SendResult } from '../http-client.js';
 import {
@@ -223,18 +222,9 @@ describe.each(CASES)('$kind: $name', ({ kind, destination, title, error, reason 
     expect(direct.kind === 'error' && direct.reason).toMatch(reason);
 
     // Through the pipeline: the call log says it, the call waits for its retry.
-    const env = unique('env');
-    const webhook = await addWebhook(
-      db,
-      pipeline,
-      webhookInput('https://unused.example/hook', {
-        events: itemEventsIn(env),
-        destination: target,
-      }),
-    );
-    const event = titled(itemEvent({ environment: env }), title);
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled']);
+    const { call } = await sendToDestination(db, pipeline, target, ['rescheduled'], {
+      event: (environment) => titled(itemEvent({ environment }), title),
+    });
     expect(call.failureReason).toMatch(reason);
     const logged = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
     const attempt = logged!.attempts[0]!;
@@ -250,15 +240,9 @@ it('Redis streams have no size limit to refuse: a large message is added whole',
 }) => {
   const broker = await ownBroker('redis_stream');
   const target = destinationAt('redis_stream', broker.url);
-  const env = unique('env');
-  const webhook = await addWebhook(
-    db,
-    pipeline,
-    webhookInput('https://unused.example/hook', { events: itemEventsIn(env), destination: target }),
-  );
-  const event = titled(itemEvent({ environment: env }), BIG);
-  await emitEvents(db, pipeline, [event]);
-  await waitForCall(db, event.id, webhook.id, ['success']);
+  await sendToDestination(db, pipeline, target, ['success'], {
+    event: (environment) => titled(itemEvent({ environment }), BIG),
+  });
 });
 
 // Reaches the broker of `captureAll` only through a silent proxy: the JetStream publish is sent
@@ -269,12 +253,7 @@ it('nats: a PubAck that never comes is a timeout, in words', async ({ db, pipeli
   const proxy = await startTcpProxy({ host: '127.0.0.1', port: broker.port });
   onTestFinished(() => proxy.close());
   const target = destinationAt('nats', proxy.url(broker.url));
-  const env = unique('env');
-  const webhook = await addWebhook(
-    db,
-    pipeline,
-    webhookInput('https://unused.example/hook', { events: itemEventsIn(env), destination: target }),
-  );
+  const { webhook, environment: env } = await brokerWebhook(db, pipeline, target);
   const first = itemEvent({ environment: env });
   await emitEvents(db, pipeline, [first]);
   await waitForCall(db, first.id, webhook.id, ['success']);

@@ -4,13 +4,11 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { expect, onTestFinished, vi } from 'vitest';
 import {
-  addWebhook,
+  brokerWebhook,
   emitEvents,
   itemEvent,
-  itemEventsIn,
   pipelineTest,
   waitForCall,
-  webhookInput,
 } from '../../../harness.test-support.js';
 
 // A consumer that stops taking messages: a RabbitMQ queue that refuses new messages once full
@@ -47,22 +45,14 @@ it('a full queue is a readable failure; once the consumer drains it, every event
     await connection.close();
   });
 
-  const env = unique('env');
-  const webhook = await addWebhook(
-    db,
-    pipeline,
-    webhookInput('https://unused.example/hook', {
-      events: itemEventsIn(env),
-      destination: {
-        kind: 'rabbitmq',
-        url: AMQP_URL,
-        exchange,
-        routing_key: 'k',
-        username: null,
-        password: null,
-      },
-    }),
-  );
+  const { webhook, environment: env } = await brokerWebhook(db, pipeline, {
+    kind: 'rabbitmq',
+    url: AMQP_URL,
+    exchange,
+    routing_key: 'k',
+    username: null,
+    password: null,
+  });
   const verifier = new Webhook(webhook.signingSecret);
 
   // Random events; the consumer takes a message only now and then (when a random draw says so).

@@ -10,7 +10,6 @@ import {
   insertEvents,
   listWebhookCallAttempts,
   type Db,
-  type NewEvent,
   type WebhookInput,
   type WebhookRecord,
 } from '@herald/store';
@@ -18,11 +17,14 @@ import { enqueueDeliveries } from '@herald/runtime';
 import { startTcpProxy, waitFor } from '@herald/testkit';
 import {
   addWebhook,
+  brokerWebhook,
   callOf,
   emitEvents,
   itemEvent,
   itemEventsIn,
+  itemVersion,
   pipelineTest,
+  sendToDestination,
   waitForCall,
   webhookInput,
   type Pipeline,
@@ -68,26 +70,6 @@ async function behindProxy(
   return { consumer, proxy, ...(await brokerWebhook(db, pipeline, destination, overrides)) };
 }
 
-/** A webhook publishing its environment's item events to `destination`. */
-async function brokerWebhook(
-  db: Db,
-  pipeline: Pipeline,
-  destination: BrokerDestination,
-  overrides: Partial<WebhookInput> = {},
-): Promise<{ webhook: WebhookRecord; environment: string }> {
-  const environment = unique('env');
-  const webhook = await addWebhook(
-    db,
-    pipeline,
-    webhookInput('https://unused.example/hook', {
-      events: itemEventsIn(environment),
-      destination,
-      ...overrides,
-    }),
-  );
-  return { webhook, environment };
-}
-
 interface Entry {
   entity: string;
   version: number;
@@ -102,25 +84,6 @@ function entriesOf(webhook: WebhookRecord, message: ConsumedMessage): Entry[] {
     entity: entry.entity.id,
     version: Number(entry.entity.attributes.title.slice(1)),
   }));
-}
-
-/** Version `version` of `entity`, in `environment`. */
-function versionOf(entity: string, version: number, environment: string): NewEvent {
-  const event = itemEvent({
-    environment,
-    entityId: entity,
-    eventType: version === 1 ? 'create' : 'update',
-    occurredAt: new Date(Date.UTC(2026, 10, 27, 12, 0, 0, version)),
-  });
-  return {
-    ...event,
-    entity: {
-      ...(event.entity as object),
-      id: entity,
-      attributes: { title: `v${version}` },
-      meta: { status: 'draft', current_version: String(version) },
-    },
-  };
 }
 
 /** The consumer's messages of `webhook` once there are `count` distinct ones. */
@@ -161,10 +124,9 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     const consumer = await consumerOf(kind);
     const secret = unique('s3cret');
     const destination = withCredentials(consumer.destination(), secret);
-    const { webhook, environment } = await brokerWebhook(db, pipeline, destination);
-    const event = itemEvent({ environment });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['success']);
+    const { webhook, event, call } = await sendToDestination(db, pipeline, destination, [
+      'success',
+    ]);
     const [message] = await consumed(consumer, () => callIds(db, webhook.id), 1);
     expect(message!.id).toBe(call.id);
 
@@ -206,7 +168,7 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     // The broker is away for the first versions: they wait in their lanes, retried.
     await proxy.cut();
     const entities = [unique('a'), unique('b')];
-    const events = [1, 2, 3, 4].flatMap((v) => entities.map((e) => versionOf(e, v, environment)));
+    const events = [1, 2, 3, 4].flatMap((v) => entities.map((e) => itemVersion(environment, e, v)));
     await emitEvents(db, pipeline, events.slice(0, 4));
     await waitForCall(db, events[0]!.id, webhook.id, ['rescheduled']);
     await emitEvents(db, pipeline, events.slice(4));
@@ -231,7 +193,7 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     });
     await proxy.cut();
     const entity = unique('c');
-    const [first, ...later] = [1, 2, 3].map((v) => versionOf(entity, v, environment));
+    const [first, ...later] = [1, 2, 3].map((v) => itemVersion(environment, entity, v));
     await emitEvents(db, pipeline, [first!]);
     await waitForCall(db, first!.id, webhook.id, ['rescheduled']);
     await emitEvents(db, pipeline, later);
@@ -252,7 +214,9 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     const { webhook, environment } = await brokerWebhook(db, pipeline, consumer.destination(), {
       batch: { window_ms: 500, max_events: 10 },
     });
-    const events = [unique('d'), unique('e'), unique('f')].map((e) => versionOf(e, 1, environment));
+    const events = [unique('d'), unique('e'), unique('f')].map((e) =>
+      itemVersion(environment, e, 1),
+    );
     await emitEvents(db, pipeline, events);
     const [message] = await consumed(consumer, () => callIds(db, webhook.id), 1);
     expect(
@@ -267,7 +231,7 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     pipeline,
   }) => {
     const { consumer, proxy, webhook, environment } = await behindProxy(db, pipeline, kind, {});
-    const event = versionOf(unique('record'), 1, environment);
+    const event = itemVersion(environment, unique('record'), 1);
     await insertEvents(db, [event]);
     const stored = (await findEvent(db, event.id))!;
     // As POST /webhooks/:id/test does (services/ingest's webhooks.send-test.ts).

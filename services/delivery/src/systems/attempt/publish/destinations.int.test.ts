@@ -6,17 +6,8 @@ import { connect as natsConnect, type NatsConnection } from 'nats';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, onTestFinished, vi } from 'vitest';
 import type { BrokerDestination, Destination } from '@herald/contract';
-import { listWebhookCallAttempts, type Db, type WebhookRecord } from '@herald/store';
-import {
-  addWebhook,
-  emitEvents,
-  itemEvent,
-  itemEventsIn,
-  pipelineTest,
-  waitForCall,
-  webhookInput,
-  type Pipeline,
-} from '../../../harness.test-support.js';
+import { listWebhookCallAttempts, type WebhookRecord } from '@herald/store';
+import { pipelineTest, sendToDestination } from '../../../harness.test-support.js';
 import { AMQP_URL, MQTT_URL, NATS_URL, REDIS_URL } from './consumers.test-support.js';
 
 // Real brokers (scripts/ensure-services.sh): each test makes its own exchange, queue, stream,
@@ -27,20 +18,6 @@ const unique = (prefix: string) => `herald-test-${prefix}-${randomBytes(6).toStr
 
 const broker = (destination: BrokerDestination): Destination => destination;
 const credentials = { username: null, password: null };
-
-/** Stores a webhook sending the test's environment's item events to `destination`. */
-async function brokerWebhook(
-  { db, pipeline }: { db: Db; pipeline: Pipeline },
-  destination: Destination,
-): Promise<{ webhook: WebhookRecord; env: string }> {
-  const env = unique('env');
-  const webhook = await addWebhook(
-    db,
-    pipeline,
-    webhookInput('https://unused.example/hook', { events: itemEventsIn(env), destination }),
-  );
-  return { webhook, env };
-}
 
 /** What the consumer verifies, as an HTTP receiver does. */
 function verify(webhook: WebhookRecord, body: string, headers: Record<string, unknown>): unknown {
@@ -71,13 +48,12 @@ describe('rabbitmq', () => {
     pipeline,
   }) => {
     const { channel, exchange, queue } = await rabbitTopology('changes');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { webhook, call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'changes', ...credentials }),
+      ['success'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['success']);
 
     const message = await vi.waitFor(
       async () => {
@@ -104,13 +80,13 @@ describe('rabbitmq', () => {
 
   it('a missing exchange is a failure that says so, retried', async ({ db, pipeline }) => {
     const exchange = unique('missing');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'x', ...credentials }),
+      ['failed'],
+      { timeout: 15_000 },
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['failed'], 15_000);
     expect(call.attemptedAutoRetriesCount).toBe(3);
     expect(call.failureReason).toMatch(/exchange does not exist/);
   });
@@ -120,8 +96,9 @@ describe('rabbitmq', () => {
     pipeline,
   }) => {
     const { exchange } = await rabbitTopology('x');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({
         kind: 'rabbitmq',
         url: 'amqp://127.0.0.1:5672',
@@ -130,10 +107,8 @@ describe('rabbitmq', () => {
         username: 'guest',
         password: 'not-the-password',
       }),
+      ['rescheduled', 'failed'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
     expect(call.failureReason).toMatch(/refused the credentials/);
     const logged = await listWebhookCallAttempts(db, call.id, { offset: 0, limit: 10 });
     expect(JSON.stringify(logged)).not.toContain('not-the-password');
@@ -141,13 +116,12 @@ describe('rabbitmq', () => {
 
   it('a message no queue takes is not reported as delivered', async ({ db, pipeline }) => {
     const { exchange } = await rabbitTopology('bound');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'rabbitmq', url: AMQP_URL, exchange, routing_key: 'unbound', ...credentials }),
+      ['rescheduled', 'failed'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
     expect(call.failureReason).toMatch(/no queue is bound/);
   });
 });
@@ -171,13 +145,12 @@ describe('nats', () => {
   }) => {
     const subject = unique('subject').replaceAll('-', '.');
     const { nc, stream } = await natsStream(subject);
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { webhook, call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'nats', url: NATS_URL, subject, jetstream: true, ...credentials }),
+      ['success'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['success']);
 
     const consumer = await nc.jetstream().consumers.get(stream);
     const message = await consumer.next({ expires: 5000 });
@@ -195,13 +168,12 @@ describe('nats', () => {
 
   it('a subject no stream captures is a failure that says so', async ({ db, pipeline }) => {
     const subject = unique('nostream').replaceAll('-', '.');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'nats', url: NATS_URL, subject, jetstream: true, ...credentials }),
+      ['rescheduled', 'failed'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
     expect(call.failureReason).toMatch(/no JetStream stream/);
   });
 });
@@ -222,13 +194,12 @@ describe('mqtt', () => {
       });
     });
     await subscriber.subscribeAsync(topic, { qos: 1 });
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { webhook, call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'mqtt', url: MQTT_URL, topic, ...credentials }),
+      ['success'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['success']);
     await vi.waitFor(() => expect(received).toHaveLength(1));
     const [message] = received;
     expect(verify(webhook, message!.body, message!.headers)).toMatchObject({
@@ -237,13 +208,12 @@ describe('mqtt', () => {
   });
 
   it('an unreachable broker is a failure that says so', async ({ db, pipeline }) => {
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'mqtt', url: 'mqtt://127.0.0.1:1', topic: 'nowhere', ...credentials }),
+      ['rescheduled', 'failed'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
     expect(call.failureReason).toMatch(/unreachable/);
   });
 });
@@ -262,13 +232,12 @@ describe('redis_stream', () => {
 
   it('adds a signed entry that a consumer verifies', async ({ db, pipeline }) => {
     const { stream, reader } = ownStream('stream');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { webhook, call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'redis_stream', url: REDIS_URL, stream, max_len: 100, ...credentials }),
+      ['success'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['success']);
     const entries = await reader.xrange(stream, '-', '+');
     expect(entries).toHaveLength(1);
     const [, flat] = entries[0]!;
@@ -281,13 +250,12 @@ describe('redis_stream', () => {
   it('a key that is not a stream is a failure that says so', async ({ db, pipeline }) => {
     const { stream, reader } = ownStream('not-a-stream');
     await reader.set(stream, 'a string');
-    const { webhook, env } = await brokerWebhook(
-      { db, pipeline },
+    const { call } = await sendToDestination(
+      db,
+      pipeline,
       broker({ kind: 'redis_stream', url: REDIS_URL, stream, max_len: 100, ...credentials }),
+      ['rescheduled', 'failed'],
     );
-    const event = itemEvent({ environment: env });
-    await emitEvents(db, pipeline, [event]);
-    const call = await waitForCall(db, event.id, webhook.id, ['rescheduled', 'failed']);
     expect(call.failureReason).toMatch(/holds something other than a stream/);
   });
 });

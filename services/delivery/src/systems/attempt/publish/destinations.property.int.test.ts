@@ -5,12 +5,11 @@ import { describe, expect, onTestFinished, vi } from 'vitest';
 import type { Db, NewEvent, WebhookRecord } from '@herald/store';
 import { TEST_REDIS_URL, startTcpProxy, type TcpProxy } from '@herald/testkit';
 import {
-  addWebhook,
+  brokerWebhook,
   emitEvents,
-  itemEventsIn,
+  itemVersion,
   pipelineTest,
   spawnDeliveryProcess,
-  webhookInput,
   type DeliveryProcess,
   type Pipeline,
 } from '../../../harness.test-support.js';
@@ -113,19 +112,10 @@ describe.each(BROKER_KINDS)('%s', (kind) => {
     onTestFinished(() => consumer.close());
     const proxy = await startTcpProxy(consumer.upstream);
     onTestFinished(() => proxy.close());
-    const webhookTo = async (ordered: boolean) => {
-      const environment = `env-${randomBytes(4).toString('hex')}`;
-      const webhook = await addWebhook(
-        db,
-        pipeline,
-        webhookInput('https://unused.example/hook', {
-          events: itemEventsIn(environment),
-          destination: consumer.destination(proxy.url(consumer.destination().url)),
-          deliveryOrder: ordered ? 'per_entity' : 'any',
-        }),
-      );
-      return { webhook, environment };
-    };
+    const webhookTo = (ordered: boolean) =>
+      brokerWebhook(db, pipeline, consumer.destination(proxy.url(consumer.destination().url)), {
+        deliveryOrder: ordered ? 'per_entity' : 'any',
+      });
     const webhooks = { ordered: await webhookTo(true), any: await webhookTo(false) };
     // Started once the webhooks exist: a process loads them at its start.
     const spawnChild = () =>
@@ -163,7 +153,7 @@ async function runOnce(stage: Stage, run: Run): Promise<void> {
   const events = run.entities.map((entity, i) => {
     const version = (versions.get(entity) ?? 0) + 1;
     versions.set(entity, version);
-    return entityEvent(`${tag}-e${i}`, `${tag}-${entity}`, version, environment);
+    return itemVersion(environment, `${tag}-${entity}`, version, { id: `${tag}-e${i}` });
   });
   const batches: NewEvent[][] = [];
   for (let from = 0, k = 0; from < events.length; k++) {
@@ -200,7 +190,7 @@ async function killHolding(stage: Stage, tag: string, environment: string): Prom
   const emitted: NewEvent[] = [];
   let held = false;
   for (let i = 0; i < 20 && !held; i++) {
-    const event = entityEvent(`${tag}-e${i}`, `${tag}-${i}`, 1, environment);
+    const event = itemVersion(environment, `${tag}-${i}`, 1, { id: `${tag}-e${i}` });
     emitted.push(event);
     await emitEvents(stage.db, stage.pipeline, [event]);
     held = await vi
@@ -223,29 +213,6 @@ async function killHolding(stage: Stage, tag: string, environment: string): Prom
   await stage.child.start();
   await stage.proxy.restore();
   return emitted;
-}
-
-function entityEvent(id: string, entity: string, version: number, environment: string): NewEvent {
-  return {
-    id,
-    environment,
-    isEnvironmentPrimary: true,
-    entityType: 'item',
-    eventType: version === 1 ? 'create' : 'update',
-    entityId: entity,
-    itemTypeId: 'model-article',
-    itemTypeApiKey: 'article',
-    occurredAt: new Date(Date.UTC(2026, 10, 27, 12, 0, 0, version)),
-    entity: {
-      type: 'item',
-      id: entity,
-      attributes: { title: `v${version}` },
-      relationships: { item_type: { data: { type: 'item_type', id: 'model-article' } } },
-      meta: { status: 'draft', current_version: String(version) },
-    },
-    previousEntity: null,
-    relatedEntities: [],
-  };
 }
 
 async function begin(stage: Stage, fault: Fault): Promise<void> {
