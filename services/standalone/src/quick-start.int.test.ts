@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, nodeOnlyPath } from '@herald/testkit';
@@ -30,6 +31,24 @@ function stopGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): voi
   }
 }
 
+/** Starts `command` detached (afterAll ends its process group), collecting its stdout and stderr. */
+function startGroup(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): { child: ChildProcessByStdio<null, Readable, Readable>; output: () => string } {
+  const child = spawn(command, args, {
+    ...options,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  children.push(child);
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  return { child, output: () => output };
+}
+
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
@@ -55,7 +74,7 @@ describe('the quick start, verbatim', { timeout: 240_000 }, () => {
     const env = { PATH: bin, HOME: home, LANG: 'C.UTF-8' };
 
     // The start command, in the checkout, as the README prints it.
-    const herald = spawn('npm', ['start'], {
+    const { child: herald, output: heraldOut } = startGroup('npm', ['start'], {
       cwd: repo,
       env: {
         ...env,
@@ -65,30 +84,24 @@ describe('the quick start, verbatim', { timeout: 240_000 }, () => {
         // Nothing routes to it: its SIGTERM need not give readiness time to be seen.
         SHUTDOWN_READINESS_DELAY_MS: '0',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
     });
-    children.push(herald);
-    let heraldOut = '';
-    herald.stdout.on('data', (c: Buffer) => (heraldOut += c.toString()));
-    herald.stderr.on('data', (c: Buffer) => (heraldOut += c.toString()));
     // Its banner, or its exit (whichever comes first; a first start builds nothing here: the test
     // command built it).
     await new Promise<void>((resolve, reject) => {
       const banner = `Herald is running at http://127.0.0.1:${port}`;
-      const timer = setTimeout(() => reject(new Error(`no banner:\n${heraldOut}`)), 180_000);
+      const timer = setTimeout(() => reject(new Error(`no banner:\n${heraldOut()}`)), 180_000);
       herald.stdout.on('data', () => {
-        if (!heraldOut.includes(banner)) return;
+        if (!heraldOut().includes(banner)) return;
         clearTimeout(timer);
         resolve();
       });
       herald.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`npm start exited with ${String(code)}:\n${heraldOut}`));
+        reject(new Error(`npm start exited with ${String(code)}:\n${heraldOut()}`));
       });
     });
-    expect(heraldOut).toContain(`http://127.0.0.1:${port}/console`);
-    expect(heraldOut).toMatch(/receivers on this machine/);
+    expect(heraldOut()).toContain(`http://127.0.0.1:${port}/console`);
+    expect(heraldOut()).toMatch(/receivers on this machine/);
     const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { database: 'ok' } });
@@ -98,17 +111,9 @@ describe('the quick start, verbatim', { timeout: 240_000 }, () => {
       .replaceAll('127.0.0.1:3000', `127.0.0.1:${port}`)
       .replaceAll('127.0.0.1:4000', `127.0.0.1:${receiverPort}`)
       .replaceAll('listen(4000)', `listen(${receiverPort})`);
-    const shell = spawn('bash', ['-c', script], {
-      cwd: home,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    children.push(shell);
-    let out = '';
-    shell.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    shell.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const { child: shell, output } = startGroup('bash', ['-c', script], { cwd: home, env });
     expect(await exited(shell)).toBe(0);
+    const out = output();
 
     // The receiver printed the signed call of the record.
     expect(out).toMatch(/received \d+ \{.*"post-1".*\}$/m);
