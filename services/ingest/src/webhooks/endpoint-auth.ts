@@ -44,6 +44,16 @@ const TLS_KEYS = ['client_certificate', 'client_key', 'ca_certificate'] as const
 
 type Ctx = z.RefinementCtx;
 
+/** An object, or null for none (OpenAPI: ['object', 'null']); anything else is `error`. */
+const objectOrNull = (error: string) =>
+  z
+    .custom<Record<string, unknown> | null>((value) => value === null || isObject(value), {
+      error,
+      params: { code: 'VALIDATION_TYPE' },
+      abort: true,
+    })
+    .meta({ type: ['object', 'null'] });
+
 function unknownKeys(
   ctx: Ctx,
   value: Record<string, unknown>,
@@ -100,13 +110,7 @@ function tokenUrlProblem(value: string, allowCidrs: CidrList): string | undefine
 
 /** `auth`: OAuth2 client credentials, or null for none. */
 export const endpointAuth = (allowCidrs: CidrList) =>
-  z
-    .custom<Record<string, unknown> | null>((value) => value === null || isObject(value), {
-      error: 'auth must be an object {"kind": "oauth2_client_credentials", …} or null',
-      params: { code: 'VALIDATION_TYPE' },
-      abort: true,
-    })
-    .meta({ type: ['object', 'null'] })
+  objectOrNull('auth must be an object {"kind": "oauth2_client_credentials", …} or null')
     .superRefine((auth, ctx) => {
       if (auth === null) return;
       unknownKeys(ctx, auth, AUTH_KEYS, 'auth');
@@ -199,13 +203,9 @@ function pemText(ctx: Ctx, value: unknown, key: string): value is string {
 }
 
 /** `tls`: a client certificate and key, and/or a CA bundle for the endpoint; or null for none. */
-export const endpointTls = z
-  .custom<Record<string, unknown> | null>((value) => value === null || isObject(value), {
-    error: 'tls must be an object {"client_certificate": …, "client_key": …} or null',
-    params: { code: 'VALIDATION_TYPE' },
-    abort: true,
-  })
-  .meta({ type: ['object', 'null'] })
+export const endpointTls = objectOrNull(
+  'tls must be an object {"client_certificate": …, "client_key": …} or null',
+)
   .superRefine((tls, ctx) => {
     if (tls === null) return;
     unknownKeys(ctx, tls, TLS_KEYS, 'tls');
