@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { createPostgresDb, migrate, startEmbeddedPostgres } from '@herald/store';
-import { TEST_REDIS_URL, deleteTestRedisKeys, randomId } from '@herald/testkit';
+import { TEST_REDIS_URL, deleteTestRedisKeys, randomId, spawnHerald } from '@herald/testkit';
 import { itemEvent } from '../delivery/fixtures.js';
 import { processCpuMs, treeCpuDelta, treeCpuMs } from '../lib/cpu.js';
 import { ReceiverProcess } from '../lib/receiver-process.js';
@@ -77,49 +77,25 @@ interface Running {
   exited: Promise<number | null>;
 }
 
-function startProcess(kind: Kind, env: Record<string, string>): Promise<Running> {
+async function startProcess(kind: Kind, env: Record<string, string>): Promise<Running> {
   const script =
     kind === 'embedded'
       ? join(REPO, 'services/standalone/dist/main.js')
       : fileURLToPath(new URL('./pglite-herald.js', import.meta.url));
   const started = performance.now();
-  const child = spawn(process.execPath, [script], {
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      SHUTDOWN_READINESS_DELAY_MS: '0',
-      HERALD_ADMIN_TOKEN: TOKEN,
-      SSRF_ALLOW_CIDRS: '127.0.0.0/8',
-      READ_STATEMENT_TIMEOUT_MS: String(BUDGET_MS),
-      // The embedded default runs its queues on its PostgreSQL alone; PGlite cannot, so the
-      // baseline keeps them on Redis.
-      ...(kind === 'embedded' ? {} : { REDIS_URL: TEST_REDIS_URL }),
-      BENCH_PGLITE: kind,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const herald = spawnHerald(script, {
+    HERALD_ADMIN_TOKEN: TOKEN,
+    SSRF_ALLOW_CIDRS: '127.0.0.0/8',
+    READ_STATEMENT_TIMEOUT_MS: String(BUDGET_MS),
+    // The embedded default runs its queues on its PostgreSQL alone; PGlite cannot, so the
+    // baseline keeps them on Redis.
+    ...(kind === 'embedded' ? {} : { REDIS_URL: TEST_REDIS_URL }),
+    BENCH_PGLITE: kind,
+    ...env,
   });
-  let out = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  return new Promise((resolve, reject) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
-      const match = /Herald is running at (http:\/\/\S+)/.exec(out);
-      if (match) {
-        resolve({
-          child,
-          url: match[1]!,
-          output: () => out,
-          startMs: performance.now() - started,
-          exited,
-        });
-      }
-    });
-    void exited.then((code) => reject(new Error(`${kind} exited with ${String(code)}:\n${out}`)));
-  });
+  const exited = new Promise<number | null>((resolve) => herald.child.once('exit', resolve));
+  const url = await herald.url();
+  return { ...herald, url, startMs: performance.now() - started, exited };
 }
 
 async function stopProcess(running: Running): Promise<void> {
