@@ -9,6 +9,7 @@ import {
   type Destination,
   type WebhookEventEntry,
 } from '@herald/contract';
+import { HERALD_VERSION } from '@herald/payload';
 import { LocalMatchHandOff, type Coordination } from '@herald/runtime';
 import {
   findWebhookCall,
@@ -477,6 +478,54 @@ export function spawnDeliveryProcess(options: {
   };
 }
 
+/**
+ * Delivery beside an end-to-end test's API app, in this process: on the app's database and Redis
+ * prefix (through a Redis connection of its own, closed with it), sending to 127.0.0.1 only, as a
+ * release (its User-Agent), with short timeouts and no retry within a test.
+ */
+export async function startE2eDelivery(options: {
+  db: Db;
+  redisPrefix: string;
+  siteId: string;
+  indexReloadMs: number;
+  registry?: Registry;
+}): Promise<DeliveryRuntime> {
+  const redis = testRedis();
+  try {
+    const runtime = await startDelivery(
+      {
+        db: options.db,
+        coordination: testRedisCoordination(redis, options.redisPrefix),
+        logger: silentLogger(),
+        registry: options.registry ?? new Registry(),
+      },
+      testSettings({
+        siteId: options.siteId,
+        userAgent: `Herald/${HERALD_VERSION}`,
+        allowCidrs: parseCidrList('127.0.0.0/8'),
+        connectTimeoutMs: 1000,
+        timeoutMs: 3000,
+        retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
+        indexReloadMs: options.indexReloadMs,
+      }),
+    );
+    return {
+      ...runtime,
+      async close() {
+        await runtime.close();
+        await redis.quit();
+      },
+    };
+  } catch (error) {
+    await redis.quit();
+    throw error;
+  }
+}
+
+// The runtime as these helpers type it (the package's main entry types it from dist/).
+export type { DeliveryRuntime };
+// RabbitMQ's, for the end-to-end tests too.
+export { rabbitQueue } from './systems/attempt/publish/consumers.test-support.js';
 export { testRedis };
 // The receiver moved to testkit; the tests that import it from here keep working.
 export { startReceiver, type Receiver };

@@ -3,13 +3,10 @@ import { mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import amqp from 'amqplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { Webhook as SignedMessages } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCidrList } from '@herald/contract';
-import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
-import { HERALD_VERSION } from '@herald/payload';
 import { apiDocument, ingestPublicRouters, ingestRouter, type IngestDeps } from '@herald/ingest';
 import { readRouter } from '@herald/read';
 import { findWebhook } from '@herald/store';
@@ -21,19 +18,16 @@ import {
   itemEvent as itemEventOf,
   makeTestPki,
   modelEvent,
-  randomId,
   serve,
-  silentLogger,
   startReceiver,
   testDeps,
   testRedis,
-  testRedisCoordination,
   type Receiver,
   type TestDb,
   type TestServer,
   waitFor,
 } from '@herald/testkit';
-import { testSettings } from '@herald/delivery/testing';
+import { rabbitQueue, startE2eDelivery, type DeliveryRuntime } from '@herald/delivery/testing';
 
 /**
  * The console, end to end: the built console (services/console/dist) served by a real Herald
@@ -53,7 +47,6 @@ const SCREENSHOTS = UPDATE_SCREENSHOTS
 
 let t: TestDb;
 let redis: Redis;
-let deliveryRedis: Redis;
 let delivery: DeliveryRuntime;
 let herald: TestServer;
 /** A real endpoint that records what delivery sends it. */
@@ -169,24 +162,13 @@ beforeAll(async () => {
     res.end('{"received":true}');
   });
 
-  deliveryRedis = testRedis();
-  delivery = await startDelivery(
-    {
-      db: t.db,
-      coordination: testRedisCoordination(deliveryRedis, base.redisPrefix),
-      logger: silentLogger(),
-      registry: base.metrics.registry,
-    },
-    testSettings({
-      siteId: 'console-e2e',
-      userAgent: `Herald/${HERALD_VERSION}`,
-      allowCidrs: allow,
-      connectTimeoutMs: 1000,
-      timeoutMs: 3000,
-      retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
-      indexReloadMs: 250,
-    }),
-  );
+  delivery = await startE2eDelivery({
+    db: t.db,
+    redisPrefix: base.redisPrefix,
+    siteId: 'console-e2e',
+    indexReloadMs: 250,
+    registry: base.metrics.registry,
+  });
 
   // Records to browse: a model with a block field, published and draft records.
   await api('POST', '/events', {
@@ -249,7 +231,6 @@ afterAll(async () => {
   if (!UPDATE_SCREENSHOTS) rmSync(SCREENSHOTS, { recursive: true, force: true });
   await browser?.close();
   await delivery?.close();
-  await deliveryRedis?.quit();
   await herald?.close();
   await receiver?.close();
   await redis?.quit();
@@ -928,15 +909,9 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
   it('publishes to a broker edited in the editor: the preview says where, the password stays write-only', async () => {
     // A real RabbitMQ (the shared one): an exchange and a bound queue of this test's own.
-    const amqpUrl = process.env['TEST_AMQP_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
-    const connection = await amqp.connect(amqpUrl);
-    const channel = await connection.createChannel();
-    const exchange = randomId('herald-test-console-exchange');
-    const queue = randomId('herald-test-console-queue');
-    await channel.assertExchange(exchange, 'direct', { durable: false });
-    await channel.assertQueue(queue, { durable: false });
-    await channel.bindQueue(queue, exchange, 'changes');
-    const broker = new URL(amqpUrl);
+    const rabbit = await rabbitQueue('changes');
+    const { exchange } = rabbit;
+    const broker = new URL(rabbit.url);
     const [user, password] = [
       decodeURIComponent(broker.username),
       decodeURIComponent(broker.password),
@@ -1011,14 +986,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
           itemEvent('update', 'to-rabbit', { title: 'Queued', views: 1, body: '', content: [] }),
         ],
       });
-      const message = await vi.waitFor(
-        async () => {
-          const got = await channel.get(queue, { noAck: true });
-          if (!got) throw new Error('no message yet');
-          return got;
-        },
-        { timeout: 15_000, interval: 100 },
-      );
+      const message = await rabbit.next(15_000);
       const messageHeaders = Object.fromEntries(
         Object.entries(message.properties.headers ?? {}).map(([k, v]) => [k, String(v)]),
       );
@@ -1029,9 +997,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       expect(verified.entity.id).toBe('to-rabbit');
       expect(message.properties.messageId).toBe(messageHeaders['webhook-id']);
     } finally {
-      await channel.deleteQueue(queue);
-      await channel.deleteExchange(exchange);
-      await connection.close();
+      await rabbit.close();
     }
   });
 

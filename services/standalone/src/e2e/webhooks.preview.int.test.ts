@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseCidrList } from '@herald/contract';
-import { startDelivery, type DeliveryRuntime } from '@herald/delivery';
 import { createApp } from '@herald/ingest';
 import { HERALD_VERSION } from '@herald/payload';
 import type { Redis } from '@herald/runtime';
@@ -10,19 +9,16 @@ import {
   defaultPayloadKeys,
   randomId,
   serve,
-  silentLogger,
   startReceiver,
   testDeps,
   testRedis,
-  testRedisCoordination,
   TEST_REDIS_URL,
   type Receiver,
   type TestDb,
   type TestServer,
   waitFor,
 } from '@herald/testkit';
-import { Registry } from 'prom-client';
-import { testSettings } from '@herald/delivery/testing';
+import { startE2eDelivery, type DeliveryRuntime } from '@herald/delivery/testing';
 
 let t: TestDb;
 let redis: Redis;
@@ -32,7 +28,6 @@ let reader: string;
 /** A real endpoint that records what delivery sends it. */
 let receiver: Receiver;
 let delivery: DeliveryRuntime;
-let deliveryRedis: Redis;
 
 const SITE_ID = 'site-preview';
 
@@ -53,29 +48,16 @@ beforeAll(async () => {
 
   receiver = await startReceiver();
 
-  deliveryRedis = testRedis();
-  delivery = await startDelivery(
-    {
-      db: t.db,
-      coordination: testRedisCoordination(deliveryRedis, deps.redisPrefix),
-      logger: silentLogger(),
-      registry: new Registry(),
-    },
-    testSettings({
-      siteId: SITE_ID,
-      userAgent: `Herald/${HERALD_VERSION}`,
-      allowCidrs: allow,
-      connectTimeoutMs: 1000,
-      timeoutMs: 3000,
-      retry: { scheduleMs: [60_000], jitter: 0, retryAfterMaxMs: 60_000 },
-      indexReloadMs: 200,
-    }),
-  );
+  delivery = await startE2eDelivery({
+    db: t.db,
+    redisPrefix: deps.redisPrefix,
+    siteId: SITE_ID,
+    indexReloadMs: 200,
+  });
 });
 
 afterAll(async () => {
   await delivery?.close();
-  await deliveryRedis?.quit();
   await server?.close();
   await receiver?.close();
   await redis?.quit();

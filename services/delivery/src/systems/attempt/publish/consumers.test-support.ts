@@ -9,6 +9,7 @@ import {
   type ConsumerMessages,
   type NatsConnection,
 } from 'nats';
+import { vi } from 'vitest';
 import type { BrokerDestination } from '@herald/contract';
 
 // The shared brokers of the destination tests (scripts/ensure-services.sh), and a consumer of
@@ -89,14 +90,45 @@ export async function startConsumer(kind: BrokerKind): Promise<BrokerConsumer> {
   }
 }
 
-async function rabbitConsumer(): Promise<BrokerConsumer> {
-  const admin = await amqp.connect(AMQP_URL);
-  const channel = await admin.createChannel();
+/**
+ * A direct exchange and a queue bound to it by `routingKey` (unless `bind` is false) on the tests'
+ * RabbitMQ, named for this test alone; `close` deletes them.
+ */
+export async function rabbitQueue(routingKey: string, bind = true) {
+  const connection = await amqp.connect(AMQP_URL);
+  const channel = await connection.createChannel();
   const exchange = unique('exchange');
   const queue = unique('queue');
   await channel.assertExchange(exchange, 'direct', { durable: false });
   await channel.assertQueue(queue, { durable: false });
-  await channel.bindQueue(queue, exchange, 'changes');
+  if (bind) await channel.bindQueue(queue, exchange, routingKey);
+  return {
+    /** The broker's URL, with its credentials. */
+    url: AMQP_URL,
+    channel,
+    exchange,
+    queue,
+    /** The next message in the queue (taken, acknowledged), once there is one. */
+    next: (timeout: number) =>
+      vi.waitFor(
+        async () => {
+          const got = await channel.get(queue, { noAck: true });
+          if (!got) throw new Error('no message yet');
+          return got;
+        },
+        { timeout, interval: 25 },
+      ),
+    async close() {
+      await channel.deleteQueue(queue);
+      await channel.deleteExchange(exchange);
+      await connection.close();
+    },
+  };
+}
+
+async function rabbitConsumer(): Promise<BrokerConsumer> {
+  const rabbit = await rabbitQueue('changes');
+  const { exchange, queue } = rabbit;
   const received: ConsumedMessage[] = [];
   let connection: ChannelModel | undefined;
   const crash = async () => {
@@ -132,9 +164,7 @@ async function rabbitConsumer(): Promise<BrokerConsumer> {
     },
     async close() {
       await crash();
-      await channel.deleteQueue(queue);
-      await channel.deleteExchange(exchange);
-      await admin.close();
+      await rabbit.close();
     },
   };
   await consumer.resume();

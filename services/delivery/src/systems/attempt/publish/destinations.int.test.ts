@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import mqtt from 'mqtt';
 import { connect as natsConnect, type NatsConnection } from 'nats';
@@ -7,7 +6,7 @@ import { Webhook } from 'standardwebhooks';
 import { describe, expect, onTestFinished, vi } from 'vitest';
 import type { BrokerDestination, Destination } from '@herald/contract';
 import { listWebhookCallAttempts, type WebhookRecord } from '@herald/store';
-import { pipelineTest, sendToDestination } from '../../../harness.test-support.js';
+import { pipelineTest, rabbitQueue, sendToDestination } from '../../../harness.test-support.js';
 import { AMQP_URL, MQTT_URL, NATS_URL, REDIS_URL } from './consumers.test-support.js';
 
 // Real brokers (scripts/ensure-services.sh): each test makes its own exchange, queue, stream,
@@ -26,28 +25,19 @@ function verify(webhook: WebhookRecord, body: string, headers: Record<string, un
 }
 
 describe('rabbitmq', () => {
-  /** A direct exchange and a queue bound to it by `routingKey`, deleted after the test. */
+  /** rabbitQueue, deleted after the test. */
   async function rabbitTopology(routingKey: string, bind = true) {
-    const connection = await amqp.connect(AMQP_URL);
-    const channel = await connection.createChannel();
-    const exchange = unique('exchange');
-    const queue = unique('queue');
-    await channel.assertExchange(exchange, 'direct', { durable: false, autoDelete: false });
-    await channel.assertQueue(queue, { durable: false, exclusive: false, autoDelete: false });
-    if (bind) await channel.bindQueue(queue, exchange, routingKey);
-    onTestFinished(async () => {
-      await channel.deleteQueue(queue);
-      await channel.deleteExchange(exchange);
-      await connection.close();
-    });
-    return { channel, exchange, queue };
+    const rabbit = await rabbitQueue(routingKey, bind);
+    onTestFinished(() => rabbit.close());
+    return rabbit;
   }
 
   it('publishes a signed message that a consumer verifies; the call log says where', async ({
     db,
     pipeline,
   }) => {
-    const { channel, exchange, queue } = await rabbitTopology('changes');
+    const rabbit = await rabbitTopology('changes');
+    const { exchange } = rabbit;
     const { webhook, call } = await sendToDestination(
       db,
       pipeline,
@@ -55,14 +45,7 @@ describe('rabbitmq', () => {
       ['success'],
     );
 
-    const message = await vi.waitFor(
-      async () => {
-        const got = await channel.get(queue, { noAck: true });
-        if (!got) throw new Error('no message yet');
-        return got;
-      },
-      { timeout: 5000, interval: 25 },
-    );
+    const message = await rabbit.next(5000);
     const body = message.content.toString();
     const headers = message.properties.headers as Record<string, unknown>;
     expect(headers['webhook-id']).toBe(call.id);
