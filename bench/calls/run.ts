@@ -18,6 +18,7 @@ import {
 } from '@herald/store';
 import { deleteTestRedisKeys, testDeps } from '@herald/testkit';
 import { productionHttp } from '../lib/http.js';
+import { pairedLatencies } from '../lib/latency.js';
 import { benchBulkResend } from './bulk-resend.js';
 import { insertBenchEvents, rehearseMigration } from './migration.js';
 
@@ -120,10 +121,6 @@ async function generate(): Promise<boolean> {
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 }
 
 interface Scenario {
@@ -298,24 +295,12 @@ async function main(): Promise<void> {
       await call(heraldUrl, path);
       await call(baselineUrl, path);
     }
-    const samples = SAMPLES;
-    const h: number[] = [];
-    const b: number[] = [];
-    for (let i = 0; i < samples; i++) {
-      h.push(await call(heraldUrl, path));
-      b.push(await call(baselineUrl, path));
-    }
-    h.sort((x, y) => x - y);
-    b.sort((x, y) => x - y);
-    rows.push([
-      s.name,
-      percentile(h, 0.5).toFixed(2),
-      percentile(h, 0.95).toFixed(2),
-      percentile(b, 0.5).toFixed(2),
-      percentile(b, 0.95).toFixed(2),
-      String(samples),
-      s.target ?? '',
-    ]);
+    const latencies = await pairedLatencies(
+      SAMPLES,
+      () => call(heraldUrl, path),
+      () => call(baselineUrl, path),
+    );
+    rows.push([s.name, ...latencies, String(SAMPLES), s.target ?? '']);
   }
 
   const header = [

@@ -21,6 +21,7 @@ import {
 } from '@herald/read';
 import { generate } from './generate.js';
 import { benchRedisCoordination } from '../lib/coordination.js';
+import { pairedLatencies } from '../lib/latency.js';
 
 /**
  * pnpm bench:items [--records=N] [--others=N] [--regenerate]
@@ -59,10 +60,6 @@ const SCENARIOS: Scenario[] = [
   { name: 'offset 0 (article)', query: 'filter[type]=article' },
   { name: 'offset 10,000 (article)', query: 'filter[type]=article&page[offset]=10000' },
 ];
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
-}
 
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -183,22 +180,12 @@ async function main(): Promise<void> {
 
   const rows: string[][] = [];
   for (const s of SCENARIOS) {
-    const herald: number[] = [];
-    const base: number[] = [];
-    for (let i = 0; i < SAMPLES; i++) {
-      herald.push(await call(heraldUrl, s.query));
-      base.push(await call(baselineUrl, s.query));
-    }
-    herald.sort((a, b) => a - b);
-    base.sort((a, b) => a - b);
-    rows.push([
-      s.name,
-      percentile(herald, 0.5).toFixed(2),
-      percentile(herald, 0.95).toFixed(2),
-      percentile(base, 0.5).toFixed(2),
-      percentile(base, 0.95).toFixed(2),
-      s.target ?? '',
-    ]);
+    const latencies = await pairedLatencies(
+      SAMPLES,
+      () => call(heraldUrl, s.query),
+      () => call(baselineUrl, s.query),
+    );
+    rows.push([s.name, ...latencies, s.target ?? '']);
   }
 
   const throughput = async (url: string): Promise<number> => {
