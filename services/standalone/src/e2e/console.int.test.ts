@@ -108,6 +108,23 @@ async function newUpdatesWebhook(name: string, url: string) {
   return entry;
 }
 
+/** Creates the webhook open in the editor, named `name`: its id, once its page shows. */
+async function createInEditor(name: string): Promise<string> {
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  await page.getByRole('heading', { name }).waitFor();
+  return /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
+}
+
+/** Waits until `text` is among the errors shown beside the editor's field `id`. */
+async function errorShown(id: string, text: string): Promise<void> {
+  await page.locator(`#${id}-errors`).getByText(text).waitFor();
+}
+
+/** A webhook's attributes as GET /webhooks/:id answers them. */
+async function storedWebhook(id: string): Promise<any> {
+  return (await api('GET', `/webhooks/${id}`)).data.attributes;
+}
+
 /** Signs in with the admin token unless the page already is (a test run alone). */
 async function signedIn(): Promise<void> {
   await page.goto(`${herald.url}/console/#/webhooks`);
@@ -262,7 +279,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
     // A refused address: the server's INVALID_FIELD shows beside the URL field, live.
     await page.getByLabel('URL', { exact: true }).fill('http://10.0.0.1/hook');
-    await page.locator('#wh-url-errors').getByText('refused address').waitFor();
+    await errorShown('wh-url', 'refused address');
 
     await page.getByLabel('URL', { exact: true }).fill(`${receiver.url}/hooks/{{entity_type}}`);
     await page.getByLabel('Send a custom payload').check();
@@ -280,10 +297,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await body.getByText('"title": "Hello from Herald"').waitFor();
     // A template error is the server's, beside the editor.
     await template.fill('{"record": "{{#entity}}"}');
-    await page
-      .locator('#wh-custom-payload-errors')
-      .getByText('not a valid Mustache template')
-      .waitFor();
+    await errorShown('wh-custom-payload', 'not a valid Mustache template');
     await template.fill(
       '{"event": "{{entity_type}}.{{event_type}}", "record": "{{entity.id}}", "title": "{{entity.attributes.title}}"}',
     );
@@ -535,12 +549,9 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     const failures = page.getByLabel('Open the circuit after (failures in a row)');
     const cooldown = page.getByLabel('Circuit cool-down (ms)');
     await rate.fill('0');
-    await page
-      .locator('#wh-policy-rate_limit_per_second-errors')
-      .getByText('Must be a number from 0.01 to 10000')
-      .waitFor();
+    await errorShown('wh-policy-rate_limit_per_second', 'Must be a number from 0.01 to 10000');
     await failures.fill('2.5');
-    await page.locator('#wh-policy-circuit_failures-errors').getByText('a whole number').waitFor();
+    await errorShown('wh-policy-circuit_failures', 'a whole number');
     expect(await failures.getAttribute('aria-invalid')).toBe('true');
     // Save refuses while the policy is out of range: nothing is sent.
     const saved = async () => (await api('GET', `/webhooks/${cdn}`)).data.attributes;
@@ -754,9 +765,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
       await entry.getByLabel('Changed fields').fill('title');
       await entry.getByLabel('Condition 2 value').fill('true');
-      await page.getByRole('button', { name: 'Create webhook' }).click();
-      await page.getByRole('heading', { name: 'Headline edits' }).waitFor();
-      const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
+      const id = await createInEditor('Headline edits');
       const expected = {
         entity_type: 'item',
         event_types: ['update'],
@@ -765,7 +774,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         record_status: ['draft', 'updated'],
         fields: { views: { gte: '100' }, title: { exists: 'true' } },
       };
-      const stored = async () => (await api('GET', `/webhooks/${id}`)).data.attributes;
+      const stored = () => storedWebhook(id);
       const created = await stored();
       expect(created.events).toEqual([expected]);
       expect(created.payload_changes).toBe(true);
@@ -829,10 +838,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       // Out of range: the API's 422 for batch.window_ms, beside the window's input.
       const window = page.getByLabel('Batch window (ms)');
       await window.fill('5');
-      await page
-        .locator('#wh-batch-window-errors')
-        .getByText('batch.window_ms must be an integer from 10 to 600000')
-        .waitFor();
+      await errorShown('wh-batch-window', 'batch.window_ms must be an integer from 10 to 600000');
       expect(await window.getAttribute('aria-invalid')).toBe('true');
       await window.fill('3000');
 
@@ -844,10 +850,8 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
         .getByText(/^A batch of \d+ entr/)
         .waitFor();
 
-      await page.getByRole('button', { name: 'Create webhook' }).click();
-      await page.getByRole('heading', { name: 'Batched edits' }).waitFor();
-      const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
-      const stored = (await api('GET', `/webhooks/${id}`)).data.attributes;
+      const id = await createInEditor('Batched edits');
+      const stored = await storedWebhook(id);
       expect(stored).toMatchObject({
         delivery_order: 'any',
         coalesce: true,
@@ -924,14 +928,8 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await page.getByLabel('Send calls to').selectOption('rabbitmq');
       // The server's errors, beside their inputs, as typed.
       await page.getByLabel('Broker URL').fill(`http://${broker.host}`);
-      await page
-        .locator('#wh-destination-url-errors')
-        .getByText('destination.url must be a amqp:// or amqps:// URL')
-        .waitFor();
-      await page
-        .locator('#wh-destination-exchange-errors')
-        .getByText('must not be empty')
-        .waitFor();
+      await errorShown('wh-destination-url', 'destination.url must be a amqp:// or amqps:// URL');
+      await errorShown('wh-destination-exchange', 'must not be empty');
       await page.getByLabel('Broker URL').fill(broker.toString());
       await page.getByLabel('Broker user').fill(user);
       await page.getByLabel('Broker password').fill(password);
@@ -954,10 +952,8 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
       await page.getByRole('group', { name: 'Destination' }).scrollIntoViewIfNeeded();
       await shot('webhook-destination');
 
-      await page.getByRole('button', { name: 'Create webhook' }).click();
-      await page.getByRole('heading', { name: 'Changes to RabbitMQ' }).waitFor();
-      const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
-      const stored = (await api('GET', `/webhooks/${id}`)).data.attributes;
+      const id = await createInEditor('Changes to RabbitMQ');
+      const stored = await storedWebhook(id);
       expect(stored.destination).toEqual({
         kind: 'rabbitmq',
         url: broker.toString(),
@@ -1008,10 +1004,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByLabel('HTTP Basic user').fill('basic-user');
     await page.getByRole('checkbox', { name: /^OAuth2 client credentials/ }).check();
     await page.getByLabel('Token URL').fill('ftp://auth.example.com/token');
-    await page
-      .locator('#wh-auth-token-url-errors')
-      .getByText('auth.token_url must use http or https')
-      .waitFor();
+    await errorShown('wh-auth-token-url', 'auth.token_url must use http or https');
     await page.getByLabel('Token URL').fill('https://auth.example.com/oauth/token');
     await page.getByLabel('Client id').fill('herald-console');
     await page.getByLabel('Client secret').fill('client-secret-e2e');
@@ -1029,28 +1022,26 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page
       .getByLabel('Client certificate (PEM)')
       .fill('-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----');
-    await page
-      .locator('#wh-tls-client-certificate-errors')
-      .getByText('tls.client_certificate does not parse as a PEM certificate')
-      .waitFor();
+    await errorShown(
+      'wh-tls-client-certificate',
+      'tls.client_certificate does not parse as a PEM certificate',
+    );
     await page.getByLabel('Client certificate (PEM)').fill(pki.client.certificate);
     await page.getByLabel('Client key (PEM)').fill(pki.stranger.key);
     await page.getByLabel('CA certificates (PEM)').fill(pki.ca.certificate);
     // The key of another certificate: refused on save, beside the key.
     await page.getByRole('button', { name: 'Create webhook' }).click();
-    await page
-      .locator('#wh-tls-client-key-errors')
-      .getByText('tls.client_key is not the private key of tls.client_certificate')
-      .waitFor();
+    await errorShown(
+      'wh-tls-client-key',
+      'tls.client_key is not the private key of tls.client_certificate',
+    );
     await page.getByLabel('Client key (PEM)').fill(pki.client.key);
     await page.getByTestId('wh-tls-client-key-state').getByText('Set on save').waitFor();
     await page.locator('.preview-head').getByText('Up to date').waitFor();
     await page.getByLabel('Token URL').scrollIntoViewIfNeeded();
     await shot('webhook-endpoint-auth');
-    await page.getByRole('button', { name: 'Create webhook' }).click();
-    await page.getByRole('heading', { name: 'Behind OAuth2 and mTLS' }).waitFor();
-    const id = /#\/webhooks\/(\d+)/.exec(page.url())![1]!;
-    const shown = (await api('GET', `/webhooks/${id}`)).data.attributes;
+    const id = await createInEditor('Behind OAuth2 and mTLS');
+    const shown = await storedWebhook(id);
     expect(shown.auth).toEqual({
       kind: 'oauth2_client_credentials',
       token_url: 'https://auth.example.com/oauth/token',
@@ -1083,6 +1074,11 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
   });
 
   it('browses records with a model, field filters, full text, version switch and block detail', async () => {
+    /** The ids of the records the list shows, in its order. */
+    const listedRecords = () =>
+      page
+        .locator('tr[data-item-id]')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-item-id')));
     await nav().getByRole('link', { name: 'Records' }).click();
     await page.getByRole('heading', { name: 'Records' }).waitFor();
     // Published versions by default: the draft is not listed.
@@ -1099,13 +1095,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
     await page.getByLabel('Filter 1 value').fill('10');
     await page.getByLabel('Order').fill('views_DESC');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await expect
-      .poll(async () =>
-        page
-          .locator('tr[data-item-id]')
-          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-item-id'))),
-      )
-      .toEqual(['welcome', 'release-notes']);
+    await expect.poll(listedRecords).toEqual(['welcome', 'release-notes']);
     await shot('records');
 
     // A bad filter is the server's error, shown where the list was.
@@ -1116,13 +1106,7 @@ describe('the web console in Chromium', { timeout: 60_000 }, () => {
 
     await page.getByLabel('Search').fill('release');
     await page.getByRole('button', { name: 'Apply' }).click();
-    await expect
-      .poll(async () =>
-        page
-          .locator('tr[data-item-id]')
-          .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-item-id'))),
-      )
-      .toEqual(['release-notes']);
+    await expect.poll(listedRecords).toEqual(['release-notes']);
 
     await page.getByLabel('Search').fill('');
     await page.getByRole('button', { name: 'Apply' }).click();
