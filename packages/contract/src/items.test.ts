@@ -28,38 +28,23 @@ const stored = (over: Partial<StoredItem>): StoredItem => ({
   ...over,
 });
 
+/** A model whose id and api_key are `id`, neither sortable nor a tree. */
+const model = (
+  id: string,
+  kind: Pick<ModelInfo, 'modularBlock' | 'draftModeActive'>,
+  fields: ModelInfo['fields'],
+): [string, ModelInfo] => [id, { id, apiKey: id, sortable: false, tree: false, ...kind, fields }];
+
 const models = new Map<string, ModelInfo>([
-  [
-    'post',
-    {
-      id: 'post',
-      apiKey: 'post',
-      modularBlock: false,
-      sortable: false,
-      tree: false,
-      draftModeActive: true,
-      fields: [
-        { apiKey: 'title', fieldType: 'string', localized: false },
-        { apiKey: 'content', fieldType: 'rich_text', localized: false },
-        { apiKey: 'hero', fieldType: 'single_block', localized: true },
-      ],
-    },
-  ],
-  [
-    'section',
-    {
-      id: 'section',
-      apiKey: 'section',
-      modularBlock: true,
-      sortable: false,
-      tree: false,
-      draftModeActive: false,
-      fields: [
-        { apiKey: 'heading', fieldType: 'string', localized: false },
-        { apiKey: 'story', fieldType: 'structured_text', localized: false },
-      ],
-    },
-  ],
+  model('post', { modularBlock: false, draftModeActive: true }, [
+    { apiKey: 'title', fieldType: 'string', localized: false },
+    { apiKey: 'content', fieldType: 'rich_text', localized: false },
+    { apiKey: 'hero', fieldType: 'single_block', localized: true },
+  ]),
+  model('section', { modularBlock: true, draftModeActive: false }, [
+    { apiKey: 'heading', fieldType: 'string', localized: false },
+    { apiKey: 'story', fieldType: 'structured_text', localized: false },
+  ]),
 ]);
 
 describe('serializeItem', () => {
