@@ -19,6 +19,7 @@ import {
   parseListParams,
   resolveListQuery,
 } from '@herald/read';
+import { testHttpSettings } from '@herald/testkit';
 import { generate } from './generate.js';
 import { benchRedisCoordination } from '../lib/coordination.js';
 import { pairedLatencies } from '../lib/latency.js';
@@ -120,17 +121,16 @@ async function main(): Promise<void> {
     metrics,
     lifecycle: new Lifecycle(logger),
     indexes,
-    http: {
-      docsUrl: 'https://docs.invalid/errors',
-      bodyLimitBytes: 5 * 1024 * 1024,
+    // The tests' HTTP settings, with rate limits the benchmark never reaches and a token verified
+    // once a minute.
+    http: testHttpSettings({
       rateLimits: {
         windowMs: 3000,
         perRole: { admin: 1e9, read_only: 1e9, producer: 1e9 },
         anonymous: 1e9,
       },
       authCacheTtlMs: 60_000,
-      accessLog: { sampleRates: {} },
-    },
+    }),
   });
   const heraldServer = createServer(app);
   const heraldUrl = await listen(heraldServer);
