@@ -562,8 +562,11 @@ describe('POST /webhooks/preview: destinations and endpoint authentication', () 
         Object.fromEntries(Object.entries(all).filter(([name]) => !perCall.includes(name)));
       expect(without(shown.headers)).toEqual(without(headers));
       expect(Object.keys(shown.headers).sort()).toEqual(Object.keys(headers).sort());
-      const call = await api('GET', `/webhook_calls?filter[fields][webhook_id][eq]=${webhookId}`);
-      expect(shown.url).toBe(call.body.data[0].attributes.request_url);
+      // The stream has the entry before the call's outcome (its request_url) is written.
+      await waitFor(async () => {
+        const call = await api('GET', `/webhook_calls?filter[fields][webhook_id][eq]=${webhookId}`);
+        expect(shown.url).toBe(call.body.data[0].attributes.request_url);
+      });
     } finally {
       await redis.del(stream);
       await api('DELETE', `/webhooks/${webhookId}`);
