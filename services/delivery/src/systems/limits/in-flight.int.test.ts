@@ -1,7 +1,18 @@
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testRedis, type TestDb } from '@herald/testkit';
+import { createRedis } from '@herald/runtime';
+import {
+  TEST_REDIS_URL,
+  createTestDb,
+  randomId,
+  silentLogger,
+  startTcpProxy,
+  testRedis,
+  type TestDb,
+} from '@herald/testkit';
 import { COORDINATION_MODES, testCoordination } from '../../harness.test-support.js';
 import { deliveryCoordination, type InFlightSlots } from './coordination.js';
+import { InFlightLimiter } from './in-flight.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).
 const redis = testRedis('worker');
@@ -56,5 +67,30 @@ describe.each(COORDINATION_MODES)('in-flight slots (%s)', (mode) => {
       Array.from({ length: 20 }, (_, i) => limiter.acquire('7', `t${i}`)),
     );
     expect(taken.filter(Boolean)).toHaveLength(3);
+  });
+});
+
+describe('in-flight slots (redis), when Redis stops answering', () => {
+  it('fail the acquire and the release after their round-trip limit instead of waiting', async () => {
+    // A master that died in a Redis Cluster failover: the connection stays open, nothing comes
+    // back. Without the limit an attempt waited for its slot (or its release) for minutes,
+    // holding its call and a place of the process's pool.
+    const target = new URL(TEST_REDIS_URL);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+    const silent = createRedis(proxy.url(TEST_REDIS_URL), 'producer', silentLogger());
+    try {
+      if (silent.status !== 'ready') await once(silent, 'ready');
+      const limiter = new InFlightLimiter(silent, randomId('herald_test'), 2, 10_000, 200);
+      proxy.blackhole();
+      await expect(limiter.acquireMany([{ webhookId: '1', token: 't1' }])).rejects.toThrow(
+        /did not answer an in-flight slot within 200 ms/,
+      );
+      await expect(limiter.release('1', 't1')).rejects.toThrow(
+        /did not answer the release of in-flight slots within 200 ms/,
+      );
+    } finally {
+      silent.disconnect();
+      await proxy.close();
+    }
   });
 });

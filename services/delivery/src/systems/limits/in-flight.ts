@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sendEach, webhookKey, type RedisClient } from '@herald/runtime';
 
 // A sorted set per webhook: members are attempts in flight, scores their expiry (Redis time, ms).
@@ -12,6 +13,31 @@ redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 return 1
 `;
+
+/**
+ * How long a round trip of the limiter may take before it counts as failed. A command sent to a
+ * Redis Cluster master that died waits for the OS to drop its connection (minutes), and an
+ * attempt waiting for its slot, or for its slot's release, held its call and a place of the
+ * process's pool all that time: under a failover one delivery process stopped sending and its
+ * calls, held by its live lease, waited for nobody. A failed acquire lets the calls go for the
+ * sweeper; a release that did not answer is left to the slot's expiry (`ttlMs`).
+ */
+const ROUND_TRIP_LIMIT_MS = 2_000;
+
+/** `work`, or a rejection once it has taken `ms`. */
+async function answeredWithin<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      work,
+      sleep(ms, undefined, { signal: timer.signal }).then(() => {
+        throw new Error(`Redis did not answer ${what} within ${ms} ms`);
+      }),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
 
 /** A pipeline with the command defineCommand adds. */
 type AcquireClient = {
@@ -42,6 +68,7 @@ export class InFlightLimiter {
     private readonly limit: number,
     /** Longer than the longest attempt (the whole-call timeout plus margin). */
     private readonly ttlMs: number,
+    private readonly roundTripLimitMs = ROUND_TRIP_LIMIT_MS,
   ) {
     // EVALSHA (ioredis falls back to EVAL once per connection): Redis hashes the script text of
     // every plain EVAL, which cost more than the script itself.
@@ -63,17 +90,21 @@ export class InFlightLimiter {
   /** For each request, in order, whether its slot was taken. */
   async acquireMany(requests: readonly SlotRequest[]): Promise<boolean[]> {
     if (requests.length === 0) return [];
-    const results = await sendEach(
-      this.redis,
-      requests,
-      ({ webhookId }) => this.#key(webhookId),
-      (pipeline, { webhookId, token }) =>
-        (pipeline as unknown as AcquireClient).heraldInFlightAcquire(
-          this.#key(webhookId),
-          this.limit,
-          this.ttlMs,
-          token,
-        ),
+    const results = await answeredWithin(
+      sendEach(
+        this.redis,
+        requests,
+        ({ webhookId }) => this.#key(webhookId),
+        (pipeline, { webhookId, token }) =>
+          (pipeline as unknown as AcquireClient).heraldInFlightAcquire(
+            this.#key(webhookId),
+            this.limit,
+            this.ttlMs,
+            token,
+          ),
+      ),
+      this.roundTripLimitMs,
+      'an in-flight slot',
     );
     return requests.map((_, i) => {
       const [error, taken] = results[i] ?? [new Error('no reply')];
@@ -93,11 +124,15 @@ export class InFlightLimiter {
   #flush(): void {
     const batch = this.#releases;
     this.#releases = [];
-    sendEach(
-      this.redis,
-      batch,
-      ({ key }) => key,
-      (pipeline, { key, token }) => pipeline.zrem(key, token),
+    answeredWithin(
+      sendEach(
+        this.redis,
+        batch,
+        ({ key }) => key,
+        (pipeline, { key, token }) => pipeline.zrem(key, token),
+      ),
+      this.roundTripLimitMs,
+      'the release of in-flight slots',
     ).then(
       () => batch.forEach((r) => r.done()),
       (error: unknown) => batch.forEach((r) => r.fail(error)),

@@ -142,7 +142,8 @@ export class Limits {
         }
       });
     } finally {
-      await free();
+      // A release that failed (Redis away) is left to the slot's expiry.
+      await free().catch(() => undefined);
     }
   }
 
