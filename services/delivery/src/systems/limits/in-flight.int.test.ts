@@ -13,6 +13,7 @@ import {
 import { COORDINATION_MODES, testCoordination } from '../../harness.test-support.js';
 import { deliveryCoordination, type InFlightSlots } from './coordination.js';
 import { InFlightLimiter } from './in-flight.js';
+import { RateLimiter } from './rate-limit.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).
 const redis = testRedis('worker');
@@ -70,8 +71,8 @@ describe.each(COORDINATION_MODES)('in-flight slots (%s)', (mode) => {
   });
 });
 
-describe('in-flight slots (redis), when Redis stops answering', () => {
-  it('fail the acquire and the release after their round-trip limit instead of waiting', async () => {
+describe('the limits on Redis, when Redis stops answering', () => {
+  it('fail a slot taken or released, or a rate limit asked, after their round-trip limit', async () => {
     // A master that died in a Redis Cluster failover: the connection stays open, nothing comes
     // back. Without the limit an attempt waited for its slot (or its release) for minutes,
     // holding its call and a place of the process's pool.
@@ -81,6 +82,7 @@ describe('in-flight slots (redis), when Redis stops answering', () => {
     try {
       if (silent.status !== 'ready') await once(silent, 'ready');
       const limiter = new InFlightLimiter(silent, randomId('herald_test'), 2, 10_000, 200);
+      const rate = new RateLimiter(silent, randomId('herald_test'), 200);
       proxy.blackhole();
       await expect(limiter.acquireMany([{ webhookId: '1', token: 't1' }])).rejects.toThrow(
         /did not answer an in-flight slot within 200 ms/,
@@ -88,6 +90,10 @@ describe('in-flight slots (redis), when Redis stops answering', () => {
       await expect(limiter.release('1', 't1')).rejects.toThrow(
         /did not answer the release of in-flight slots within 200 ms/,
       );
+      await expect(rate.admit('1', 10, false)).rejects.toThrow(
+        /did not answer a rate limit within 200 ms/,
+      );
+      await expect(rate.started('1', 10)).rejects.toThrow(/did not answer a rate limit/);
     } finally {
       silent.disconnect();
       await proxy.close();

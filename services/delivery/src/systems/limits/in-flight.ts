@@ -15,17 +15,17 @@ return 1
 `;
 
 /**
- * How long a round trip of the limiter may take before it counts as failed. A command sent to a
+ * How long a round trip of the limits' Redis scripts may take before it counts as failed. A command sent to a
  * Redis Cluster master that died waits for the OS to drop its connection (minutes), and an
  * attempt waiting for its slot, or for its slot's release, held its call and a place of the
  * process's pool all that time: under a failover one delivery process stopped sending and its
  * calls, held by its live lease, waited for nobody. A failed acquire lets the calls go for the
  * sweeper; a release that did not answer is left to the slot's expiry (`ttlMs`).
  */
-const ROUND_TRIP_LIMIT_MS = 2_000;
+export const ROUND_TRIP_LIMIT_MS = 2_000;
 
 /** `work`, or a rejection once it has taken `ms`. */
-async function answeredWithin<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+export async function answeredWithin<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   const timer = new AbortController();
   try {
     return await Promise.race([

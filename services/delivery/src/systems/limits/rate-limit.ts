@@ -1,4 +1,5 @@
 import { webhookKey, type RedisClient } from '@herald/runtime';
+import { ROUND_TRIP_LIMIT_MS, answeredWithin } from './in-flight.js';
 
 // Per webhook, two times (Redis time, microseconds), in one slot of a cluster (webhookKey):
 // - KEYS[1], when the next request may be sent: GCRA (the generic cell rate algorithm) with no
@@ -65,6 +66,8 @@ export class RateLimiter {
   constructor(
     redis: RedisClient,
     private readonly redisPrefix: string,
+    /** Past it a round trip fails (see ROUND_TRIP_LIMIT_MS). */
+    private readonly roundTripLimitMs = ROUND_TRIP_LIMIT_MS,
   ) {
     if (!('heraldRateAdmit' in redis)) {
       redis.defineCommand('heraldRateAdmit', { numberOfKeys: 2, lua: ADMIT });
@@ -85,9 +88,10 @@ export class RateLimiter {
    * here if that is later (spacing counts from the later of a request's admission and its start).
    */
   async started(webhookId: string, perSecond: number): Promise<void> {
-    await this.#started(
-      webhookKey(this.redisPrefix, 'rate-sent', webhookId),
-      intervalUs(perSecond),
+    await answeredWithin(
+      this.#started(webhookKey(this.redisPrefix, 'rate-sent', webhookId), intervalUs(perSecond)),
+      this.roundTripLimitMs,
+      'a rate limit',
     );
   }
 
@@ -101,11 +105,15 @@ export class RateLimiter {
     hasTurn: boolean,
   ): Promise<{ waitMs: number; turn: boolean }> {
     const interval = intervalUs(perSecond);
-    const [wait, turn] = await this.#admit(
-      webhookKey(this.redisPrefix, 'rate-sent', webhookId),
-      webhookKey(this.redisPrefix, 'rate-queue', webhookId),
-      interval,
-      hasTurn ? 1 : 0,
+    const [wait, turn] = await answeredWithin(
+      this.#admit(
+        webhookKey(this.redisPrefix, 'rate-sent', webhookId),
+        webhookKey(this.redisPrefix, 'rate-queue', webhookId),
+        interval,
+        hasTurn ? 1 : 0,
+      ),
+      this.roundTripLimitMs,
+      'a rate limit',
     );
     if (Number(wait) === 0 && Number(turn) === 0) return { waitMs: 0, turn: false };
     // A little after the time, not before (a call back early waits again).
