@@ -14,8 +14,6 @@ import {
   claimPrefix,
   commonEnv,
   createApiApp,
-  createDeliverQueue,
-  createEventMatchQueue,
   createMetrics,
   httpEnv,
   httpSettings,
@@ -25,7 +23,7 @@ import {
   serveHttp,
   startService,
 } from '@herald/runtime';
-import { ingestEnv, ingestPublicRouters, ingestRouter } from '@herald/ingest';
+import { ingestEnv, ingestPublicRouters, ingestRouter, openIngestQueues } from '@herald/ingest';
 import { openReadDb, readEnv, readLimits, readRouter } from '@herald/read';
 import { deliveryEnv, deliverySettings, openWorkerDb, startDelivery } from '@herald/delivery';
 import { createPgliteDb, createWebhookCallMonths, migrate } from '@herald/store';
@@ -63,13 +61,7 @@ const coordination = benchRedisCoordination(redis, redisUrl, config.REDIS_PREFIX
 lifecycle.onShutdown('coordination', () => coordination.close());
 await claimPrefix(db, coordination, logger);
 const metrics = createMetrics();
-const eventMatchQueue = createEventMatchQueue(coordination, logger, {
-  attempts: config.MATCH_JOB_ATTEMPTS,
-  backoffMs: config.MATCH_JOB_BACKOFF_MS,
-});
-lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
-const deliverQueue = createDeliverQueue(coordination, logger);
-lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
+const { eventMatchQueue, deliverQueue } = openIngestQueues(config, coordination, logger, lifecycle);
 const readDb = openReadDb(config, db, 'herald-standalone-items');
 const deps = {
   eventMatchQueue,

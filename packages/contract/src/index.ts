@@ -114,6 +114,7 @@ export {
   fieldTypeFilters,
   filterOperator,
   parseDateTime,
+  presenceOf,
   type FilterOperand,
   type FilterSpec,
   type FilterTarget,

@@ -445,6 +445,30 @@ const EARTH_RADIUS_M = 6371008.8;
 const radians = (degrees: number) => (degrees * Math.PI) / 180;
 
 /**
+ * What `exists` asks of a value of `kind` (the same rule in memory and in SQL): a list, that it
+ * has an element; a JSON value, that it is there and not null; a scalar, that it reads as one.
+ */
+export function presenceOf(kind: FilterValueKind): 'list' | 'json' | 'scalar' {
+  switch (kind) {
+    case 'id_list':
+    case 'upload_list':
+      return 'list';
+    case 'lat_lon':
+    case 'structured_text':
+    case 'opaque':
+      return 'json';
+    case 'text':
+    case 'number':
+    case 'date':
+    case 'timestamp':
+    case 'boolean':
+    case 'status':
+    case 'upload':
+      return 'scalar';
+  }
+}
+
+/**
  * Whether a condition holds for a field's value (`undefined` when the record has no such key),
  * with the semantics of GET /items (docs/api.md, Field filters): `neq`, `not_in` and
  * `not_matches` hold for a missing value, a missing boolean counts as `false`.
@@ -545,23 +569,14 @@ export function fieldConditionHolds(
     case 'exists': {
       if (operand.type !== 'flag') break;
       let present: boolean;
-      switch (kind) {
-        case 'id_list':
-        case 'upload_list':
+      switch (presenceOf(kind)) {
+        case 'list':
           present = Array.isArray(value) && value.length > 0;
           break;
-        case 'lat_lon':
-        case 'structured_text':
-        case 'opaque':
+        case 'json':
           present = value !== undefined && value !== null;
           break;
-        case 'text':
-        case 'number':
-        case 'date':
-        case 'timestamp':
-        case 'boolean':
-        case 'status':
-        case 'upload':
+        case 'scalar':
           present = scalarOf(kind, value) !== null;
           break;
       }

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from './db.js';
-import type { MatchableEvent, StoredEvent } from './events.js';
+import type { EventRow, MatchableEvent, StoredEvent } from './events.js';
 import type { WebhookCallStatus } from './webhook-calls/call.js';
 
 // Bulk jobs (migration 017, docs/api.md, Bulk jobs): a bulk resend or a replay, stored here and
@@ -316,18 +316,21 @@ export async function listReplayCandidates(
       `(occurred_at, seq) > (${param(query.after.occurredAt)}::timestamptz, ${param(query.after.seq)}::bigint)`,
     );
   }
-  const { rows } = await db.query<{
-    id: string;
-    seq: string;
-    occurred_at: Date;
-    environment: string;
-    is_environment_primary: boolean;
-    entity_type: string;
-    event_type: string;
-    entity_id: string | null;
-    item_type_id: string | null;
-    item_type_api_key: string | null;
-  }>(
+  const { rows } = await db.query<
+    Pick<
+      EventRow,
+      | 'id'
+      | 'seq'
+      | 'occurred_at'
+      | 'environment'
+      | 'is_environment_primary'
+      | 'entity_type'
+      | 'event_type'
+      | 'entity_id'
+      | 'item_type_id'
+      | 'item_type_api_key'
+    >
+  >(
     `SELECT id, seq, occurred_at, environment, is_environment_primary, entity_type, event_type,
        entity_id, item_type_id, item_type_api_key
      FROM events WHERE ${where.join(' AND ')} ORDER BY occurred_at, seq LIMIT $2`,

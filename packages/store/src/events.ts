@@ -112,7 +112,7 @@ export async function insertEvents(
   return new Set(inserted.map((row) => row.id));
 }
 
-interface EventRow extends Record<string, unknown> {
+export interface EventRow extends Record<string, unknown> {
   id: string;
   seq: string;
   environment: string;

@@ -10,7 +10,25 @@ import type { NewEvent } from './events.js';
  */
 export type RecordMode = 'save' | 'publish' | 'unpublish';
 
-export interface RecordWrite {
+/** The columns an item event sets as sent, typed as the stored record has them. */
+type WrittenMeta = Pick<
+  StoredItem,
+  | 'parentId'
+  | 'position'
+  | 'creator'
+  | 'createdAt'
+  | 'updatedAt'
+  | 'firstPublishedAt'
+  | 'publicationScheduledAt'
+  | 'unpublishingScheduledAt'
+  | 'isValid'
+  | 'isCurrentVersionValid'
+  | 'isPublishedVersionValid'
+  | 'currentVersion'
+  | 'stage'
+>;
+
+export interface RecordWrite extends WrittenMeta {
   environment: string;
   id: string;
   itemTypeId: string;
@@ -19,21 +37,8 @@ export interface RecordWrite {
   eventType: string;
   /** Current attributes, block fields holding block ids. */
   attributes: Record<string, unknown>;
-  parentId: string | null;
-  position: number | null;
-  creator: { type: string; id: string } | null;
-  createdAt: Date;
-  updatedAt: Date;
   /** For `publish`: meta.published_at, else the acceptance time. */
   publishedAt: Date;
-  firstPublishedAt: Date | null;
-  publicationScheduledAt: Date | null;
-  unpublishingScheduledAt: Date | null;
-  isValid: boolean;
-  isCurrentVersionValid: boolean;
-  isPublishedVersionValid: boolean;
-  currentVersion: string | null;
-  stage: string | null;
 }
 
 /** Orders meta.current_version: numeric versions by value, others as text. */

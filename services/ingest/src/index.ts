@@ -2,4 +2,4 @@ export { createApp, ingestPublicRouters, ingestRouter, type IngestDeps } from '.
 export { apiDocument } from './openapi.js';
 export { ingestEnv, IngestConfig, loadConfig } from './config.js';
 export { ingestMetrics } from './events/metrics.js';
-export { ingestRole } from './role.js';
+export { ingestRole, openIngestQueues } from './role.js';

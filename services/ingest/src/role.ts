@@ -4,6 +4,11 @@ import {
   createEventMatchQueue,
   httpSettings,
   openReplicaDb,
+  type Coordination,
+  type DeliverQueue,
+  type EventMatchQueue,
+  type Lifecycle,
+  type Logger,
   type Role,
 } from '@herald/runtime';
 import { ingestPublicRouters, ingestRouter } from './app.js';
@@ -20,14 +25,12 @@ export function ingestRole(config: IngestConfig): Role {
     api: {
       http: httpSettings(config),
       routers({ poolName, coordination, logger, lifecycle, localMatch }, api) {
-        const eventMatchQueue = createEventMatchQueue(coordination, logger, {
-          attempts: config.MATCH_JOB_ATTEMPTS,
-          backoffMs: config.MATCH_JOB_BACKOFF_MS,
-        });
-        lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
-        // Resends go on it.
-        const deliverQueue = createDeliverQueue(coordination, logger);
-        lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
+        const { eventMatchQueue, deliverQueue } = openIngestQueues(
+          config,
+          coordination,
+          logger,
+          lifecycle,
+        );
         // GET /events, GET /webhook_calls and GET /webhook_stats read it (EventsDeps.replicaDb).
         const replicaDb = openReplicaDb(config, `herald-${poolName}-replica`);
         if (replicaDb) lifecycle.onShutdown('replica-database', () => replicaDb.close());
@@ -48,4 +51,24 @@ export function ingestRole(config: IngestConfig): Role {
       },
     },
   };
+}
+
+/**
+ * The queues ingest produces to, closed at shutdown: match jobs for the events it accepts, and
+ * deliver jobs for resends.
+ */
+export function openIngestQueues(
+  config: Pick<IngestConfig, 'MATCH_JOB_ATTEMPTS' | 'MATCH_JOB_BACKOFF_MS'>,
+  coordination: Coordination,
+  logger: Logger,
+  lifecycle: Lifecycle,
+): { eventMatchQueue: EventMatchQueue; deliverQueue: DeliverQueue } {
+  const eventMatchQueue = createEventMatchQueue(coordination, logger, {
+    attempts: config.MATCH_JOB_ATTEMPTS,
+    backoffMs: config.MATCH_JOB_BACKOFF_MS,
+  });
+  lifecycle.onShutdown('event-match-queue', () => eventMatchQueue.close());
+  const deliverQueue = createDeliverQueue(coordination, logger);
+  lifecycle.onShutdown('webhook-deliver-queue', () => deliverQueue.close());
+  return { eventMatchQueue, deliverQueue };
 }

@@ -33,6 +33,16 @@ export interface ValidationContext {
   errors: ErrorEntry[];
 }
 
+/** A walk through a record's attributes and, recursively, its blocks'. */
+interface Walk {
+  ctx: ValidationContext;
+  result: ExtractedItem;
+  /** The record or block whose attributes these are: their blocks' parent. */
+  ownerId: string;
+  /** How many blocks deep the walk is. */
+  depth: number;
+}
+
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const MAX_DEPTH = 16;
@@ -55,20 +65,18 @@ export function extractItem(
   ctx: ValidationContext,
 ): ExtractedItem {
   const result: ExtractedItem = { attributes: {}, blocks: [], referencedIds: [], idOnlyRefs: [] };
-  visitAttributes(model, attributes, ownerId, path, ctx, result, 0, result.attributes);
+  visitAttributes(model, attributes, path, { ctx, result, ownerId, depth: 0 }, result.attributes);
   return result;
 }
 
 function visitAttributes(
   model: ModelInfo,
   attributes: Record<string, unknown>,
-  ownerId: string,
   path: string,
-  ctx: ValidationContext,
-  result: ExtractedItem,
-  depth: number,
+  walk: Walk,
   out: Record<string, unknown>,
 ): void {
+  const { ctx } = walk;
   const fields = new Map(model.fields.map((field) => [field.apiKey, field]));
   const extra = model.tree ? TREE_ATTRIBUTES : model.sortable ? SORTABLE_ATTRIBUTES : undefined;
   for (const [key, value] of Object.entries(attributes)) {
@@ -109,19 +117,11 @@ function visitAttributes(
           );
           continue;
         }
-        localized[locale] = visitValue(
-          field,
-          v,
-          ownerId,
-          `${fieldPath}.${locale}`,
-          ctx,
-          result,
-          depth,
-        );
+        localized[locale] = visitValue(field, v, `${fieldPath}.${locale}`, walk);
       }
       out[key] = localized;
     } else {
-      out[key] = visitValue(field, value, ownerId, fieldPath, ctx, result, depth);
+      out[key] = visitValue(field, value, fieldPath, walk);
     }
   }
 }
@@ -135,15 +135,8 @@ function fail(
   if (ctx.errors.length < 100) ctx.errors.push(ApiError.field(field, code, message));
 }
 
-function visitValue(
-  field: ModelField,
-  value: unknown,
-  ownerId: string,
-  path: string,
-  ctx: ValidationContext,
-  result: ExtractedItem,
-  depth: number,
-): unknown {
+function visitValue(field: ModelField, value: unknown, path: string, walk: Walk): unknown {
+  const { ctx } = walk;
   if (BLOCK_FIELD_TYPES.has(field.fieldType)) {
     if (!blockFieldShapeOk(field.fieldType, value)) {
       fail(ctx, path, 'VALIDATION_TYPE', shapeMessage(field.fieldType));
@@ -152,7 +145,7 @@ function visitValue(
     let n = 0;
     return mapBlockRefs(field.fieldType, value, (ref) => {
       const refPath = field.fieldType === 'rich_text' ? `${path}.${n++}` : path;
-      return visitBlockRef(ref, ownerId, refPath, ctx, result, depth);
+      return visitBlockRef(ref, refPath, walk);
     });
   }
   if (!valueShapeOk(field.fieldType, value)) {
@@ -161,14 +154,8 @@ function visitValue(
   return value;
 }
 
-function visitBlockRef(
-  ref: unknown,
-  ownerId: string,
-  path: string,
-  ctx: ValidationContext,
-  result: ExtractedItem,
-  depth: number,
-): unknown {
+function visitBlockRef(ref: unknown, path: string, walk: Walk): unknown {
+  const { ctx, result, ownerId, depth } = walk;
   if (typeof ref === 'string') {
     if (!ID.test(ref)) fail(ctx, path, 'VALIDATION_FORMAT', 'must be a block id or a block');
     result.referencedIds.push(ref);
@@ -215,7 +202,8 @@ function visitBlockRef(
     return id;
   }
   const out: Record<string, unknown> = {};
-  visitAttributes(model, attributes, id, `${path}.attributes`, ctx, result, depth + 1, out);
+  const inner: Walk = { ctx, result, ownerId: id, depth: depth + 1 };
+  visitAttributes(model, attributes, `${path}.attributes`, inner, out);
   result.blocks.push({ id, itemTypeId: modelId, parentId: ownerId, attributes: out });
   result.referencedIds.push(id);
   return id;

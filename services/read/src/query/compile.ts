@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { presenceOf } from '@herald/contract';
 import { RECORD_COLUMNS } from '@herald/store';
 import type {
   Condition,
@@ -220,24 +221,15 @@ function conditionSql(q: ListQuery, p: Params, c: Condition): string {
     case 'exists': {
       if (operand.type !== 'flag') break;
       let present: string;
-      switch (c.kind) {
-        case 'id_list':
-        case 'upload_list':
+      switch (presenceOf(c.kind)) {
+        case 'list':
           present = `COALESCE(jsonb_array_length(${arrayOrNull(v)}) > 0, false)`;
           break;
-        case 'lat_lon':
-        case 'structured_text':
-        case 'opaque':
+        case 'json':
           // jsonb: a missing key is SQL NULL, an explicit null is the JSON null.
           present = `(${v} IS NOT NULL AND ${v} <> 'null'::jsonb)`;
           break;
-        case 'text':
-        case 'number':
-        case 'date':
-        case 'timestamp':
-        case 'boolean':
-        case 'status':
-        case 'upload':
+        case 'scalar':
           present = `(${v} IS NOT NULL)`;
           break;
       }

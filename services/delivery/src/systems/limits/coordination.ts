@@ -1,7 +1,7 @@
 import type { Coordination } from '@herald/runtime';
 import { InFlightLimiter, type SlotRequest } from './in-flight.js';
 import { PostgresInFlightLimiter } from './in-flight-postgres.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter, type RateAdmission } from './rate-limit.js';
 import { PostgresRateLimiter } from './rate-limit-postgres.js';
 
 /** Each webhook's in-flight slots, across every delivery process (in-flight.ts). */
@@ -16,11 +16,7 @@ export interface InFlightSlots {
 
 /** Each webhook's rate limit, across every delivery process (rate-limit.ts). */
 export interface RateTurns {
-  admit(
-    webhookId: string,
-    perSecond: number,
-    hasTurn: boolean,
-  ): Promise<{ waitMs: number; turn: boolean }>;
+  admit(webhookId: string, perSecond: number, hasTurn: boolean): Promise<RateAdmission>;
   started(webhookId: string, perSecond: number): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import { admitRateTurn, startRateTurn, type Queryable } from '@herald/store';
+import { intervalUs, type RateAdmission } from './rate-limit.js';
 
 /**
  * Each webhook's rate limit on Postgres alone (RateLimiter's counterpart, same rule): requests
@@ -14,11 +15,7 @@ export class PostgresRateLimiter {
   }
 
   /** See RateLimiter.admit. */
-  async admit(
-    webhookId: string,
-    perSecond: number,
-    hasTurn: boolean,
-  ): Promise<{ waitMs: number; turn: boolean }> {
+  async admit(webhookId: string, perSecond: number, hasTurn: boolean): Promise<RateAdmission> {
     const interval = intervalUs(perSecond);
     const waitUs = await admitRateTurn(this.db, webhookId, interval, hasTurn);
     if (waitUs === 0) return { waitMs: 0, turn: false };
@@ -29,5 +26,3 @@ export class PostgresRateLimiter {
     };
   }
 }
-
-const intervalUs = (perSecond: number): number => Math.max(1, Math.round(1_000_000 / perSecond));

@@ -54,6 +54,12 @@ type AdmitCommand = (
 ) => Promise<[number, number]>;
 type StartedCommand = (sentKey: string, intervalUs: number) => Promise<number>;
 
+/** `waitMs` 0: the request may go now; else how long its call waits, and whether it has its turn. */
+export interface RateAdmission {
+  waitMs: number;
+  turn: boolean;
+}
+
 /**
  * Each webhook's rate limit (delivery_policy.rate_limit_per_second), held in Redis so that it
  * holds across every delivery process: requests are spaced by 1/rate seconds, no burst, and the
@@ -99,11 +105,7 @@ export class RateLimiter {
    * Whether a request of this webhook may be sent now (`waitMs` 0; it is counted), else how long
    * its call waits, and whether it then has its turn (`turn`: come back with `hasTurn`).
    */
-  async admit(
-    webhookId: string,
-    perSecond: number,
-    hasTurn: boolean,
-  ): Promise<{ waitMs: number; turn: boolean }> {
+  async admit(webhookId: string, perSecond: number, hasTurn: boolean): Promise<RateAdmission> {
     const interval = intervalUs(perSecond);
     const [wait, turn] = await answeredWithin(
       this.#admit(
@@ -121,4 +123,6 @@ export class RateLimiter {
   }
 }
 
-const intervalUs = (perSecond: number): number => Math.max(1, Math.round(1_000_000 / perSecond));
+/** The spacing of a webhook's requests at `perSecond`, in microseconds (at least 1). */
+export const intervalUs = (perSecond: number): number =>
+  Math.max(1, Math.round(1_000_000 / perSecond));
