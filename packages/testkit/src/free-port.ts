@@ -2,20 +2,19 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /**
- * The OS's ephemeral range, from which it picks the local port of every outgoing connection
- * (Linux: /proc/sys/net/ipv4/ip_local_port_range; elsewhere the IANA range).
+ * The first port of the OS's ephemeral range, from which it picks the local port of every
+ * outgoing connection (Linux: /proc/sys/net/ipv4/ip_local_port_range; elsewhere the IANA range).
  */
-function ephemeralPorts(): { low: number; high: number } {
+function ephemeralLow(): number {
   try {
-    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
-      .trim()
-      .split(/\s+/)
-      .map(Number);
-    if (low && high) return { low, high };
+    const low = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
+    if (low) return low;
   } catch {
     // Not Linux: the IANA range.
   }
-  return { low: 49152, high: 65535 };
+  return 49152;
 }
 
 /** Whether 127.0.0.1:port can be listened on right now. */
@@ -35,7 +34,7 @@ function listenable(port: number): Promise<boolean> {
  * picked). Below the range only another explicit listen can take it.
  */
 export async function freePort(): Promise<number> {
-  const { low } = ephemeralPorts();
+  const low = ephemeralLow();
   const floor = 10_000;
   const span = Math.max(1, Math.min(low, 65_536) - floor);
   for (let tries = 0; tries < 100; tries++) {
