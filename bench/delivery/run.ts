@@ -96,7 +96,8 @@ const LATENCY_WARMUP_SECONDS = Number(process.env['LATENCY_WARMUP_SECONDS'] ?? 1
 /** Only the flow control rows (./flow.ts): FLOW_ONLY=1 or --flow. */
 /**
  * Where to write a CPU profile of this process over each latency run (one event per request:
- * ingest, and the workers in "one process"); unset: no profiling. Printed after the table.
+ * ingest, and the workers in "one process"), printed after the table, and over each fan-out run
+ * (10 webhooks per event; written only); unset: no profiling.
  */
 const PROFILE_DIR = process.env['BENCH_CPU_PROF'];
 /**
@@ -408,7 +409,15 @@ async function deliveryRows(
     process.stdout.write(`${shape}: 1 webhook per event…\n`);
     const one = await run(scenarioA(EVENTS), EVENTS);
     process.stdout.write(`${shape}: ${FANOUT} webhooks per event…\n`);
+    const fanProfiler = PROFILE_DIR ? new CpuProfiler() : undefined;
+    await fanProfiler?.start();
     const fan = await run(scenarioB(FANOUT_EVENTS), FANOUT_EVENTS * FANOUT);
+    if (fanProfiler) {
+      mkdirSync(PROFILE_DIR!, { recursive: true });
+      await fanProfiler.stop(
+        join(PROFILE_DIR!, `delivery-fanout-${shape.replace(/[^a-z]/g, '')}.cpuprofile`),
+      );
+    }
     process.stdout.write(`${shape}: latency at ${LATENCY_RATE} events/s…\n`);
     const latency = await latencyRun(shape);
     process.stdout.write(`${shape}: latency at ${LATENCY_RATE} events/s, one core kept busy…\n`);
