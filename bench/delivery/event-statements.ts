@@ -15,7 +15,6 @@
  *   pnpm build && tsc -p bench && node bench/dist/delivery/event-statements.js   (EVENTS=3000)
  */
 import {
-  createPostgresDb,
   createWebhookCalls,
   findEvents,
   insertEvents,
@@ -24,7 +23,7 @@ import {
   type Db,
   type WebhookCallAttempt,
 } from '@herald/store';
-import { TEST_DATABASE_URL, createTestDb, testItemEvent, testWebhookInput } from '@herald/testkit';
+import { createTestDb, testItemEvent, testWebhookInput } from '@herald/testkit';
 import { processCpuMs } from '../lib/cpu.js';
 import { table } from '../lib/table.js';
 
@@ -96,11 +95,7 @@ async function main(): Promise<void> {
   const connections: Connection[] = [];
   try {
     for (const mode of ['auto', 'force_generic_plan']) {
-      const db = createPostgresDb({
-        connectionString: TEST_DATABASE_URL,
-        searchPath: testDb.schema!,
-        maxConnections: 1,
-      });
+      const db = testDb.connect();
       await db.query(`SET plan_cache_mode = ${mode}`);
       const { rows } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       connections.push({ mode, db, pid: rows[0]!.pid, cpu: STEPS.map(() => 0), events: 0 });

@@ -65,7 +65,7 @@ import {
   type Logger,
   type Redis,
 } from '@herald/runtime';
-import { createPostgresDb, insertWebhook, type Db } from '@herald/store';
+import { insertWebhook, type Db } from '@herald/store';
 import {
   TEST_DATABASE_URL,
   createTestDb,
@@ -750,9 +750,7 @@ async function main(): Promise<void> {
   const herald = await serve(createApp({ ...deps, ssrfAllowCidrs: parseCidrList('127.0.0.0/8') }));
   const token = await createTestToken(testDb.db, 'admin');
   // The workers' own pool, as services/delivery/src/main.ts opens it (DELIVERY_SYNCHRONOUS_COMMIT).
-  const workerDb = createPostgresDb({
-    connectionString: TEST_DATABASE_URL,
-    searchPath: testDb.schema!,
+  const workerDb = testDb.connect({
     maxConnections: config.DB_POOL_SIZE,
     // As openWorkerDb: the hot statements on a pool where they are planned once (BENCH_PLAN_ONCE=0:
     // without it, to compare).

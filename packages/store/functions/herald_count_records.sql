@@ -5,24 +5,18 @@ CREATE OR REPLACE FUNCTION herald_count_records() RETURNS trigger LANGUAGE plpgs
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   d record;
+  -- What an INSERT wrote counts up, what a DELETE removed counts down: both triggers name their
+  -- transition table changed_rows.
+  sign int := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
+  IF TG_OP IN ('INSERT', 'DELETE') THEN
     FOR d IN
       SELECT environment, item_type_id, count(current_attributes) AS cur,
         count(published_attributes) AS pub
-      FROM new_rows WHERE NOT is_block
+      FROM changed_rows WHERE NOT is_block
       GROUP BY environment, item_type_id ORDER BY environment, item_type_id
     LOOP
-      PERFORM herald_add_record_count(d.environment, d.item_type_id, d.cur, d.pub);
-    END LOOP;
-  ELSIF TG_OP = 'DELETE' THEN
-    FOR d IN
-      SELECT environment, item_type_id, count(current_attributes) AS cur,
-        count(published_attributes) AS pub
-      FROM old_rows WHERE NOT is_block
-      GROUP BY environment, item_type_id ORDER BY environment, item_type_id
-    LOOP
-      PERFORM herald_add_record_count(d.environment, d.item_type_id, -d.cur, -d.pub);
+      PERFORM herald_add_record_count(d.environment, d.item_type_id, sign * d.cur, sign * d.pub);
     END LOOP;
   ELSE
     FOR d IN
@@ -46,9 +40,9 @@ END
 $$;
 
 CREATE OR REPLACE TRIGGER records_count_insert AFTER INSERT ON records
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_records();
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_records();
 CREATE OR REPLACE TRIGGER records_count_update AFTER UPDATE ON records
   REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
   FOR EACH STATEMENT EXECUTE FUNCTION herald_count_records();
 CREATE OR REPLACE TRIGGER records_count_delete AFTER DELETE ON records
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_records();
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION herald_count_records();

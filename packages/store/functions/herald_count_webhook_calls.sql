@@ -5,24 +5,18 @@ CREATE OR REPLACE FUNCTION herald_count_webhook_calls() RETURNS trigger LANGUAGE
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
   d record;
+  -- What an INSERT wrote counts up, what a DELETE removed counts down: both triggers name their
+  -- transition table changed_calls.
+  sign int := CASE TG_OP WHEN 'DELETE' THEN -1 ELSE 1 END;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
+  IF TG_OP IN ('INSERT', 'DELETE') THEN
     FOR d IN
       SELECT webhook_id, entity_type, event_type, status,
         date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month, count(*) AS calls
-      FROM new_calls GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+      FROM changed_calls GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
     LOOP
       PERFORM herald_add_webhook_call_count(d.webhook_id, d.entity_type, d.event_type, d.status,
-        d.month, d.calls);
-    END LOOP;
-  ELSIF TG_OP = 'DELETE' THEN
-    FOR d IN
-      SELECT webhook_id, entity_type, event_type, status,
-        date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month, count(*) AS calls
-      FROM old_calls GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-    LOOP
-      PERFORM herald_add_webhook_call_count(d.webhook_id, d.entity_type, d.event_type, d.status,
-        d.month, -d.calls);
+        d.month, sign * d.calls);
     END LOOP;
   ELSE
     -- A call that changed key (its status, in practice: the other columns are not updated)
@@ -53,11 +47,11 @@ $$;
 
 -- On webhook_calls (partitioned by 021: a partition cannot have them).
 CREATE OR REPLACE TRIGGER webhook_calls_count_insert AFTER INSERT ON webhook_calls
-  REFERENCING NEW TABLE AS new_calls FOR EACH STATEMENT
+  REFERENCING NEW TABLE AS changed_calls FOR EACH STATEMENT
   EXECUTE FUNCTION herald_count_webhook_calls();
 CREATE OR REPLACE TRIGGER webhook_calls_count_update AFTER UPDATE ON webhook_calls
   REFERENCING OLD TABLE AS old_calls NEW TABLE AS new_calls FOR EACH STATEMENT
   EXECUTE FUNCTION herald_count_webhook_calls();
 CREATE OR REPLACE TRIGGER webhook_calls_count_delete AFTER DELETE ON webhook_calls
-  REFERENCING OLD TABLE AS old_calls FOR EACH STATEMENT
+  REFERENCING OLD TABLE AS changed_calls FOR EACH STATEMENT
   EXECUTE FUNCTION herald_count_webhook_calls();

@@ -204,12 +204,7 @@ describe('statements planned once per connection (planOnce)', () => {
     // to take instead: its scan's price crosses jit_above_cost. With JIT on, a server built with
     // LLVM (Debian's) spent ~250 ms compiling each run of a 0.1 ms probe.
     const t = await createTestDb('postgres');
-    const db = createPostgresDb({
-      connectionString: TEST_DATABASE_URL,
-      searchPath: t.schema,
-      maxConnections: 1,
-      planOncePoolSize: 1,
-    });
+    const db = t.connect({ planOncePoolSize: 1 });
     try {
       const { rows } = await db.query<{ 'QUERY PLAN': [Record<string, unknown>] }>({
         name: 'test.find-to-match.explain',

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TEST_DATABASE_URL, createTestDb, type TestDb } from '@herald/testkit';
+import { createTestDb, type TestDb } from '@herald/testkit';
 import {
-  createPostgresDb,
   createToken,
   findToken,
   findTokenByHash,
@@ -143,11 +142,7 @@ describe.for(['postgres', 'embedded'] as const)('API tokens on %s', (kind) => {
 describe('revoking admin tokens concurrently (Postgres)', () => {
   it('waits for a revocation in flight and then refuses the last admin token', async () => {
     const t = await createTestDb('postgres');
-    const other = createPostgresDb({
-      connectionString: TEST_DATABASE_URL,
-      searchPath: t.schema!,
-      maxConnections: 1,
-    });
+    const other = t.connect();
     try {
       const a = (await createToken(t.db, { name: 'a', role: 'admin' })).record.id;
       const b = (await createToken(t.db, { name: 'b', role: 'admin' })).record.id;

@@ -1,14 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  TEST_DATABASE_URL,
-  createTestDb,
-  testAttempt,
-  testWebhookInput,
-  type TestDb,
-} from '@herald/testkit';
+import { createTestDb, testAttempt, testWebhookInput, type TestDb } from '@herald/testkit';
 import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
-  createPostgresDb,
   createTestWebhookCall,
   createWebhookCalls,
   deleteFinishedWebhookCalls,
@@ -160,12 +153,7 @@ describe('webhook_calls statements with a backlog', () => {
     // The workers' pool runs with synchronous_commit=off; a crash that forgot calls already sent
     // would match their events again under new call ids (new webhook-ids). Postgres applies the
     // setting in effect when the transaction commits.
-    const lazy = createPostgresDb({
-      connectionString: TEST_DATABASE_URL,
-      searchPath: t.schema!,
-      synchronousCommit: false,
-      maxConnections: 1,
-    });
+    const lazy = t.connect({ synchronousCommit: false });
     try {
       const setting = await lazy.transaction(async (tx) => {
         await insertEvent(tx, 'durable-1');

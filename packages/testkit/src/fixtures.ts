@@ -179,6 +179,7 @@ export function suiteTestDb(kind: 'postgres' | 'embedded' = 'postgres'): TestDb 
     get schema() {
       return made().schema;
     },
+    connect: (options) => made().connect(options),
     cleanup: () => made().cleanup(),
   };
 }

@@ -125,6 +125,13 @@ export async function createTestDb(kind: 'postgres' | 'embedded' = 'postgres'): 
   return {
     db,
     schema,
+    connect: (options) =>
+      createPostgresDb({
+        connectionString: url,
+        searchPath: schema,
+        maxConnections: 1,
+        ...options,
+      }),
     async cleanup() {
       await db.close();
       if (embedded) return embedded.release();

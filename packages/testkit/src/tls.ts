@@ -38,34 +38,16 @@ export function makeTestPki(): TestPki {
       '-out',
       file(name),
     );
-  const selfSigned = (name: string, cn: string) => {
+  // A new key for `name`, and `openssl req` for CN=`cn` with it: a certificate signing request,
+  // or with -x509 a self-signed certificate.
+  const request = (name: string, cn: string, ...args: string[]) => {
     key(`${name}.key`);
-    openssl(
-      'req',
-      '-x509',
-      '-new',
-      '-key',
-      file(`${name}.key`),
-      '-subj',
-      `/CN=${cn}`,
-      '-days',
-      '1',
-      '-out',
-      file(`${name}.crt`),
-    );
+    openssl('req', '-new', '-key', file(`${name}.key`), '-subj', `/CN=${cn}`, ...args);
   };
+  const selfSigned = (name: string, cn: string) =>
+    request(name, cn, '-x509', '-days', '1', '-out', file(`${name}.crt`));
   const signed = (name: string, cn: string, extensions: string) => {
-    key(`${name}.key`);
-    openssl(
-      'req',
-      '-new',
-      '-key',
-      file(`${name}.key`),
-      '-subj',
-      `/CN=${cn}`,
-      '-out',
-      file(`${name}.csr`),
-    );
+    request(name, cn, '-out', file(`${name}.csr`));
     writeFileSync(file(`${name}.ext`), extensions);
     openssl(
       'x509',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresDb, type Db } from '@herald/store';
-import { TEST_DATABASE_URL, createTestDb, type TestDb } from '@herald/testkit';
+import type { Db } from '@herald/store';
+import { createTestDb, type TestDb } from '@herald/testkit';
 import { writeUntilStored } from './outage.js';
 
 // writeUntilStored against a real deadlock: Postgres rolls its victim back whole, so the write
@@ -10,11 +10,7 @@ describe('writeUntilStored', () => {
   let other: Db;
   beforeAll(async () => {
     t = await createTestDb('postgres');
-    other = createPostgresDb({
-      connectionString: TEST_DATABASE_URL,
-      searchPath: t.schema!,
-      maxConnections: 1,
-    });
+    other = t.connect();
     await t.db.query('CREATE TABLE pair (id int PRIMARY KEY, v int NOT NULL)');
     await t.db.query('INSERT INTO pair VALUES (1, 0), (2, 0)');
   });

@@ -22,7 +22,6 @@ import {
   textSearchConfig,
 } from '@herald/store';
 import {
-  TEST_DATABASE_URL,
   createTestToken,
   fieldEntity,
   itemEvent,
@@ -1078,12 +1077,7 @@ describe('POST /events under contention', () => {
     // Another writer holds a's row; the request writes b, then waits for a; the other writer then
     // waits for b. The request's deadlock check finds the circle (the other writer's runs much
     // later), so the request is the one rolled back.
-    const other = createPostgresDb({
-      connectionString: TEST_DATABASE_URL,
-      searchPath: t.schema!,
-      maxConnections: 1,
-      applicationName: `${t.schema!}_other`,
-    });
+    const other = t.connect({ applicationName: `${t.schema!}_other` });
     try {
       let answer: Promise<Answer> | undefined;
       await other.transaction(async (tx) => {

@@ -1,8 +1,7 @@
 import { describe, expect } from 'vitest';
 import { decodeReadAfter } from '@herald/contract';
-import { createPostgresDb, findRecord, readCommitPosition, type Db } from '@herald/store';
+import { findRecord, readCommitPosition, type Db } from '@herald/store';
 import {
-  TEST_DATABASE_URL,
   itemEvent,
   modelWithRecordEvents,
   randomId,
@@ -60,11 +59,7 @@ const event = (recordId: string, options: { eventId?: string; title?: string } =
  * once every request has reached its write. Resolves with the answers, in the bodies' order.
  */
 async function postHeld(bodies: readonly unknown[]) {
-  const other: Db = createPostgresDb({
-    connectionString: TEST_DATABASE_URL,
-    searchPath: t.schema!,
-    maxConnections: 1,
-  });
+  const other = t.connect();
   try {
     const before = await requests();
     const answers: Promise<TestAnswer<Accepted>>[] = [];

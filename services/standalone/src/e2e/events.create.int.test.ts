@@ -14,7 +14,7 @@ import {
   createTestToken,
   fieldEntity,
   itemEvent,
-  modelEvent as modelEventOf,
+  modelEvent,
   modelWithRecordEvents,
   randomId,
   serve,
@@ -56,7 +56,7 @@ beforeAll(async () => {
   token = await createTestToken(t.db, 'producer');
   // The model of the records stored while Redis is down.
   const response = await post([
-    modelEvent('post', 'post', { draft_mode_active: true }, [fieldEntity('title', 'string')]),
+    modelEvent('post', { draft_mode_active: true }, [fieldEntity('title', 'string')]),
   ]);
   expect(response.status).toBe(202);
 });
@@ -68,13 +68,6 @@ afterAll(async () => {
   await redis.quit();
   await t.cleanup();
 });
-
-const modelEvent = (
-  id: string,
-  apiKey: string,
-  flags: Record<string, boolean>,
-  fields: unknown[],
-) => modelEventOf(id, flags, fields, { apiKey });
 
 /** The 202 body: one entry per event. */
 interface Answer {

@@ -16,6 +16,7 @@ import {
   killHeraldProcessesSync,
   runFault,
   type FaultRow,
+  type HeraldKind,
   type HeraldProcess,
   type Infrastructure,
   type Scenario,
@@ -195,6 +196,20 @@ function watchReadiness(url: string) {
 }
 
 /**
+ * kill -9 of the process of `kind`, started again once the fault has ended. The calls a process
+ * that delivers had in flight may be sent twice.
+ */
+export function killAndRestart(kind: HeraldKind): (s: Scenario) => Promise<void> {
+  const delivers = kind === 'delivery' || kind === 'standalone';
+  return async (s) => {
+    await s.kill(kind);
+    if (delivers) s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
+    s.faultEnded();
+    await s.start(kind);
+  };
+}
+
+/**
  * The faults of the processes and of Postgres: kill -9 of delivery and of ingest, backends
  * terminated, Postgres restarted and down, SIGTERM of ingest under load. `suffix` ends every
  * fault's name (its mode, its stack).
@@ -203,34 +218,12 @@ export function processFaults(fault: FaultRunner, stack: Stack, mode: Mode, suff
   // An empty variable counts as unset (parseEnv).
   const modeEnv: Record<string, string> = mode === 'redis' ? {} : { REDIS_URL: '' };
 
-  it(`kill -9 of the delivery process${suffix}`, async () => {
-    const row = await fault(
-      `kill -9 delivery${suffix}`,
-      stack,
-      async (s) => {
-        await s.kill('delivery');
-        s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-        s.faultEnded();
-        await s.start('delivery');
-      },
-      modeEnv,
-    );
-    expectPassed(row);
-  });
-
-  it(`kill -9 of the ingest process${suffix}`, async () => {
-    const row = await fault(
-      `kill -9 ingest${suffix}`,
-      stack,
-      async (s) => {
-        await s.kill('ingest');
-        s.faultEnded();
-        await s.start('ingest');
-      },
-      modeEnv,
-    );
-    expectPassed(row);
-  });
+  for (const kind of ['delivery', 'ingest'] as const) {
+    it(`kill -9 of the ${kind} process${suffix}`, async () => {
+      const row = await fault(`kill -9 ${kind}${suffix}`, stack, killAndRestart(kind), modeEnv);
+      expectPassed(row);
+    });
+  }
 
   it(`Postgres backends terminated repeatedly${suffix}`, async () => {
     const row = await fault(

@@ -1,6 +1,11 @@
 import { describe, it } from 'vitest';
-import { FAULT_TIMEOUT_MS, IN_FLIGHT_PER_WEBHOOK, expectPassed } from './harness.test-support.js';
-import { processFaults, redisFaults, useFaultInfrastructure } from './cases.test-support.js';
+import { FAULT_TIMEOUT_MS, expectPassed } from './harness.test-support.js';
+import {
+  killAndRestart,
+  processFaults,
+  redisFaults,
+  useFaultInfrastructure,
+} from './cases.test-support.js';
 
 // The fault-injection suite (docs/reliability.md): under a steady load of events to a real
 // receiver, each fault is injected into built Herald processes running on a Postgres cluster and
@@ -33,12 +38,7 @@ describe('fault injection', { timeout: FAULT_TIMEOUT_MS }, () => {
       const row = await fault(
         `kill -9 single process (embedded PostgreSQL)${suffix}`,
         'standalone',
-        async (s) => {
-          await s.kill('standalone');
-          s.allowedDuplicates = IN_FLIGHT_PER_WEBHOOK;
-          s.faultEnded();
-          await s.start('standalone');
-        },
+        killAndRestart('standalone'),
         modeEnv,
       );
       expectPassed(row);
