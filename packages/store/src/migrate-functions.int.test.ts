@@ -28,6 +28,13 @@ const CHANGED_SINCE = [
   'function herald_bump_webhooks_generation(',
   'trigger webhooks.herald_bump_webhooks_generation',
   'default webhooks_generation.singleton',
+  // One branch counts INSERT and DELETE, their triggers' transition tables named alike.
+  'function herald_count_records(',
+  'function herald_count_webhook_calls(',
+  'trigger records.records_count_insert',
+  'trigger records.records_count_delete',
+  'trigger webhook_calls.webhook_calls_count_insert',
+  'trigger webhook_calls.webhook_calls_count_delete',
 ];
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
