@@ -15,7 +15,7 @@ import {
 } from './coordination.js';
 import type { HttpSettings } from './http/create-api-app.js';
 import type { Logger } from './logger.js';
-import { connectRedis, createRedis, type Redis, type RedisTarget } from './redis.js';
+import { closeRedis, connectRedis, createRedis, type Redis, type RedisTarget } from './redis.js';
 import type { Lifecycle } from './shutdown.js';
 
 /** The parsed common variables (see commonEnv). */
@@ -154,9 +154,7 @@ export function openRedis(
   lifecycle: Lifecycle,
 ): Redis {
   const redis = createRedis(url, role, logger);
-  lifecycle.onShutdown(`redis-${role}`, async () => {
-    await redis.quit().catch(() => redis.disconnect());
-  });
+  lifecycle.onShutdown(`redis-${role}`, () => closeRedis(redis));
   return redis;
 }
 

@@ -16,7 +16,8 @@ import {
   type DeploymentClaim,
 } from './deployment.js';
 import type { Logger } from './logger.js';
-import { isCluster, type RedisClient, type RedisTarget } from './redis.js';
+import { closeRedis, isCluster, type RedisClient, type RedisTarget } from './redis.js';
+import { settleWithin } from './settle-within.js';
 
 /** The HTTP rate limit's answer for one key: its window's count, time left and this grant. */
 export interface RequestLease {
@@ -164,11 +165,7 @@ export function createRedisCoordination(options: {
       if (isCluster(subscriber)) subscriber.on('-node', () => onReconnect());
       await subscriber.subscribe(channel);
       return {
-        close: () =>
-          subscriber.quit().then(
-            () => undefined,
-            () => subscriber.disconnect(),
-          ),
+        close: () => closeRedis(subscriber),
       };
     },
     async claimDeployment(db, timeoutMs = 5000) {
@@ -215,9 +212,7 @@ export function createRedisCoordination(options: {
       );
       return { counted, ttlMs, granted };
     },
-    async close() {
-      await redis.quit().catch(() => redis.disconnect());
-    },
+    close: () => closeRedis(redis),
   };
 }
 
@@ -384,21 +379,11 @@ function onceReady(redis: RedisClient): Promise<void> {
   return new Promise((resolve) => redis.once('ready', () => resolve()));
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  const answer = work.catch((error: unknown) => {
+    // A conflict is an answer; anything else is no answer.
+    if (error instanceof DeploymentConflictError) throw error;
+    return undefined;
   });
-  try {
-    return await Promise.race([
-      work.catch((error: unknown) => {
-        // A conflict is an answer; anything else is no answer.
-        if (error instanceof DeploymentConflictError) throw error;
-        return undefined;
-      }),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return settleWithin(answer, ms, () => undefined);
 }

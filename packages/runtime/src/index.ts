@@ -10,6 +10,7 @@ export {
 export { REDACT_PATHS, createLogger, type Logger } from './logger.js';
 export { createMetrics, type Metrics } from './metrics.js';
 export {
+  closeRedis,
   connectRedis,
   createRedis,
   createRedisCluster,
@@ -22,6 +23,7 @@ export {
 } from './redis.js';
 export { sendEach, webhookKey } from './redis-slots.js';
 export { Lifecycle, closeServer, type SignalSettings } from './shutdown.js';
+export { settleWithin } from './settle-within.js';
 export { context, type RequestContext } from './http/context.js';
 export { TokenVerifier, authenticate, requireRole, type Principal } from './http/auth.js';
 export { EnvironmentResolver, selectEnvironment } from './http/environments.js';

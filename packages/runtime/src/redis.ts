@@ -7,6 +7,7 @@ import {
   warnOncePerCause,
 } from './dependencies.js';
 import type { Logger } from './logger.js';
+import { settleWithin } from './settle-within.js';
 
 export type { Cluster, Redis, RedisClusterTarget };
 
@@ -119,4 +120,20 @@ function watchRedis<T extends RedisClient>(redis: T, role: string, logger: Logge
 /** True for a Redis Cluster's client. */
 export function isCluster(redis: RedisClient): redis is Cluster {
   return redis instanceof Cluster;
+}
+
+/** How long a connection's QUIT may wait for its reply before the connection is cut instead. */
+const QUIT_WAIT_MS = 2000;
+
+/**
+ * Closes a connection: QUIT, which lets the commands sent before it finish, or, when Redis does
+ * not answer it within QUIT_WAIT_MS (a master killed mid-command, a network dropping packets) or
+ * refuses it, a cut. Either way the client stops reconnecting.
+ */
+export async function closeRedis(redis: RedisClient): Promise<void> {
+  const quit = redis.quit().then(
+    () => true,
+    () => false,
+  );
+  if (!(await settleWithin(quit, QUIT_WAIT_MS, () => false))) redis.disconnect();
 }

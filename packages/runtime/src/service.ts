@@ -38,10 +38,15 @@ export function runMain(
  */
 export function startService(
   name: string,
-  config: { LOG_LEVEL: LevelWithSilent; SHUTDOWN_READINESS_DELAY_MS: number },
+  config: {
+    LOG_LEVEL: LevelWithSilent;
+    SHUTDOWN_READINESS_DELAY_MS: number;
+    SHUTDOWN_GRACE_MS: number;
+  },
 ): { logger: Logger; lifecycle: Lifecycle } {
   const logger = createLogger({ name, level: config.LOG_LEVEL });
-  const lifecycle = new Lifecycle(logger);
+  // A hook gets the grace period, and one more second for the close that follows it.
+  const lifecycle = new Lifecycle(logger, config.SHUTDOWN_GRACE_MS + 1000);
   lifecycle.startStep('starting');
   lifecycle.installSignalHandlers((code) => process.exit(code), {
     readinessDelayMs: config.SHUTDOWN_READINESS_DELAY_MS,

@@ -1,8 +1,11 @@
 import { Router } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresDb } from '@herald/store';
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import {
   TEST_DATABASE_URL,
+  TEST_REDIS_URL,
   createTestDb,
   createTestToken,
   startTcpProxy,
@@ -13,6 +16,7 @@ import {
 import type { Redis } from 'ioredis';
 import { createApiApp } from './http/create-api-app.js';
 import { listen } from './http/listen.js';
+import { openRedis } from './boot.js';
 import { Lifecycle, closeServer } from './shutdown.js';
 import { createLogger } from './logger.js';
 
@@ -124,6 +128,38 @@ describe('graceful shutdown', () => {
     } finally {
       await closeServer(server, 0);
       await silent.close();
+      await proxy.close();
+    }
+  });
+
+  it('goes on past a close that waits on a server gone silent, and names it', async () => {
+    const target = new URL(TEST_REDIS_URL);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 6379) });
+    const stream = new PassThrough();
+    const lines: string[] = [];
+    stream.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n')));
+    const logger = createLogger({ name: 'test', level: 'warn', destination: stream });
+    const lifecycle = new Lifecycle(logger, 300);
+    const steps: string[] = [];
+    lifecycle.onShutdown('database', () => {
+      steps.push('database');
+      return Promise.resolve();
+    });
+    const silent = openRedis(proxy.url(TEST_REDIS_URL), 'producer', logger, lifecycle);
+    try {
+      if (silent.status !== 'ready') await once(silent, 'ready');
+      expect(await silent.ping()).toBe('PONG');
+      // Its QUIT is sent and never answered, as by a master killed mid-command.
+      proxy.blackhole();
+      const started = Date.now();
+      await lifecycle.shutdown('SIGTERM');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(steps).toEqual(['database']);
+      const overran = lines.filter((line) => line.includes('did not finish in time'));
+      expect(overran).toHaveLength(1);
+      expect(JSON.parse(overran[0]!)).toMatchObject({ hook: 'redis-producer', waitedMs: 300 });
+    } finally {
+      silent.disconnect();
       await proxy.close();
     }
   });

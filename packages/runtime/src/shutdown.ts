@@ -1,7 +1,8 @@
 import type { Server } from 'node:http';
 import type { Logger } from './logger.js';
+import { settleWithin } from './settle-within.js';
 
-type Hook = { name: string; run: () => Promise<void> };
+type Hook = { name: string; run: () => Promise<void>; boundMs: number };
 
 export interface SignalSettings {
   /**
@@ -27,7 +28,14 @@ export class Lifecycle {
   /** Ends the readiness delay early; set only while it runs. */
   #endDelay: (() => void) | undefined;
 
-  constructor(private readonly logger: Logger) {}
+  /**
+   * @param stepBoundMs how long a shutdown hook may take unless it says otherwise
+   * (SHUTDOWN_GRACE_MS): past it the shutdown goes on without it.
+   */
+  constructor(
+    private readonly logger: Logger,
+    private readonly stepBoundMs = 10_000,
+  ) {}
 
   get draining(): boolean {
     return this.#draining;
@@ -50,9 +58,14 @@ export class Lifecycle {
     this.#starting = undefined;
   }
 
-  /** Registers something to close at shutdown. */
-  onShutdown(name: string, run: () => Promise<void>): void {
-    this.#hooks.push({ name, run });
+  /**
+   * Registers something to close at shutdown, which may take boundMs at most (the lifecycle's
+   * step bound unless given; Infinity: waited for whole). A close that waits on a server gone silent (a Redis master killed
+   * mid-command, a network that drops packets) would otherwise hold the process until an
+   * orchestrator kills it: past its bound, it is logged by name and the shutdown goes on.
+   */
+  onShutdown(name: string, run: () => Promise<void>, boundMs = this.stepBoundMs): void {
+    this.#hooks.push({ name, run, boundMs });
   }
 
   /**
@@ -79,7 +92,16 @@ export class Lifecycle {
     }
     for (const hook of [...this.#hooks].reverse()) {
       try {
-        await hook.run();
+        const run = hook.run().then(() => true);
+        const finished = Number.isFinite(hook.boundMs)
+          ? await settleWithin(run, hook.boundMs, () => false)
+          : await run;
+        if (!finished) {
+          this.logger.warn(
+            { hook: hook.name, waitedMs: hook.boundMs },
+            'a shutdown step did not finish in time; the shutdown goes on without it',
+          );
+        }
       } catch (error) {
         this.logger.error({ err: error, hook: hook.name }, 'shutdown step failed');
       }

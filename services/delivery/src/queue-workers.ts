@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Job, Processor } from 'bullmq';
 import {
   QUEUE_EVENT_MATCH,
@@ -8,6 +7,7 @@ import {
   type EventMatchJobData,
 } from '@herald/contract';
 import {
+  closeRedis,
   createQueueWorker,
   connectRedis,
   postgresProblem,
@@ -16,19 +16,6 @@ import {
   type Coordination,
   type Logger,
 } from '@herald/runtime';
-
-/** True once `work` resolves, false after `ms` (it is left to settle); a rejection is thrown. */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      work.then(() => true),
-      sleep(ms, false, { signal: timer.signal }).catch(() => false),
-    ]);
-  } finally {
-    timer.abort();
-  }
-}
 
 /** A job kind (jobs/*.ts): its data's schema, and its handler, given a context. */
 interface JobKind<Context, Data> {
@@ -48,8 +35,6 @@ export function processorOf<Context, Data>(
 export interface QueueWorkerSettings {
   /** BullMQ's job lock; a dead worker's jobs run again within about 1.5 times this. */
   jobLockMs: number;
-  /** An attempt's time at most (DELIVERY_TIMEOUT_MS). */
-  timeoutMs: number;
   matchConcurrency: number;
   deliverConcurrency: number;
 }
@@ -117,25 +102,12 @@ export function startQueueWorkers(
   return {
     async close() {
       // BullMQ's Worker.close() waits for its blocking connection to end. A Redis Cluster client
-      // that lost nodes (a master failed over, the whole cluster down) may never say it ended,
-      // and the process would hang on SIGTERM until killed. The jobs in flight end within an
-      // attempt's timeout and a write; a lock's duration later they would be another worker's
-      // anyway: the wait stops there.
-      const boundMs = settings.timeoutMs + settings.jobLockMs;
-      const closed = await settlesWithin(
-        Promise.all([matchWorker.close(), deliverWorker.close()]),
-        boundMs,
-      );
-      if (!closed) {
-        logger.warn(
-          { waitedMs: boundMs },
-          'the queue workers did not close within DELIVERY_TIMEOUT_MS + DELIVERY_JOB_LOCK_MS; ' +
-            'the shutdown goes on',
-        );
-      }
+      // that lost nodes (a master failed over, the whole cluster down) may never say it ended:
+      // the delivery's close bounds this step (closeStepper).
+      await Promise.all([matchWorker.close(), deliverWorker.close()]);
     },
     async disconnect() {
-      await workerConnection?.quit().catch(() => workerConnection.disconnect());
+      if (workerConnection) await closeRedis(workerConnection);
     },
   };
 }

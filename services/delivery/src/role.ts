@@ -19,7 +19,7 @@ export function deliveryRole(config: DeliveryConfig): Role {
         { db: workerDb.db, coordination, logger, registry: metrics.registry, localMatch },
         deliverySettings(config),
       );
-      lifecycle.onShutdown('delivery-workers', () => delivery.close());
+      lifecycle.onShutdown('delivery-workers', () => delivery.close(), delivery.closeWithinMs);
     },
   };
 }

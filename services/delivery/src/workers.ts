@@ -4,6 +4,7 @@ import {
   type Coordination,
   type DeliverQueue,
   type EventMatchQueue,
+  settleWithin,
   type LocalMatchHandOff,
   type Logger,
 } from '@herald/runtime';
@@ -61,6 +62,8 @@ export interface DeliveryRuntime {
   metrics: DeliveryMetrics;
   /** Stops taking jobs, lets in-flight ones finish, then closes queues and connections. */
   close(): Promise<void>;
+  /** The longest close() takes (closeStepper's deadline, then a minimum per step). */
+  closeWithinMs: number;
 }
 
 /**
@@ -165,12 +168,30 @@ export async function startDelivery(
     deliveries.attemptForJob(item, { ...gate, stopping: () => closing || gate.stopping() }),
   );
 
+  // What close() stops, in order.
+  const closeSteps: [string, () => Promise<unknown>][] = [
+    ['sweeper', () => sweeper.stop()],
+    ['background', () => background.stop()],
+    // Worker.close() stops fetching and waits for the jobs in flight, then the first attempts
+    // the match worker started finish too.
+    ['queue workers', () => workers.close()],
+    ['database returns', () => databaseReturns.stop()],
+    ['local matches', () => localMatches.drain()],
+    ['first attempts', () => firstAttempts.drain()],
+    ['lease', () => lease.stop()],
+    ['limits', () => limits.stop()],
+    ['queues', () => Promise.all([matchQueue.close(), deliverQueue.close()])],
+    ['attempts', () => attempts.close()],
+    ['webhook index', () => webhooks.stop()],
+    ['workers connection', () => workers.disconnect()],
+  ];
   return {
     index: webhooks.index,
     matchQueue,
     deliverQueue,
     sweeper,
     metrics,
+    closeWithinMs: closeBoundMs(settings, closeSteps.length),
     async close() {
       // Outcome writes waiting for a database that is away give up from now on: their calls stay
       // held by the lease, which runs out, and another process's sweeper takes them over.
@@ -179,20 +200,45 @@ export async function startDelivery(
       metrics.collectQueues = undefined;
       metrics.collectHealth = undefined;
       webhooks.stopReloading();
-      await sweeper.stop();
-      await background.stop();
-      // Worker.close() stops fetching and waits for the jobs in flight (bounded by the timeout),
-      // then the first attempts the match worker started finish too.
-      await workers.close();
-      await databaseReturns.stop();
-      await localMatches.drain();
-      await firstAttempts.drain();
-      await lease.stop();
-      await limits.stop();
-      await Promise.all([matchQueue.close(), deliverQueue.close()]);
-      await attempts.close();
-      await webhooks.stop();
-      await workers.disconnect();
+      const step = closeStepper(settings, logger);
+      for (const [name, work] of closeSteps) await step(name, work);
     },
+  };
+}
+
+/** What each step gets at least, even past the deadline. */
+const CLOSE_STEP_MIN_MS = 1000;
+
+function closeBoundMs(settings: DeliverySettings, steps: number): number {
+  return settings.timeoutMs + settings.jobLockMs + steps * CLOSE_STEP_MIN_MS;
+}
+
+/**
+ * Runs close()'s steps in turn, each until it finishes or the close's deadline passes (an
+ * attempt's time and a job lock from the start: a job still in flight then would be another
+ * worker's anyway), and at least a second each. A step that waits on a server gone silent (a
+ * Redis master killed mid-command: its reply never comes) is logged by name and the next runs, so
+ * that the held calls still go back and the connections still close; one that fails is logged
+ * and the next runs too.
+ */
+function closeStepper(settings: DeliverySettings, logger: Logger) {
+  const deadline = Date.now() + closeBoundMs(settings, 0);
+  return async (name: string, work: () => Promise<unknown>): Promise<void> => {
+    const ms = Math.max(CLOSE_STEP_MIN_MS, deadline - Date.now());
+    try {
+      const finished = await settleWithin(
+        work().then(() => true),
+        ms,
+        () => false,
+      );
+      if (!finished) {
+        logger.warn(
+          { step: name, waitedMs: ms },
+          'a step of the delivery shutdown did not finish in time; the shutdown goes on',
+        );
+      }
+    } catch (error) {
+      logger.error({ err: error, step: name }, 'a step of the delivery shutdown failed');
+    }
   };
 }

@@ -91,7 +91,9 @@ async function startEmbeddedPostgres(
     port: settings.EMBEDDED_POSTGRES_PORT,
     log: (message) => log.info(message),
   });
-  lifecycle.onShutdown('embedded-postgres', () => embedded.stop());
+  // Waited for whole: a server still checkpointing when Node exits would hold the data folder
+  // against the next start.
+  lifecycle.onShutdown('embedded-postgres', () => embedded.stop(), Number.POSITIVE_INFINITY);
   embedded.onUnexpectedExit((code, signal) => {
     log.fatal({ code, signal }, 'the embedded PostgreSQL exited; stopping');
     void lifecycle.shutdown('embedded PostgreSQL exited').finally(() => process.exit(1));

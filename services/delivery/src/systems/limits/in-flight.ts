@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { sendEach, webhookKey, type RedisClient } from '@herald/runtime';
+import { sendEach, settleWithin, webhookKey, type RedisClient } from '@herald/runtime';
 
 // A sorted set per webhook: members are attempts in flight, scores their expiry (Redis time, ms).
 // Expired members are evicted before counting, so a worker that died mid-call (kill -9) frees its
@@ -25,18 +24,10 @@ return 1
 export const ROUND_TRIP_LIMIT_MS = 2_000;
 
 /** `work`, or a rejection once it has taken `ms`. */
-export async function answeredWithin<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      work,
-      sleep(ms, undefined, { signal: timer.signal }).then(() => {
-        throw new Error(`Redis did not answer ${what} within ${ms} ms`);
-      }),
-    ]);
-  } finally {
-    timer.abort();
-  }
+export function answeredWithin<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  return settleWithin(work, ms, () => {
+    throw new Error(`Redis did not answer ${what} within ${ms} ms`);
+  });
 }
 
 /** A pipeline with the command defineCommand adds. */

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { errorMessage, type BrokerDestination } from '@herald/contract';
+import { closeRedis } from '@herald/runtime';
 import {
   BrokerError,
   BrokerPublisher,
@@ -130,7 +131,7 @@ export class RedisStreamPublisher extends BrokerPublisher<StreamDestination> {
 
   async close(): Promise<void> {
     this.#closed = true;
-    await this.client.quit().catch(() => this.client.disconnect());
+    await closeRedis(this.client);
   }
 }
 
