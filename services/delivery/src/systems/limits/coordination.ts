@@ -12,6 +12,8 @@ export interface InFlightSlots {
   acquireMany(requests: readonly SlotRequest[]): Promise<boolean[]>;
   /** Frees a slot. */
   release(webhookId: string, token: string): Promise<void>;
+  /** Gives back what the process keeps (KeptSlots), once its attempts are over. */
+  stop?(): Promise<void>;
 }
 
 /** Each webhook's rate limit, across every delivery process (rate-limit.ts). */

@@ -13,6 +13,7 @@ import {
 import { COORDINATION_MODES, testCoordination } from '../../harness.test-support.js';
 import { deliveryCoordination, type InFlightSlots } from './coordination.js';
 import { InFlightLimiter } from './in-flight.js';
+import { KeptSlots, type KeptSlotsOptions } from './kept-slots.js';
 import { RateLimiter } from './rate-limit.js';
 
 // The worker role queues commands until the connection is up (the producer role fails fast).
@@ -60,6 +61,49 @@ describe.each(COORDINATION_MODES)('in-flight slots (%s)', (mode) => {
     expect(await limiter.acquire('9', 'lost')).toBe(true);
     expect(await limiter.acquire('9', 'waiting')).toBe(false);
     await expect.poll(() => limiter.acquire('9', 'later'), { interval: 20 }).toBe(true);
+  });
+
+  /**
+   * Slots of limit 4 kept in one process (`here`), and another process of the deployment on the
+   * same store (`there`), for one webhook.
+   */
+  async function keptBeside(options: KeptSlotsOptions) {
+    const { coordination, close } = await testCoordination(testDb.db, mode);
+    opened.push(close);
+    const settings = { maxInFlightPerWebhook: 4, slotTtlMs: 60_000 };
+    const here = new KeptSlots(deliveryCoordination(coordination, settings).inFlight, options);
+    const there = deliveryCoordination(coordination, settings).inFlight;
+    const hook = randomId('hook');
+    const ask = (...tokens: string[]) => tokens.map((token) => ({ webhookId: hook, token }));
+    return { here, there, hook, ask };
+  }
+
+  it('keeps a slot its process freed for its next attempt there, within the limit', async () => {
+    const { here, there, hook, ask } = await keptBeside({ keep: 1, reusableMs: 60_000 });
+    expect(await here.acquireMany(ask('a1', 'a2', 'a3', 'a4'))).toEqual([true, true, true, true]);
+    await here.release(hook, 'a1');
+    // Kept: still taken in the store, so the other process finds the limit reached, while the
+    // next attempt here takes it, and the limit still holds.
+    expect(await there.acquire(hook, 'b1')).toBe(false);
+    expect(await here.acquireMany(ask('a5', 'a6'))).toEqual([true, false]);
+    // One slot kept at most: of two freed, the other goes back.
+    await Promise.all([here.release(hook, 'a5'), here.release(hook, 'a2')]);
+    expect(await there.acquireMany(ask('b2', 'b3'))).toEqual([true, false]);
+    // Stopping gives back what is kept.
+    await here.stop();
+    expect(await there.acquire(hook, 'b4')).toBe(true);
+  });
+
+  it('gives back a kept slot nobody used once it could no longer start an attempt', async () => {
+    const { here, there, hook, ask } = await keptBeside({ keep: 4, reusableMs: 200 });
+    expect(await here.acquireMany(ask('a1', 'a2', 'a3', 'a4'))).toEqual([true, true, true, true]);
+    await Promise.all(['a1', 'a2', 'a3', 'a4'].map((token) => here.release(hook, token)));
+    await expect
+      .poll(async () => (await there.acquireMany(ask('b1', 'b2', 'b3', 'b4'))).filter(Boolean))
+      .toHaveLength(4);
+    // Taken by the other process now: none of them is reused here.
+    expect(await here.acquire(hook, 'a5')).toBe(false);
+    await here.stop();
   });
 
   it('never grants more than the limit to concurrent askers', async () => {

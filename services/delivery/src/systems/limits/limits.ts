@@ -8,6 +8,7 @@ import type { DeliverySettings } from '../../settings.js';
 import type { SystemResources } from '../resources.js';
 import { Circuits } from './circuits.js';
 import { deliveryCoordination, type InFlightSlots, type RateTurns } from './coordination.js';
+import { KeptSlots, keptSlotsSettings } from './kept-slots.js';
 import { AttemptRollups } from './rollups.js';
 import { Semaphore } from './semaphore.js';
 
@@ -148,6 +149,7 @@ export class Limits {
   }
 
   async stop(): Promise<void> {
+    await this.deps.inFlight.stop?.();
     await this.deps.circuits.stop();
     await this.deps.rollups.stop();
   }
@@ -164,11 +166,15 @@ export async function startLimits(
   >,
 ): Promise<Limits> {
   const { db, coordination, metrics, logger } = deps;
-  const { inFlight, rateTurns } = deliveryCoordination(coordination, {
+  // An attempt holds its slot for at most its timeout, and a second more for what it does before
+  // sending; a kept slot may start one for `reusableMs` after it was taken (kept-slots.ts). A dead
+  // process's slots come free once the last attempt one could have started could have ended.
+  const kept = keptSlotsSettings(settings.maxInFlightPerWebhook, settings.timeoutMs + 1000);
+  const { inFlight: store, rateTurns } = deliveryCoordination(coordination, {
     maxInFlightPerWebhook: settings.maxInFlightPerWebhook,
-    // A dead process's slots come free a second after its longest attempt could have ended.
-    slotTtlMs: settings.timeoutMs + 1000,
+    slotTtlMs: kept.slotTtlMs,
   });
+  const inFlight = new KeptSlots(store, kept);
   const circuits = new Circuits({
     db,
     logger: logger.child({ module: 'circuits' }),
