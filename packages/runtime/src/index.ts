@@ -22,7 +22,7 @@ export {
   type RedisTarget,
 } from './redis.js';
 export { sendEach, webhookKey } from './redis-slots.js';
-export { Lifecycle, closeServer, type SignalSettings } from './shutdown.js';
+export { Lifecycle, closeServer, runShutdownStep, type SignalSettings } from './shutdown.js';
 export { settleWithin } from './settle-within.js';
 export { context, type RequestContext } from './http/context.js';
 export { TokenVerifier, authenticate, requireRole, type Principal } from './http/auth.js';

@@ -60,9 +60,10 @@ export class Lifecycle {
 
   /**
    * Registers something to close at shutdown, which may take boundMs at most (the lifecycle's
-   * step bound unless given; Infinity: waited for whole). A close that waits on a server gone silent (a Redis master killed
-   * mid-command, a network that drops packets) would otherwise hold the process until an
-   * orchestrator kills it: past its bound, it is logged by name and the shutdown goes on.
+   * step bound unless given; Infinity: waited for whole). A close that waits on a server gone
+   * silent (a Redis master killed mid-command, a network that drops packets) would otherwise hold
+   * the process until an orchestrator kills it: past its bound, it is logged by name and the
+   * shutdown goes on (runShutdownStep).
    */
   onShutdown(name: string, run: () => Promise<void>, boundMs = this.stepBoundMs): void {
     this.#hooks.push({ name, run, boundMs });
@@ -91,20 +92,7 @@ export class Lifecycle {
       this.#endDelay = undefined;
     }
     for (const hook of [...this.#hooks].reverse()) {
-      try {
-        const run = hook.run().then(() => true);
-        const finished = Number.isFinite(hook.boundMs)
-          ? await settleWithin(run, hook.boundMs, () => false)
-          : await run;
-        if (!finished) {
-          this.logger.warn(
-            { hook: hook.name, waitedMs: hook.boundMs },
-            'a shutdown step did not finish in time; the shutdown goes on without it',
-          );
-        }
-      } catch (error) {
-        this.logger.error({ err: error, hook: hook.name }, 'shutdown step failed');
-      }
+      await runShutdownStep(this.logger, { hook: hook.name }, hook.run, hook.boundMs);
     }
     this.logger.info('shutdown complete');
   }
@@ -131,6 +119,32 @@ export class Lifecycle {
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+  }
+}
+
+/**
+ * Runs one step of a shutdown for `ms` at most (Infinity: to its end). One still running then is
+ * logged as late and left to settle; one that fails is logged. Either way the caller goes on.
+ * `name` is how the log names the step (`{ hook }` for the lifecycle's, `{ step }` for a
+ * service's own steps).
+ */
+export async function runShutdownStep(
+  logger: Logger,
+  name: Record<string, string>,
+  work: () => Promise<unknown>,
+  ms: number,
+): Promise<void> {
+  try {
+    const run = work().then(() => true);
+    const finished = Number.isFinite(ms) ? await settleWithin(run, ms, () => false) : await run;
+    if (!finished) {
+      logger.warn(
+        { ...name, waitedMs: ms },
+        'a shutdown step did not finish in time; the shutdown goes on without it',
+      );
+    }
+  } catch (error) {
+    logger.error({ err: error, ...name }, 'shutdown step failed');
   }
 }
 

@@ -4,7 +4,7 @@ import {
   type Coordination,
   type DeliverQueue,
   type EventMatchQueue,
-  settleWithin,
+  runShutdownStep,
   type LocalMatchHandOff,
   type Logger,
 } from '@herald/runtime';
@@ -219,26 +219,15 @@ function closeBoundMs(settings: DeliverySettings, steps: number): number {
  * worker's anyway), and at least a second each. A step that waits on a server gone silent (a
  * Redis master killed mid-command: its reply never comes) is logged by name and the next runs, so
  * that the held calls still go back and the connections still close; one that fails is logged
- * and the next runs too.
+ * and the next runs too (runShutdownStep).
  */
 function closeStepper(settings: DeliverySettings, logger: Logger) {
   const deadline = Date.now() + closeBoundMs(settings, 0);
-  return async (name: string, work: () => Promise<unknown>): Promise<void> => {
-    const ms = Math.max(CLOSE_STEP_MIN_MS, deadline - Date.now());
-    try {
-      const finished = await settleWithin(
-        work().then(() => true),
-        ms,
-        () => false,
-      );
-      if (!finished) {
-        logger.warn(
-          { step: name, waitedMs: ms },
-          'a step of the delivery shutdown did not finish in time; the shutdown goes on',
-        );
-      }
-    } catch (error) {
-      logger.error({ err: error, step: name }, 'a step of the delivery shutdown failed');
-    }
-  };
+  return (name: string, work: () => Promise<unknown>): Promise<void> =>
+    runShutdownStep(
+      logger,
+      { step: name },
+      work,
+      Math.max(CLOSE_STEP_MIN_MS, deadline - Date.now()),
+    );
 }
