@@ -24,6 +24,7 @@ interface Line {
   code?: string;
   tokenId?: string;
   tokenName?: string;
+  aborted?: boolean;
 }
 
 /** A logger at info whose JSON lines the test reads back, raw text included. */
@@ -46,8 +47,13 @@ function capturedLogger() {
   return { logger, raw, lines, access };
 }
 
+let entered: ((requestId: string) => void) | undefined;
+
 function probeRouter(): Router {
   const router = Router();
+  router.get('/hang', requireRole(), (_req, res) => {
+    entered?.(String(res.getHeader('x-request-id')));
+  });
   router.post('/events', requireRole('producer'), (_req, res) => {
     res.status(202).json({ data: [] });
   });
@@ -193,6 +199,29 @@ describe('the access log', () => {
       for (const token of [admin, producer, reader]) expect(text).not.toContain(token);
       expect(text).not.toContain('page[limit]');
     } finally {
+      await app.close();
+    }
+  });
+
+  it('logs a request the client gave up on at warn, as aborted', async () => {
+    const app = await served(deps, {});
+    try {
+      const reached = new Promise<string>((resolve) => (entered = resolve));
+      const socket = connect(Number(new URL(app.url).port), '127.0.0.1', () => {
+        socket.write(`GET /hang HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin}\r\n\r\n`);
+      });
+      socket.on('error', () => undefined);
+      const requestId = await reached;
+      socket.destroy();
+      expect(await lineOf(app, requestId)).toMatchObject({
+        level: 40,
+        msg: 'request aborted',
+        route: '/hang',
+        aborted: true,
+        tokenName: 'ops-console',
+      });
+    } finally {
+      entered = undefined;
       await app.close();
     }
   });
