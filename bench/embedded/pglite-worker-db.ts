@@ -56,6 +56,7 @@ export async function createPgliteWorkerDb(dataDir: string): Promise<Db> {
     async exec(sql) {
       await call({ op: 'exec', sql });
     },
+    script: <R extends Row>(sql: string) => call<QueryResult<R>[]>({ op: 'script', sql }),
     async close() {
       await call({ op: 'close' });
       await worker.terminate();

@@ -8,7 +8,7 @@ import { createPgliteDb, type Queryable } from '@herald/store';
 
 type Message =
   | { id: number; op: 'query'; text: string; params?: unknown[]; tx?: number }
-  | { id: number; op: 'exec'; sql: string }
+  | { id: number; op: 'exec' | 'script'; sql: string }
   | { id: number; op: 'begin' }
   | { id: number; op: 'commit' | 'rollback'; tx: number }
   | { id: number; op: 'close' };
@@ -45,6 +45,12 @@ port.on('message', (m: Message) => {
     case 'exec':
       db.exec(m.sql).then(
         () => reply(m.id, null),
+        (error: unknown) => fail(m.id, error),
+      );
+      return;
+    case 'script':
+      db.script(m.sql).then(
+        (results) => reply(m.id, results),
         (error: unknown) => fail(m.id, error),
       );
       return;

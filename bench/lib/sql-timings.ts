@@ -47,6 +47,9 @@ export class SqlTimings {
       transaction: (fn) =>
         this.#time(TRANSACTION, () => db.transaction((tx) => fn(this.#queryable(tx)))),
       exec: (sql) => db.exec(sql),
+      // Labelled by its text up to the first literal (writeItemBatchCommitted's are data).
+      script: <R extends Row>(sql: string) =>
+        this.#time(`${labelOf(sql.split('$', 1)[0]!)} (script)`, () => db.script<R>(sql)),
       close: () => db.close(),
     };
   }

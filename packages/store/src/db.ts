@@ -50,6 +50,12 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs a script of several statements without parameters (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * Runs a script of statements without parameters in one round trip, on one connection, and
+   * returns each statement's result in order. A script that opens a transaction and fails inside
+   * it has the transaction rolled back before the connection is used again.
+   */
+  script<R extends Row = Row>(sql: string): Promise<QueryResult<R>[]>;
   close(): Promise<void>;
 }
 
@@ -137,6 +143,41 @@ export function createPostgresDb(options: PostgresOptions): Db {
     return { rows: result.rows, rowCount: result.rowCount ?? 0 };
   };
 
+  /**
+   * Runs `work` on one client of the pool; if it throws, rolls back whatever transaction it left
+   * open before the client goes back.
+   */
+  const onOneClient = async <T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    // The pool listens for errors on idle clients only. A checked-out client whose connection
+    // drops (backend terminated, server restart) emits 'error', which would crash the process
+    // with no listener: this one records it, and the work fails as unavailable instead.
+    let lost: Error | undefined;
+    const onError = (error: Error) => {
+      lost ??= error;
+    };
+    client.on('error', onError);
+    let broken: Error | undefined;
+    try {
+      return await work(client);
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError as Error;
+      }
+      // The work may have wrapped the query error in its own: the lost connection is what
+      // happened.
+      throw lost && !isDbUnavailableError(error) ? lost : error;
+    } finally {
+      broken ??= lost;
+      // A broken client is discarded by the pool; it keeps the listener, as it may still emit
+      // (the socket's end follows the server's error message). A healthy one goes back clean.
+      if (!broken) client.off('error', onError);
+      client.release(broken);
+    }
+  };
+
   return {
     kind: 'postgres',
     query: (statement, params) =>
@@ -145,38 +186,22 @@ export function createPostgresDb(options: PostgresOptions): Db {
         statement,
         params,
       ),
-    async transaction(fn) {
-      const client = await pool.connect();
-      // The pool listens for errors on idle clients only. A checked-out client whose connection
-      // drops (backend terminated, server restart) emits 'error', which would crash the process
-      // with no listener: this one records it, and the transaction fails as unavailable instead.
-      let lost: Error | undefined;
-      const onError = (error: Error) => {
-        lost ??= error;
-      };
-      client.on('error', onError);
-      let broken: Error | undefined;
-      try {
+    transaction: (fn) =>
+      onOneClient(async (client) => {
         await client.query('BEGIN');
         const result = await fn({ query: (text, params) => query(client, text, params) });
         await client.query('COMMIT');
         return result;
-      } catch (error) {
-        try {
-          await client.query('ROLLBACK');
-        } catch (rollbackError) {
-          broken = rollbackError as Error;
-        }
-        // fn may have wrapped the query error in its own: the lost connection is what happened.
-        throw lost && !isDbUnavailableError(error) ? lost : error;
-      } finally {
-        broken ??= lost;
-        // A broken client is discarded by the pool; it keeps the listener, as it may still emit
-        // (the socket's end follows the server's error message). A healthy one goes back clean.
-        if (!broken) client.off('error', onError);
-        client.release(broken);
-      }
-    },
+      }),
+    script: <R extends Row>(sql: string) =>
+      onOneClient(async (client) => {
+        // pg answers a script of one statement with one result, of several with a list.
+        const results = (await client.query<R>(sql)) as pg.QueryResult<R> | pg.QueryResult<R>[];
+        return (Array.isArray(results) ? results : [results]).map((result) => ({
+          rows: result.rows,
+          rowCount: result.rowCount ?? 0,
+        }));
+      }),
     async exec(sql) {
       await pool.query(sql);
     },
@@ -226,6 +251,14 @@ export async function createPgliteDb(options: PgliteOptions = {}): Promise<Db> {
     },
     async exec(sql) {
       await pglite.exec(sql);
+    },
+    async script<R extends Row>(sql: string) {
+      try {
+        return (await pglite.exec(sql)).map((result) => normalize<R>(result));
+      } catch (error) {
+        await pglite.exec('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
     },
     async close() {
       await pglite.close();

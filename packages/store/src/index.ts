@@ -96,6 +96,7 @@ export {
   upsertRecords,
   versionKey,
   writeItemBatch,
+  writeItemBatchCommitted,
   StaleBatchContextError,
   type ExpectedContext,
   type ItemVersionCapture,

@@ -1,18 +1,21 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineModel, testRecordWrite } from '@herald/testkit';
 import { suiteTestDb } from '@herald/testkit/fixtures';
 import {
   deleteRecords,
   findRecord,
   loadBatchContext,
+  readCommitPosition,
   upsertRecords,
   writeItemBatch,
+  writeItemBatchCommitted,
   StaleBatchContextError,
   type Db,
   type NewEvent,
   type RecordText,
   type RecordWrite,
 } from '@herald/store';
+import { dollarQuoted } from './records.js';
 
 // The write path of migration 006: herald_write_item_batch, herald_batch_context and the
 // sharded record_counts.
@@ -314,5 +317,83 @@ describe('item batches and other writers (postgres)', () => {
       `SELECT count(*)::int AS n FROM record_counts WHERE item_type_id = 'post'`,
     );
     expect((shards.rows[0] as { n: number }).n).toBeGreaterThan(1);
+  });
+});
+
+describe('the write with its commit position in one round trip (postgres)', () => {
+  const t = suiteTestDb();
+  // One connection: a script that failed must leave it as clean as it found it.
+  let one: Db;
+  beforeAll(async () => {
+    await defineModel(t.db, 'main', {
+      id: 'post',
+      apiKey: 'post',
+      fields: [{ apiKey: 'title', fieldType: 'string' }],
+    });
+    one = t.connect();
+  });
+  afterAll(async () => {
+    await one?.close();
+  });
+
+  it('commits what writeItemBatch writes and reads the position after the commit', async () => {
+    const before = await readCommitPosition(t.db);
+    const written = await writeItemBatchCommitted(one, batchOf([item('ic-1', 'ic-r1')]));
+    const after = await readCommitPosition(t.db);
+    expect(written.inserted).toEqual(new Set(['ic-1']));
+    expect(written.written).toBe(1);
+    // Read after the commit returned: past its record, so past everything before it.
+    expect(written.position).toBeGreaterThan(before);
+    expect(written.position).toBeLessThanOrEqual(after);
+    // Committed: another connection sees the event and its record.
+    expect((await t.db.query(`SELECT 1 FROM events WHERE id = 'ic-1'`)).rows).toHaveLength(1);
+    expect(await findRecord(t.db, 'main', 'ic-r1')).toMatchObject({ status: 'draft' });
+    // A repeated event is a duplicate, as with writeItemBatch.
+    const again = await writeItemBatchCommitted(one, batchOf([item('ic-1', 'ic-r1')]));
+    expect(again.inserted).toEqual(new Set());
+  });
+
+  it('quotes any text whole, whichever tags it holds or ends with', async () => {
+    for (const text of [
+      '',
+      'plain',
+      'a $j$ b',
+      'ends in $j',
+      'ends in $',
+      '$j$ $j0$ $j1',
+      "it's \\",
+    ]) {
+      const { rows } = await one.query<{ back: string }>(
+        `SELECT ${dollarQuoted(text)}::text AS back`,
+      );
+      expect(rows[0]!.back).toBe(text);
+    }
+  });
+
+  it('writes nothing on a stale context or a refused write, and leaves its connection clean', async () => {
+    const context = await loadBatchContext(t.db, [], [{ environment: 'main', key: 'post' }]);
+    await expect(
+      writeItemBatchCommitted(one, {
+        ...batchOf([item('ic-s1', 'ic-sr1')]),
+        expected: {
+          environments: [{ id: 'main', locales: ['en'], isPrimary: true }],
+          models: [{ environment: 'main', id: 'post', version: '1' }],
+        },
+      }),
+    ).rejects.toBeInstanceOf(StaleBatchContextError);
+    expect(context.modelVersions.get('main\u0000post')).not.toBe('1');
+    // Refused inside the transaction (a position past the integer column's range): rolled back,
+    // and the one connection answers the next statement.
+    const refused = item('ic-f1', 'ic-fr1');
+    await expect(
+      writeItemBatchCommitted(one, {
+        ...batchOf([refused]),
+        records: [{ ...refused.record, position: 2 ** 40 }],
+      }),
+    ).rejects.toThrow(/out of range/);
+    expect((await one.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
+    for (const id of ['ic-s1', 'ic-f1']) {
+      expect((await t.db.query('SELECT 1 FROM events WHERE id = $1', [id])).rows).toEqual([]);
+    }
   });
 });

@@ -25,7 +25,15 @@ const COMMIT_POSITION: NamedStatement = {
 /** The position that every commit returned so far has reached (see COMMIT_POSITION). */
 export async function readCommitPosition(db: Queryable): Promise<bigint> {
   const { rows } = await db.query<{ lsn: string }>(COMMIT_POSITION);
-  return parseLsn(rows[0]!.lsn);
+  return commitPositionOf(rows);
+}
+
+/** COMMIT_POSITION's text, to run after a commit in the same script (writeItemBatchCommitted). */
+export const COMMIT_POSITION_SQL = COMMIT_POSITION.text;
+
+/** The position in COMMIT_POSITION's (or COMMIT_POSITION_SQL's) rows. */
+export function commitPositionOf(rows: readonly { lsn?: unknown }[]): bigint {
+  return parseLsn(String(rows[0]!.lsn));
 }
 
 export interface ReplayState {

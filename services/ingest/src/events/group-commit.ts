@@ -1,8 +1,7 @@
 import {
-  readCommitPosition,
   recordKey,
   StaleBatchContextError,
-  writeItemBatch,
+  writeItemBatchCommitted,
   type Db,
   type ExpectedContext,
   type NewEvent,
@@ -23,8 +22,8 @@ export interface GroupWritten {
   /** The request's event ids that this commit stored (not duplicates). */
   inserted: Set<string>;
   /**
-   * Where the commit reached in the WAL, read once for the whole group after it (the read-after
-   * token: docs/api.md, Read your own events); rejects if that read failed.
+   * Where the commit reached in the WAL, read once for the whole group in the write's round trip,
+   * after its commit (the read-after token: docs/api.md, Read your own events).
    */
   position: Promise<bigint>;
 }
@@ -44,9 +43,9 @@ const GROUP_EVENTS_MAX = 1000;
  * Group commit for POST /events's one-statement writes (writeItemBatch): requests that arrive
  * while the previous group's statement runs wait for it and then go together, as one statement
  * and one commit, so that N concurrent one-event requests pay one statement, one WAL flush and
- * one read of the commit position instead of N of each. At low load a request finds no
- * statement running and goes at once, alone: nothing waits on a timer. The window is bounded by
- * the statement before it, and a group by GROUP_EVENTS_MAX events.
+ * one read of the commit position (in the statement's round trip) instead of N of each. At low
+ * load a request finds no statement running and goes at once, alone: nothing waits on a timer.
+ * The window is bounded by the statement before it, and a group by GROUP_EVENTS_MAX events.
  *
  * Each request still gets its answer only after the commit that holds its events, and only its
  * own ids. A group never holds the same event id or record twice (one statement can write a
@@ -101,11 +100,14 @@ export class GroupCommit {
 
   async #commit(group: readonly Member[]): Promise<void> {
     let inserted: Set<string>;
+    let position: Promise<bigint>;
     try {
-      inserted =
-        group.length === 1
-          ? (await writeItemBatch(this.db, group[0]!.write)).inserted
-          : (await writeItemBatch(this.db, joined(group))).inserted;
+      const written = await writeItemBatchCommitted(
+        this.db,
+        group.length === 1 ? group[0]!.write : joined(group),
+      );
+      inserted = written.inserted;
+      position = Promise.resolve(written.position);
     } catch (error) {
       if (group.length === 1 || error instanceof StaleBatchContextError) {
         for (const member of group) member.reject(error);
@@ -115,10 +117,6 @@ export class GroupCommit {
       await Promise.all(group.map((member) => this.#alone(member)));
       return;
     }
-    const position = readCommitPosition(this.db);
-    // Each request's own rejection handler is attached when it awaits the token; this one keeps
-    // a group's failed read from counting as unhandled before they do.
-    position.catch(() => undefined);
     for (const member of group) {
       const own = new Set(member.write.events.flatMap((e) => (inserted.has(e.id) ? [e.id] : [])));
       member.resolve({ inserted: own, position });
@@ -127,10 +125,8 @@ export class GroupCommit {
 
   async #alone(member: Member): Promise<void> {
     try {
-      const { inserted } = await writeItemBatch(this.db, member.write);
-      const position = readCommitPosition(this.db);
-      position.catch(() => undefined);
-      member.resolve({ inserted, position });
+      const { inserted, position } = await writeItemBatchCommitted(this.db, member.write);
+      member.resolve({ inserted, position: Promise.resolve(position) });
     } catch (error) {
       member.reject(error);
     }
