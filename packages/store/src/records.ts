@@ -366,17 +366,34 @@ export async function writeItemBatch(
     expected?: ExpectedContext;
   },
 ): Promise<{ inserted: Set<string>; written: number }> {
-  const { rows } = await db.query<{ inserted: string[] | null; written: string }>(
+  const { rows } = await db.query<BatchWrittenRow>(
     'SELECT inserted, written FROM herald_write_item_batch($1::json, $2::json, $3::json)',
-    [
-      itemBatchJson(input.events, input.records),
-      documentsJson(input.texts),
-      input.expected ? expectedJson(input.expected) : null,
-    ],
+    itemBatchArguments(input),
   );
-  const inserted = rows[0]!.inserted;
-  if (inserted === null) throw new StaleBatchContextError();
-  return { inserted: new Set(inserted), written: Number(rows[0]!.written) };
+  return batchWritten(rows[0]!);
+}
+
+/** herald_write_item_batch's three arguments, as JSON texts (`expected` null when absent). */
+function itemBatchArguments(
+  input: Parameters<typeof writeItemBatch>[1],
+): [string, string, string | null] {
+  return [
+    itemBatchJson(input.events, input.records),
+    documentsJson(input.texts),
+    input.expected ? expectedJson(input.expected) : null,
+  ];
+}
+
+/** herald_write_item_batch's row. */
+type BatchWrittenRow = {
+  inserted: string[] | null;
+  written: string;
+};
+
+/** What a write came to; a NULL `inserted` says the context was stale and nothing was written. */
+function batchWritten(row: BatchWrittenRow): { inserted: Set<string>; written: number } {
+  if (row.inserted === null) throw new StaleBatchContextError();
+  return { inserted: new Set(row.inserted), written: Number(row.written) };
 }
 
 /**
@@ -397,23 +414,18 @@ export async function writeItemBatchCommitted(
     const written = await writeItemBatch(db, input);
     return { ...written, position: await readCommitPosition(db) };
   }
-  const args = [
-    dollarQuoted(itemBatchJson(input.events, input.records)),
-    dollarQuoted(documentsJson(input.texts)),
-    input.expected ? dollarQuoted(expectedJson(input.expected)) : 'NULL',
-  ];
+  const [batch, texts, expected] = itemBatchArguments(input).map((json) =>
+    json === null ? 'NULL' : dollarQuoted(json),
+  );
   const results = await db.script(
     `BEGIN;
-     SELECT inserted, written FROM herald_write_item_batch(${args[0]}::json, ${args[1]}::json,
-       ${args[2]}::json);
+     SELECT inserted, written FROM herald_write_item_batch(${batch}::json, ${texts}::json,
+       ${expected}::json);
      COMMIT;
      ${COMMIT_POSITION_SQL}`,
   );
-  const row = results[1]!.rows[0] as { inserted: string[] | null; written: string };
-  if (row.inserted === null) throw new StaleBatchContextError();
   return {
-    inserted: new Set(row.inserted),
-    written: Number(row.written),
+    ...batchWritten(results[1]!.rows[0] as BatchWrittenRow),
     position: commitPositionOf(results[3]!.rows),
   };
 }

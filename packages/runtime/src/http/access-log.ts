@@ -28,9 +28,10 @@ export function routeTemplate(req: Request): string {
  *
  * Written here rather than with pino-http, which it replaced: pino-http makes two child loggers
  * per request, one of them serializing the request through the redaction paths, though this line
- * uses neither (its own object, the request id as a field). That was 94 µs of the ingest
- * process's ~1,340 µs per one-event POST /events (bench:ingest with BENCH_CPU_PROF); one
- * child made once and one call per logged line are what is left.
+ * uses neither (its own object, the request id as a field). pino-http, pino and @pinojs/redact
+ * took 75 µs of the ingest process's ~1,340 busy µs per one-event POST /events
+ * (`BENCH_CPU_PROF=<dir> BENCH_BATCHES=1 pnpm bench:ingest`); one child made once and one call
+ * per logged line are what is left.
  */
 export function accessLog(logger: Logger, settings: AccessLogSettings): RequestHandler {
   const log = logger.child({ module: 'access' });
