@@ -24,7 +24,7 @@ export type DeliverJobResult =
 /**
  * `db` ends calls that can no longer go (their webhook or event gone); `deliverQueue` gets the
  * calls that must wait; `index` says whether a webhook is still enabled as far as this process
- * heard.
+ * heard (`loaders` reads one it never heard of).
  */
 export type DeliveriesDeps = Pick<
   SystemResources,
@@ -195,14 +195,18 @@ export class Deliveries {
     /** Frees the call's in-flight slot once the endpoint answered. */
     answered?: () => void,
   ): Promise<void> {
-    const { db, limits, lanes, lease, deliverQueue, metrics } = this.deps;
-    const { webhook } = call;
-    if (!webhook) return dropWebhookCall(db, call.id, 'the webhook was deleted');
+    const { db, limits, lanes, lease, deliverQueue, metrics, loaders, index } = this.deps;
+    let { webhook } = call;
     // Disabled or deleted since the call was made: the change already ended the call in Postgres
     // (and announced itself, which is how the index heard); this only keeps it from being sent.
-    if (!webhook.enabled || !this.deps.index.has(webhook.id)) {
-      return dropWebhookCall(db, call.id, 'the webhook is disabled');
+    // The index is what this process heard, not the word on a webhook: one it never had (made
+    // since its last read, the announcement not come, no event of it matched here, and this a
+    // call another process's outcome released) is read again before the call is dropped.
+    if (webhook?.enabled && !index.has(webhook.id)) {
+      webhook = (await loaders.webhooks.load(webhook.id)) ?? null;
     }
+    if (!webhook) return dropWebhookCall(db, call.id, 'the webhook was deleted');
+    if (!webhook.enabled) return dropWebhookCall(db, call.id, 'the webhook is disabled');
     const admission = await limits.admit(webhook, false);
     if (!admission.send) {
       // Its rate limit or its open circuit: the call waits as a delayed job, no longer held here.

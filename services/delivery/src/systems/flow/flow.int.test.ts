@@ -2,6 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect } from 'vitest';
 import {
   findWebhookCall,
+  insertEvents,
+  insertWebhook,
   listEventCalls,
   type Db,
   type WebhookCallRecord,
@@ -13,6 +15,7 @@ import {
   itemEventsIn,
   itemVersion,
   pipelineTest,
+  startPipeline,
   webhookInput,
   type Pipeline,
   type Receiver,
@@ -23,12 +26,15 @@ const BATCH_WINDOW_MS = 2000;
 
 /** Flow control (issue #15 items 1–3): ordered, coalesced and batched calls, end to end. */
 
-const it = pipelineTest({
+const SETTINGS = {
   retry: { scheduleMs: [200, 200, 200], jitter: 0, retryAfterMaxMs: 1000 },
   // The tests hold answers at the receiver while events arrive (holdAnswers): on a busy machine
   // that takes seconds, and a request held past the timeout would be sent again.
   timeoutMs: 30_000,
-});
+  // A webhook's test is sure the index has not read it again unless it was announced.
+  indexReloadMs: 3_600_000,
+};
+const it = pipelineTest(SETTINGS);
 
 /** Versions of one record: update events of `record`, version n at minute n. */
 const versionOf = (environment: string, record: string, n: number, eventType = 'update') =>
@@ -319,4 +325,60 @@ describe('flow control', () => {
       await waitForStatuses(calls, ['success', 'success', 'success']);
     },
   );
+
+  // The process that makes a retry need not be the one that matched the call: its index may not
+  // have the webhook yet (created since its last read, the announcement not come, nothing matched
+  // here). The lane call the outcome releases still goes: the index is not the word on a webhook.
+  it('per_entity: a call released in a process whose index never had its webhook still goes', async ({
+    db,
+    pipeline,
+    receiver,
+  }) => {
+    // The matching process, a second one of the deployment; its retry comes late enough for it
+    // to have closed, so that the file's pipeline takes it.
+    const matcher = await startPipeline(
+      db,
+      { ...SETTINGS, retry: { ...SETTINGS.retry, scheduleMs: [1500] } },
+      { prefix: pipeline.coordination.prefix },
+    );
+    let closed = false;
+    try {
+      const environment = randomId('env');
+      const path = `/${randomId('flow')}`;
+      // Written straight to Postgres: no announcement.
+      const webhook = await insertWebhook(
+        db,
+        webhookInput(receiver.url + path, {
+          events: itemEventsIn(environment),
+          deliveryOrder: 'per_entity',
+        }),
+      );
+      let failedOnce = false;
+      receiver.respond = (req, res) => {
+        if (req.url === path && !failedOnce) {
+          failedOnce = true;
+          res.statusCode = 500;
+        }
+        res.end('ok');
+      };
+      const v1 = versionOf(environment, 'a', 1, 'create');
+      const v2 = versionOf(environment, 'a', 2);
+      await insertEvents(db, [v1, v2]);
+      expect(matcher.localMatch.offer([v1.id, v2.id])).toBe(true);
+      const calls = () => callsOf(db, webhook);
+      // v1 failed once and waits for its retry; v2 waits behind it in its lane.
+      await waitForStatuses(calls, ['rescheduled', 'pending']);
+      await matcher.close();
+      closed = true;
+      await waitFor(async () => {
+        const ended = (await calls()).map((c) => `${c.status} ${c.failureReason ?? ''}`.trim());
+        expect(ended).toEqual(['success', 'success']);
+      });
+      expect(titles(sentTo(receiver.requests, path))).toEqual(['v1', 'v1', 'v2']);
+      // The scenario held: the process that made the retry and released v2 never had the webhook.
+      expect(pipeline.runtime.index.has(webhook.id)).toBe(false);
+    } finally {
+      if (!closed) await matcher.close();
+    }
+  });
 });
