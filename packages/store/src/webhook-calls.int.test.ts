@@ -11,6 +11,7 @@ import {
   findWebhookCall,
   findWebhookCalls,
   insertWebhook,
+  listWebhookCallAttempts,
   listWebhookCalls,
   markEventsMatched,
   markWebhookCallsEnqueued,
@@ -234,6 +235,60 @@ async function expectCountsAgree(db: Queryable): Promise<void> {
   expect(kept.rows).toEqual(logged.rows);
   expect(logged.rows.length).toBeGreaterThan(0);
 }
+
+describe('recorded attempts', () => {
+  const t = suiteTestDb('postgres');
+
+  it('keep every field as the attempt had it, a lone surrogate stored as U+FFFD', async () => {
+    const webhook = await insertWebhook(t.db, testWebhookInput());
+    await insertEvents(t.db, [['rt-1', 'r1', 'item', 'update']]);
+    const [call] = await makeCalls(t.db, [['rt-1', 'r1', 'item', 'update']], [webhook.id]);
+    // What a receiver or a template can put there: quotes, backslashes, braces, newlines, any
+    // Unicode; and an unpaired surrogate (a custom payload's), which is not Unicode.
+    const tricky = `{"a": "q\\"uote\\\\", "b": [1, {"c": null}]}\n\t\u00e9 \u{1F600} } ] '`;
+    const sent: WebhookCallAttempt = testAttempt({
+      status: 'rescheduled',
+      trigger: 'retry',
+      durationMs: 12.345,
+      tripsCircuit: true,
+      requestUrl: 'https://example.com/hook?x="1"',
+      requestHeaders: { 'content-type': 'application/json', 'x-quote': 'a "b" \\ c' },
+      requestPayload: `${tricky} \ud800 end`,
+      responseStatus: 503,
+      responseHeaders: { 'retry-after': '5', 'x-list': 'a, b' },
+      responsePayload: tricky,
+      failureReason: 'HTTP 503 \udfff',
+      attemptedAutoRetriesCount: 2,
+      lastSentAt: new Date('2026-11-28T10:00:00.123Z'),
+      nextRetryAt: new Date('2026-11-28T10:05:00.456Z'),
+    });
+    await recordWebhookCallAttempts(t.db, [{ id: call!.id, attempt: sent }]);
+    const stored = await findWebhookCall(t.db, call!.id);
+    expect(stored).toMatchObject({
+      status: 'rescheduled',
+      requestUrl: sent.requestUrl,
+      requestHeaders: sent.requestHeaders,
+      requestPayload: `${tricky} \ufffd end`,
+      responseStatus: 503,
+      responseHeaders: sent.responseHeaders,
+      responsePayload: tricky,
+      failureReason: 'HTTP 503 \ufffd',
+      attemptedAutoRetriesCount: 2,
+      lastSentAt: sent.lastSentAt,
+      nextRetryAt: sent.nextRetryAt,
+    });
+    const history = await listWebhookCallAttempts(t.db, call!.id, { offset: 0, limit: 10 });
+    expect(history?.attempts).toHaveLength(1);
+    expect(history?.attempts[0]).toMatchObject({
+      trigger: 'retry',
+      outcome: 'rescheduled',
+      durationMs: 12.345,
+      requestHeaders: sent.requestHeaders,
+      responseHeaders: sent.responseHeaders,
+      responsePayload: tricky,
+    });
+  });
+});
 
 describe.each(['postgres', 'embedded'] as const)('webhook_call_counts (%s)', (kind) => {
   const t = suiteTestDb(kind);

@@ -32,19 +32,22 @@ export async function createTestWebhookCall(
   return toCall(rows[0]!);
 }
 
-/** The attempts' values, one row per call: the parameters $1–$15 of the statements below. */
+/**
+ * The attempts' values, one row per call: $1 the calls' ids (the row locks' lookup), $2 the rows
+ * as JSON (one parameter: an array per column cost pg's array escaping ~5 µs more per attempt in
+ * the process; bench/delivery/fanout-statements.ts).
+ */
 const ATTEMPT_VALUES = `v AS (
-       SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                            $6::int[], $7::text[], $8::text[], $9::text[], $10::int[],
-                            $11::timestamptz[], $12::timestamptz[], $13::text[], $14::float8[],
-                            $15::boolean[])
-         AS v(id, status, request_url, request_headers, request_payload, response_status,
-              response_headers, response_payload, failure_reason, attempted, last_sent_at,
-              next_retry_at, trigger, duration_ms, trips)
+       SELECT * FROM json_to_recordset($2::json)
+         AS v(id bigint, status text, request_url text, request_headers json,
+              request_payload text, response_status int, response_headers json,
+              response_payload text, failure_reason text, attempted int,
+              last_sent_at timestamptz, next_retry_at timestamptz, trigger text,
+              duration_ms float8, trips boolean)
      )`;
 const SET_OUTCOME = `status = v.status, request_url = v.request_url,
-         request_headers = v.request_headers::json, request_payload = v.request_payload,
-         response_status = v.response_status, response_headers = v.response_headers::json,
+         request_headers = v.request_headers, request_payload = v.request_payload,
+         response_status = v.response_status, response_headers = v.response_headers,
          response_payload = v.response_payload, failure_reason = v.failure_reason,
          attempted_auto_retries_count = v.attempted, last_sent_at = v.last_sent_at,
          next_retry_at = v.next_retry_at, enqueued_at = coalesce(v.next_retry_at, c.enqueued_at),
@@ -76,7 +79,8 @@ function recordCallsSql(month: string | null): string {
   return month === null
     ? `WITH ${ATTEMPT_VALUES}, before AS (
        SELECT c.id, c.request_payload FROM ${calls} c JOIN v ON v.id = c.id
-       WHERE c.attempts_count > 0 AND c.request_payload IS DISTINCT FROM v.request_payload
+       WHERE c.id = ANY($1::bigint[]) AND c.attempts_count > 0
+         AND c.request_payload IS DISTINCT FROM v.request_payload
      ), ${kept} updated AS (
        UPDATE ${calls} AS c SET ${SET_OUTCOME}
        FROM v WHERE c.id = v.id
@@ -113,7 +117,7 @@ const recordHistorySql = (month: string | null) => `history AS (
          (call_id, number, trigger, outcome, started_at, duration_ms, request_url,
          request_headers, response_status, response_headers, response_payload, failure_reason)
        SELECT u.id, u.attempts_count, v.trigger, v.status, v.last_sent_at, v.duration_ms,
-         v.request_url, v.request_headers::json, v.response_status, v.response_headers::json,
+         v.request_url, v.request_headers, v.response_status, v.response_headers,
          v.response_payload, v.failure_reason
        FROM updated u JOIN v ON v.id = u.id
      )`;
@@ -121,8 +125,8 @@ const recordHistorySql = (month: string | null) => `history AS (
 const ROLL_UP = `attempted AS (
        SELECT u.webhook_id, v.status, v.last_sent_at, v.duration_ms, v.trips,
          -- The circuit breaker's parameters: the webhook's policy, else the deployment's.
-         coalesce((w.delivery_policy->>'circuit_failures')::int, $16::int) AS threshold,
-         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $17::float8) AS cooldown_ms
+         coalesce((w.delivery_policy->>'circuit_failures')::int, $3::int) AS threshold,
+         coalesce((w.delivery_policy->>'circuit_cooldown_ms')::float8, $4::float8) AS cooldown_ms
        FROM updated u JOIN v ON v.id = u.id LEFT JOIN webhooks w ON w.id = u.webhook_id
      ), ${rollUpAttemptsSql('attempted')}`;
 
@@ -233,7 +237,9 @@ function buildCreateCalls(month: string | null): NamedStatement {
      SELECT c.id AS call_id, c.webhook_id AS call_webhook_id, c.event_id AS call_event_id,
        ${CREATED_WEBHOOK_COLUMNS}, set_config('synchronous_commit', 'on', true) AS durable
        ${month === null ? '' : ', (SELECT count(*) FROM counted) AS counted'}
-     FROM inserted c LEFT JOIN webhooks w ON w.id = c.webhook_id
+     FROM (SELECT id, webhook_id, event_id,
+         row_number() OVER (PARTITION BY webhook_id ORDER BY id) AS nth FROM inserted) c
+     LEFT JOIN webhooks w ON w.id = c.webhook_id AND c.nth = 1
      ORDER BY c.id`,
   };
 }
@@ -275,19 +281,18 @@ export async function createWebhookCalls(
     if (month === null || !elsewhere || !('transaction' in db)) throw error;
     result = await db.query<CreatedCallRow>(createCallsStatement(null), params);
   }
-  // One record per webhook, however many calls it has in the batch.
+  // One record per webhook, read on its first call's row only (a fan-out's thousands of calls
+  // name a few webhooks: each row carrying its webhook's columns was most of what the statement
+  // sent and this process parsed).
   const webhooks = new Map<string, WebhookRecord>();
-  const webhookOf = (row: Partial<WebhookRow>): WebhookRecord | null => {
-    if (!row.id) return null;
-    let webhook = webhooks.get(row.id);
-    if (!webhook) webhooks.set(row.id, (webhook = toWebhook(row as WebhookRow)));
-    return webhook;
-  };
+  for (const row of result.rows) {
+    if (row.id) webhooks.set(row.id, toWebhook(row as WebhookRow));
+  }
   return result.rows.map((row) => ({
     id: row.call_id,
     webhookId: row.call_webhook_id,
     eventId: row.call_event_id,
-    webhook: webhookOf(row),
+    webhook: webhooks.get(row.call_webhook_id) ?? null,
   }));
 }
 
@@ -369,7 +374,23 @@ async function recordAttempts(
   rollUp: boolean,
   month: string | null,
 ): Promise<void> {
-  const column = <T>(pick: (a: WebhookCallAttempt) => T) => attempts.map((a) => pick(a.attempt));
+  const rows = attempts.map(({ id, attempt: a }) => ({
+    id,
+    status: a.status,
+    request_url: a.requestUrl,
+    request_headers: a.requestHeaders,
+    request_payload: wellFormed(a.requestPayload),
+    response_status: a.responseStatus,
+    response_headers: a.responseHeaders,
+    response_payload: a.responsePayload === null ? null : wellFormed(a.responsePayload),
+    failure_reason: a.failureReason === null ? null : wellFormed(a.failureReason),
+    attempted: a.attemptedAutoRetriesCount,
+    last_sent_at: a.lastSentAt,
+    next_retry_at: a.nextRetryAt,
+    trigger: a.trigger,
+    duration_ms: a.durationMs,
+    trips: a.tripsCircuit,
+  }));
   await db.query(
     {
       name: `herald.webhook_calls.record_attempts${rollUp ? '' : '_only'}.${month ?? 'all'}`,
@@ -379,24 +400,18 @@ async function recordAttempts(
     },
     [
       attempts.map((a) => a.id),
-      column((a) => a.status),
-      column((a) => a.requestUrl),
-      column((a) => JSON.stringify(a.requestHeaders)),
-      column((a) => a.requestPayload),
-      column((a) => a.responseStatus),
-      column((a) => (a.responseHeaders ? JSON.stringify(a.responseHeaders) : null)),
-      column((a) => a.responsePayload),
-      column((a) => a.failureReason),
-      column((a) => a.attemptedAutoRetriesCount),
-      column((a) => a.lastSentAt),
-      column((a) => a.nextRetryAt),
-      column((a) => a.trigger),
-      column((a) => a.durationMs),
-      column((a) => a.tripsCircuit),
+      JSON.stringify(rows),
       ...(rollUp ? [circuit.failures, circuit.cooldownMs] : []),
     ],
   );
 }
+
+/**
+ * `text` with any lone surrogate replaced (U+FFFD), as its UTF-8 encoding would be: JSON escapes
+ * one (a backslash, u and four digits), which Postgres refuses to turn into text, and the whole
+ * batch would fail with it. (Node 20 has both methods: String's well-formed ones, ES2024.)
+ */
+const wellFormed = (text: string): string => (text.isWellFormed() ? text : text.toWellFormed());
 
 /** Ends a call without sending (its webhook was deleted or disabled): no retry stays planned. */
 export async function dropWebhookCall(db: Queryable, id: string, reason: string): Promise<void> {
