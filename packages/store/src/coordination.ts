@@ -37,69 +37,46 @@ export async function releaseInFlightSlots(
   await db.query(RELEASE_IN_FLIGHT, [slots.map((s) => s.webhookId), slots.map((s) => s.token)]);
 }
 
-// The Redis script's rule (delivery's rate-limit.ts), as one upsert. In SET every column reads
-// the row as it was, so each CASE decides from the old state: with `now` the server's clock and
-// `go` = the caller has its turn or nobody waits,
-// - go and the limit allows a request now: admitted, next_at = now + interval, wait 0;
-// - the caller has its turn but must wait: wait until next_at, nothing changes;
-// - otherwise it joins the queue: its slot is the latest of the queue's end, next_at and now,
-//   queue_end = slot + interval, wait until the slot.
-// A missing row is a webhook with no request yet: admitted.
 const ADMIT_RATE_TURN: NamedStatement = {
   name: 'coordination.admit-rate-turn',
-  // EXCLUDED.next_at is now + interval: `now` below is EXCLUDED.next_at - $2.
-  text: `WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now)
-    INSERT INTO webhook_rate_turns AS r (webhook_id, next_at, queue_end, wait_us)
-    SELECT $1, clock.now + $2::bigint, 0, 0 FROM clock
-    ON CONFLICT (webhook_id) DO UPDATE SET
-      next_at = CASE
-        WHEN ($3::boolean OR r.queue_end <= EXCLUDED.next_at - $2) AND r.next_at <= EXCLUDED.next_at - $2
-          THEN EXCLUDED.next_at
-        ELSE r.next_at END,
-      queue_end = CASE
-        WHEN ($3 OR r.queue_end <= EXCLUDED.next_at - $2) AND (r.next_at <= EXCLUDED.next_at - $2 OR $3)
-          THEN r.queue_end
-        ELSE greatest(r.queue_end, r.next_at, EXCLUDED.next_at - $2) + $2 END,
-      wait_us = CASE
-        WHEN ($3 OR r.queue_end <= EXCLUDED.next_at - $2) AND r.next_at <= EXCLUDED.next_at - $2
-          THEN 0
-        WHEN $3 THEN r.next_at - (EXCLUDED.next_at - $2)
-        ELSE greatest(r.queue_end, r.next_at, EXCLUDED.next_at - $2) - (EXCLUDED.next_at - $2) END
-    RETURNING wait_us`,
+  text: 'SELECT wait_us, slot_us FROM herald_admit_rate_turn($1, $2, $3, $4)',
 };
 
 /**
- * A request of this webhook asks to go (spacing `intervalUs`, `hasTurn`: it waited for its turn
- * in the queue): 0 when it may go now (and is counted), else how long it waits (µs) with its turn.
+ * A request of this webhook asks to go (spacing `intervalUs`; `hasTurn`: it waited for its turn
+ * in the queue): how long it waits (µs), and the slot it reserved (µs, the server's clock) if it
+ * may go once that wait is over; none when it comes back with its turn (functions/
+ * herald_admit_rate_turn.sql).
  */
 export async function admitRateTurn(
   db: Queryable,
   webhookId: string,
   intervalUs: number,
   hasTurn: boolean,
-): Promise<number> {
-  const { rows } = await db.query<{ wait_us: string }>(ADMIT_RATE_TURN, [
+  withinUs: number,
+): Promise<{ waitUs: number; slotUs: number | null }> {
+  const { rows } = await db.query<{ wait_us: string; slot_us: string | null }>(ADMIT_RATE_TURN, [
     webhookId,
     intervalUs,
     hasTurn,
+    withinUs,
   ]);
-  return Number(rows[0]?.wait_us ?? 0);
+  const row = rows[0]!;
+  return { waitUs: Number(row.wait_us), slotUs: row.slot_us === null ? null : Number(row.slot_us) };
 }
 
 const RATE_TURN_STARTED: NamedStatement = {
   name: 'coordination.rate-turn-started',
-  text: `UPDATE webhook_rate_turns
-    SET next_at = greatest(next_at, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + $2::bigint)
-    WHERE webhook_id = $1`,
+  text: 'UPDATE webhook_rate_turns SET next_at = greatest(next_at, $2::bigint) WHERE webhook_id = $1',
 };
 
-/** A request admitted has started: the next may go no sooner than `intervalUs` from now. */
+/** A request reserved earlier started late: the next may go no sooner than `notBeforeUs`. */
 export async function startRateTurn(
   db: Queryable,
   webhookId: string,
-  intervalUs: number,
+  notBeforeUs: number,
 ): Promise<void> {
-  await db.query(RATE_TURN_STARTED, [webhookId, intervalUs]);
+  await db.query(RATE_TURN_STARTED, [webhookId, notBeforeUs]);
 }
 
 // The HTTP rate limit's fixed window, as the Redis script keeps it (runtime's coordination):

@@ -35,6 +35,8 @@ const CHANGED_SINCE = [
   'trigger records.records_count_delete',
   'trigger webhook_calls.webhook_calls_count_insert',
   'trigger webhook_calls.webhook_calls_count_delete',
+  // A webhook's rate limit reserves its requests' slots (docs/api.md, Rate limit).
+  'function herald_admit_rate_turn(',
 ];
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 

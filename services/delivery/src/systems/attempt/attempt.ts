@@ -20,7 +20,7 @@ import {
 import type { DeliveryMetrics } from '../../metrics.js';
 import type { DeliverySettings } from '../../settings.js';
 import { writeUntilStored } from '../../shared/outage.js';
-import type { Limits } from '../limits/limits.js';
+import type { Limits, RateReservation } from '../limits/limits.js';
 import type { SystemResources } from '../resources.js';
 import { decideOutcome, statusClass, tripsCircuit, type Outcome } from './decide-outcome.js';
 import { HttpClient, type SendResult } from './http-client.js';
@@ -38,6 +38,8 @@ export type AttemptedCall = Pick<
   test?: boolean;
   /** In a lane (flow control): its final outcome releases the next call of the lane. */
   lane: boolean;
+  /** The slot its webhook's rate limit reserved for this attempt, if it is limited. */
+  rate?: RateReservation | null;
 };
 
 /** What an attempt came to, and the lane calls its recorded outcome released (flow control). */
@@ -57,7 +59,7 @@ export type AttemptDeps = Pick<
   /** Where the outcome is recorded. */
   outcomes: OutcomeRecorder;
   /** Told when a rate-limited request starts. */
-  limits: Pick<Limits, 'rateStarted'>;
+  limits: Pick<Limits, 'untilRateSlot' | 'rateStarted'>;
 };
 
 /** The service's settings an attempt reads: the request's, its client's and the retries'. */
@@ -203,10 +205,9 @@ export class Attempts {
     const destination = webhook.destination;
     const request = requestForDestination(rendered, webhook);
 
-    const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
-    const bulk = trigger === 'bulk_resend' || trigger === 'replay';
-    if (perSecond && !call.test && (bulk || !data.resend)) {
-      deps.limits.rateStarted(webhook.id, perSecond);
+    if (call.rate) {
+      await deps.limits.untilRateSlot(call.rate);
+      void deps.limits.rateStarted(call.rate);
     }
     const started = performance.now();
     const result =

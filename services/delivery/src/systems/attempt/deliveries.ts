@@ -7,7 +7,7 @@ import type { DeliveryMetrics } from '../../metrics.js';
 import type { NewCall } from '../../shared/calls.js';
 import type { JobItemGate, JobItemResult } from '../background/bulk-jobs.js';
 import type { Lanes } from '../flow/lanes.js';
-import type { Limits, PutOff } from '../limits/limits.js';
+import type { Limits, PutOff, RateReservation } from '../limits/limits.js';
 import type { SystemResources } from '../resources.js';
 import type { Attempts } from './attempt.js';
 import type { Outcome } from './decide-outcome.js';
@@ -165,7 +165,7 @@ export class Deliveries {
         const lane = call.lane !== null;
         const outcome = await this.#attempt(
           data,
-          { ...call, lane },
+          { ...call, lane, rate: admission.rate },
           webhook,
           content,
           item.trigger,
@@ -241,6 +241,7 @@ export class Deliveries {
       nextRetryAt: null,
       attemptedAutoRetriesCount: 0,
       lane: call.placed,
+      rate: admission.rate,
     };
     const data = { callId: call.id, webhookId: call.webhookId };
     await this.#attempt(data, pending, webhook, content, undefined, answered);
@@ -270,6 +271,7 @@ export class Deliveries {
       return done;
     }
     // A resend or a test is someone asking now: it goes whatever the limits say.
+    let rate: RateReservation | null = null;
     if (!data.resend && !call.testEvent) {
       const admission = await limits.admit(
         webhook,
@@ -277,6 +279,7 @@ export class Deliveries {
         data.retry !== undefined,
       );
       if (!admission.send) return { kind: 'put-off', putOff: admission };
+      rate = admission.rate;
     }
     let content: CallContent = { event, entries: null };
     if (call.lane !== null && !data.resend) {
@@ -292,7 +295,8 @@ export class Deliveries {
     }
     const lane = call.lane !== null;
     const test = call.testEvent !== null;
-    await this.#attempt(data, { ...call, test, lane }, webhook, content, undefined, answered);
+    const attempted = { ...call, test, lane, rate };
+    await this.#attempt(data, attempted, webhook, content, undefined, answered);
     return done;
   }
 

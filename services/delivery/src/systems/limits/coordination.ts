@@ -18,8 +18,13 @@ export interface InFlightSlots {
 
 /** Each webhook's rate limit, across every delivery process (rate-limit.ts). */
 export interface RateTurns {
-  admit(webhookId: string, perSecond: number, hasTurn: boolean): Promise<RateAdmission>;
-  started(webhookId: string, perSecond: number): Promise<void>;
+  admit(
+    webhookId: string,
+    perSecond: number,
+    hasTurn: boolean,
+    withinUs: number,
+  ): Promise<RateAdmission>;
+  started(webhookId: string, notBeforeUs: number): Promise<void>;
 }
 
 /**

@@ -134,10 +134,12 @@ describe('the limits on Redis, when Redis stops answering', () => {
       await expect(limiter.release('1', 't1')).rejects.toThrow(
         /did not answer the release of in-flight slots within 200 ms/,
       );
-      await expect(rate.admit('1', 10, false)).rejects.toThrow(
+      await expect(rate.admit('1', 10, false, 0)).rejects.toThrow(
         /did not answer a rate limit within 200 ms/,
       );
-      await expect(rate.started('1', 10)).rejects.toThrow(/did not answer a rate limit/);
+      await expect(rate.started('1', Date.now() * 1000)).rejects.toThrow(
+        /did not answer a rate limit/,
+      );
     } finally {
       silent.disconnect();
       await proxy.close();

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '@herald/contract';
 import type { Logger } from '@herald/runtime';
@@ -10,16 +11,31 @@ import { Circuits } from './circuits.js';
 import { deliveryCoordination, type InFlightSlots, type RateTurns } from './coordination.js';
 import { KeptSlots, keptSlotsSettings } from './kept-slots.js';
 import { AttemptRollups } from './rollups.js';
+import { intervalUs } from './rate-limit.js';
 import { Semaphore } from './semaphore.js';
 
 /** How often a delivery process writes its attempts' stats rollups (AttemptRollups). */
 const ROLLUP_INTERVAL_MS = 250;
 
 /**
- * The longest wait for a rate limit's turn spent in the process (holding the attempt's in-flight
- * slot) rather than as a delayed job, whose promotion and pickup take tens of milliseconds.
+ * How far ahead a request reserves its rate limit's slot and waits for it in the process (holding
+ * the attempt's in-flight slot); a turn further away is waited for as a delayed job, whose
+ * promotion and pickup take tens of milliseconds.
  */
 const RATE_WAIT_HERE_MS = 300;
+
+/** The process's monotonic clock, in milliseconds. */
+const now = (): number => performance.now();
+
+/** A request's reserved slot in its webhook's rate limit (RateLimiter.admit). */
+export interface RateReservation {
+  webhookId: string;
+  /** The slot, on the limit's clock (µs), and the webhook's spacing (µs). */
+  slotUs: number;
+  intervalUs: number;
+  /** When the request was due to start (performance.now()). */
+  dueAt: number;
+}
 
 /** Why an attempt waits, how long, and whether it then has its turn in the rate limit's queue. */
 export type PutOff = {
@@ -86,36 +102,56 @@ export class Limits {
 
   /**
    * Whether an attempt of `webhook` may go now: its rate limit first (`rateSlot`: the call waited
-   * for its turn), then its circuit breaker.
+   * for its turn), then its circuit breaker. A rate-limited request goes in the slot it reserved
+   * (`rate`): the attempt waits for it right before sending (untilRateSlot).
    */
   async admit(
     webhook: WebhookRecord,
     rateSlot: boolean,
     /** An auto retry: its circuit is read afresh (see Circuits). */
     retry = false,
-  ): Promise<{ send: true } | PutOff> {
+  ): Promise<{ send: true; rate: RateReservation | null } | PutOff> {
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
-    for (let hasTurn = rateSlot; perSecond;) {
-      const { waitMs, turn } = await this.deps.rate.admit(webhook.id, perSecond, hasTurn);
-      if (waitMs === 0) break;
-      // A turn soon is waited for here: a delayed job's round trip takes longer than that.
-      if (waitMs > RATE_WAIT_HERE_MS) {
-        return { send: false, waitMs, reason: 'rate_limit', rateSlot: turn };
+    let rate: RateReservation | null = null;
+    for (let hasTurn = rateSlot; perSecond && !rate; hasTurn = true) {
+      const within = RATE_WAIT_HERE_MS * 1000;
+      const { waitUs, slotUs } = await this.deps.rate.admit(webhook.id, perSecond, hasTurn, within);
+      const waitMs = waitUs / 1000;
+      if (slotUs !== null) {
+        const spacingUs = intervalUs(perSecond);
+        rate = { webhookId: webhook.id, slotUs, intervalUs: spacingUs, dueAt: now() + waitMs };
+      } else if (waitMs > RATE_WAIT_HERE_MS) {
+        // Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
+        return { send: false, waitMs: Math.ceil(waitMs), reason: 'rate_limit', rateSlot: true };
+      } else {
+        // Its turn in the queue comes soon: it asks again then, and reserves.
+        await sleep(Math.ceil(waitMs));
       }
-      await sleep(waitMs);
-      hasTurn = turn;
     }
     const circuit = await this.deps.circuits.admit(webhook.id, { fresh: retry });
-    if (circuit.send) return circuit;
+    if (circuit.send) return { send: true, rate };
     return { send: false, waitMs: circuit.waitMs, reason: 'circuit', rateSlot: false };
   }
 
   /**
-   * A rate-limited request counts its spacing from now if it starts later than it was admitted
-   * (told alongside the request, not before it).
+   * Waits for a request's reserved slot (what it did since its admission, rendering it, counts
+   * towards the wait).
    */
-  rateStarted(webhookId: string, perSecond: number): void {
-    this.deps.rate.started(webhookId, perSecond).catch((error: unknown) => {
+  async untilRateSlot(reservation: RateReservation): Promise<void> {
+    const waitMs = reservation.dueAt - now();
+    if (waitMs > 0) await sleep(Math.ceil(waitMs));
+  }
+
+  /**
+   * A reserved request starts now: if that is later than its slot, the next one of its webhook
+   * waits an interval from here (told alongside the request, not before it). On time (within a
+   * millisecond) there is nothing to tell. Never fails (a failure is logged).
+   */
+  async rateStarted(reservation: RateReservation): Promise<void> {
+    const lateMs = now() - reservation.dueAt;
+    if (lateMs < 1) return;
+    const { webhookId, slotUs, intervalUs: spacingUs } = reservation;
+    await this.deps.rate.started(webhookId, slotUs + lateMs * 1000 + spacingUs).catch((error) => {
       this.deps.logger.warn({ err: errorMessage(error), webhookId }, 'rate limit not told');
     });
   }

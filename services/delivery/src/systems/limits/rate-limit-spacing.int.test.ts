@@ -4,14 +4,15 @@ import { waitFor } from '@herald/testkit';
 import { createBulkJob, findBulkJob } from '@herald/store';
 import { itemEvent, itemEventsIn, pipelineTest, webhookInput } from '../../harness.test-support.js';
 
-// A rate limit's spacing counts from the later of a request's admission and its actual start
-// (docs/api.md, Rate limit). One attempt at a time in the process (its pool), two per webhook: a
-// bulk resend's second lane is admitted on time, then waits for the pool while the first
-// request is held at the receiver, and starts late.
+// A rate limit's spacing holds for requests that wait for the process's pool (docs/api.md, Rate
+// limit). One attempt at a time in the process (its pool), two per webhook: a bulk resend's
+// second lane waits for the pool while the first request is held at the receiver; it asks the
+// limit only once it holds the pool, so it does not follow the late one closely. (A request that
+// starts later than the slot it reserved: rate-limit-slots.int.test.ts.)
 const it = pipelineTest({ deliverConcurrency: 1, maxInFlightPerWebhook: 2 });
 
 describe('a rate limit after a late start', () => {
-  it('spaces the next requests from the late one, with no catch-up burst', async ({
+  it('spaces a request that waited for the pool from the one before, with no catch-up burst', async ({
     db,
     pipeline,
     receiver,

@@ -2,46 +2,46 @@ import { webhookKey, type RedisClient } from '@herald/runtime';
 import { ROUND_TRIP_LIMIT_MS, answeredWithin } from './in-flight.js';
 
 // Per webhook, two times (Redis time, microseconds), in one slot of a cluster (webhookKey):
-// - KEYS[1], when the next request may be sent: GCRA (the generic cell rate algorithm) with no
-//   burst. A request may go when that time has come; it then moves one interval on, so requests
-//   are never closer than the interval, whichever process sends them.
+// - KEYS[1], when the next request may go (the front): GCRA (the generic cell rate algorithm) with
+//   no burst. A request reserves the front; the next may go one interval after it, whichever
+//   process sends it, so requests are never closer than the interval.
 // - KEYS[2], the end of the queue of calls waiting for their turn, one interval apart: a backlog
 //   comes back one call at a time, not all at once again and again.
-// A call without a turn (ARGV[2] = 0) joins the queue when someone waits, or when the limit does
-// not allow a request yet; so it never takes the place of a call whose turn has come. A call with
-// a turn is sent as soon as the limit allows. Returns {wait ms, 1 if the call now has a turn}.
+// A call reserves the front when it has its turn (ARGV[2] = 1), or nobody waits before it, and the
+// front comes within ARGV[3]: it waits until then in its process and goes, without asking again
+// (asking again would lose a round trip at every request of a backlog). Otherwise it waits: with
+// its turn until the front (it asks again), else at the end of the queue. Returns {wait} or, when
+// it reserved, {wait, its slot}.
 const ADMIT = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local hasTurn = ARGV[2] == '1'
+local within = tonumber(ARGV[3])
 local sent = tonumber(redis.call('GET', KEYS[1]) or '0')
 local queue = tonumber(redis.call('GET', KEYS[2]) or '0')
 local function keep(key, value)
   redis.call('SET', key, string.format('%.0f', value), 'PX', math.ceil((value - now) / 1000) + 1000)
 end
-if hasTurn or queue <= now then
-  if sent <= now then
-    keep(KEYS[1], math.max(sent, now) + interval)
-    return {0, 0}
-  end
-  if hasTurn then return {math.ceil((sent - now) / 1000), 1} end
+local front = math.max(sent, now)
+if (hasTurn or queue <= front) and front - now <= within then
+  keep(KEYS[1], front + interval)
+  return {string.format('%.0f', front - now), string.format('%.0f', front)}
 end
-local slot = math.max(queue, sent, now)
+if hasTurn then return {string.format('%.0f', front - now)} end
+local slot = math.max(queue, front)
 keep(KEYS[2], slot + interval)
-return {math.ceil((slot - now) / 1000), 1}
+return {string.format('%.0f', slot - now)}
 `;
 
-// KEYS[1] as above, once a request admitted has actually started (ARGV[1] the interval): the next
-// may go one interval after that start, if that is later than one after its admission. A request
-// that started late (its pool was busy, the database slow) is not followed by one that catches up.
+// KEYS[1] as above, once a reserved request started late: the next may go no sooner than ARGV[1].
 const STARTED = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local next = now + tonumber(ARGV[1])
+local next = tonumber(ARGV[1])
 local sent = tonumber(redis.call('GET', KEYS[1]) or '0')
 if next > sent then
-  redis.call('SET', KEYS[1], string.format('%.0f', next), 'PX', math.ceil((next - now) / 1000) + 1000)
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', math.max(1, math.ceil((next - now) / 1000) + 1000))
 end
 return 0
 `;
@@ -51,13 +51,18 @@ type AdmitCommand = (
   queueKey: string,
   intervalUs: number,
   hasTurn: 0 | 1,
-) => Promise<[number, number]>;
-type StartedCommand = (sentKey: string, intervalUs: number) => Promise<number>;
+  withinUs: number,
+) => Promise<[string] | [string, string]>;
+type StartedCommand = (sentKey: string, notBeforeUs: string) => Promise<number>;
 
-/** `waitMs` 0: the request may go now; else how long its call waits, and whether it has its turn. */
+/**
+ * What a webhook's rate limit answered a request: it may go once `waitUs` is over, in the slot
+ * it reserved (`slotUs`, the limit's clock), or its call waits `waitUs` and asks again with its
+ * turn (`slotUs` null).
+ */
 export interface RateAdmission {
-  waitMs: number;
-  turn: boolean;
+  waitUs: number;
+  slotUs: number | null;
 }
 
 /**
@@ -90,36 +95,42 @@ export class RateLimiter {
   }
 
   /**
-   * A request admitted has started now: the next one of its webhook waits one interval from
-   * here if that is later (spacing counts from the later of a request's admission and its start).
+   * A request reserved earlier started late: the next one of its webhook may go no sooner than
+   * `notBeforeUs` (its slot, how late it started, and an interval).
    */
-  async started(webhookId: string, perSecond: number): Promise<void> {
+  async started(webhookId: string, notBeforeUs: number): Promise<void> {
     await answeredWithin(
-      this.#started(webhookKey(this.redisPrefix, 'rate-sent', webhookId), intervalUs(perSecond)),
+      this.#started(
+        webhookKey(this.redisPrefix, 'rate-sent', webhookId),
+        Math.round(notBeforeUs).toString(),
+      ),
       this.roundTripLimitMs,
       'a rate limit',
     );
   }
 
   /**
-   * Whether a request of this webhook may be sent now (`waitMs` 0; it is counted), else how long
-   * its call waits, and whether it then has its turn (`turn`: come back with `hasTurn`).
+   * Whether a request of this webhook may go, and when: see RateAdmission. It reserves a slot
+   * only within `withinUs` from now (`hasTurn`: its call waited for its turn).
    */
-  async admit(webhookId: string, perSecond: number, hasTurn: boolean): Promise<RateAdmission> {
-    const interval = intervalUs(perSecond);
-    const [wait, turn] = await answeredWithin(
+  async admit(
+    webhookId: string,
+    perSecond: number,
+    hasTurn: boolean,
+    withinUs: number,
+  ): Promise<RateAdmission> {
+    const [wait, slot] = await answeredWithin(
       this.#admit(
         webhookKey(this.redisPrefix, 'rate-sent', webhookId),
         webhookKey(this.redisPrefix, 'rate-queue', webhookId),
-        interval,
+        intervalUs(perSecond),
         hasTurn ? 1 : 0,
+        Math.round(withinUs),
       ),
       this.roundTripLimitMs,
       'a rate limit',
     );
-    if (Number(wait) === 0 && Number(turn) === 0) return { waitMs: 0, turn: false };
-    // A little after the time, not before (a call back early waits again).
-    return { waitMs: Number(wait) + Math.max(1, Math.ceil(interval / 20_000)), turn: true };
+    return { waitUs: Number(wait), slotUs: slot === undefined ? null : Number(slot) };
   }
 }
 

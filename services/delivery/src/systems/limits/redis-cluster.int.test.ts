@@ -69,16 +69,23 @@ describe('rate-limit turns on a Redis Cluster', () => {
     const [a, b] = both({ maxInFlightPerWebhook: 10, slotTtlMs: 10_000 });
     const hooks = await webhooksOnEachMaster();
     for (const webhookId of hooks) {
-      // 2 per second: one request now, the next waits about half a second, and takes a turn.
-      expect(await a!.rateTurns.admit(webhookId, 2, false)).toEqual({ waitMs: 0, turn: false });
-      const second = await b!.rateTurns.admit(webhookId, 2, false);
-      expect(second.turn).toBe(true);
-      expect(second.waitMs).toBeGreaterThan(300);
-      expect(second.waitMs).toBeLessThan(600);
+      // 2 per second: one request now (its slot reserved), the next waits about half a second
+      // for a turn (further than the 300 ms it may reserve ahead).
+      const first = await a!.rateTurns.admit(webhookId, 2, false, 300_000);
+      expect(first.waitUs).toBe(0);
+      expect(first.slotUs).not.toBeNull();
+      const second = await b!.rateTurns.admit(webhookId, 2, false, 300_000);
+      expect(second.slotUs).toBeNull();
+      expect(second.waitUs).toBeGreaterThan(300_000);
+      expect(second.waitUs).toBeLessThan(600_000);
       // A third waits behind the second's turn.
-      const third = await a!.rateTurns.admit(webhookId, 2, false);
-      expect(third.waitMs).toBeGreaterThan(second.waitMs + 300);
-      await b!.rateTurns.started(webhookId, 2);
+      const third = await a!.rateTurns.admit(webhookId, 2, false, 300_000);
+      expect(third.waitUs).toBeGreaterThan(second.waitUs + 300_000);
+      // The first started late: the next may go no sooner than a second after its slot.
+      await b!.rateTurns.started(webhookId, first.slotUs! + 1_000_000);
+      const turn = await b!.rateTurns.admit(webhookId, 2, true, 300_000);
+      expect(turn.slotUs).toBeNull();
+      expect(turn.waitUs).toBeGreaterThan(600_000);
     }
   });
 });
