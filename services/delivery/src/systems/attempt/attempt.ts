@@ -175,7 +175,7 @@ export class Attempts {
   ): Promise<Attempted> {
     const { deps, settings } = this;
     const retriesCount = data.retry ?? call.attemptedAutoRetriesCount;
-    const sentAt = new Date();
+    const renderedAt = new Date();
     const { event, entries } = content;
     if (span.isRecording()) {
       span.setAttributes({
@@ -197,17 +197,21 @@ export class Attempts {
       userAgent: settings.userAgent,
       attemptedAutoRetriesCount: retriesCount,
       sign: (id, timestamp, signed) =>
-        signWebhook(activeSigningSecrets(webhook, sentAt), id, timestamp, signed),
-      now: sentAt,
+        signWebhook(activeSigningSecrets(webhook, renderedAt), id, timestamp, signed),
+      now: renderedAt,
       models: deps.models.forEvent(event),
       traceparent: webhook.traceContext ? traceparentOf(span) : null,
     });
     const destination = webhook.destination;
     const request = requestForDestination(rendered, webhook);
 
+    // A rate-limited request was rendered while it waited for its slot: it is sent (and logged
+    // as sent) once the slot has come.
+    let sentAt = renderedAt;
     if (call.rate) {
       await deps.limits.untilRateSlot(call.rate);
       void deps.limits.rateStarted(call.rate);
+      sentAt = new Date();
     }
     const started = performance.now();
     const result =
