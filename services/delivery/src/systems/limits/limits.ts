@@ -18,11 +18,20 @@ import { Semaphore } from './semaphore.js';
 const ROLLUP_INTERVAL_MS = 250;
 
 /**
- * How far ahead a request reserves its rate limit's slot and waits for it in the process (holding
- * the attempt's in-flight slot); a turn further away is waited for as a delayed job, whose
- * promotion and pickup take tens of milliseconds.
+ * The longest wait for a rate limit's turn spent in the process (holding the attempt's in-flight
+ * slot) rather than as a delayed job, whose promotion and pickup take tens of milliseconds.
  */
 const RATE_WAIT_HERE_MS = 300;
+
+/**
+ * How far ahead a request reserves its slot: an interval (at least this, at most
+ * RATE_WAIT_HERE_MS). Few slots are reserved at once, so few can pass together while their
+ * process pauses; a call further from its turn asks again half of that before it.
+ */
+const RATE_RESERVE_MIN_MS = 20;
+
+/** How many webhooks' last starts are kept before those over a second old are let go. */
+const LAST_STARTS_KEPT = 1000;
 
 /** The process's monotonic clock, in milliseconds. */
 const now = (): number => performance.now();
@@ -71,6 +80,9 @@ export interface LimitsDeps {
  * pool, the webhook's rate limit and its circuit breaker.
  */
 export class Limits {
+  /** When this process last started a rate-limited request, by webhook (untilRateSlot). */
+  readonly #lastStart = new Map<string, number>();
+
   constructor(private readonly deps: LimitsDeps) {}
 
   get inFlight(): InFlightSlots {
@@ -113,20 +125,28 @@ export class Limits {
   ): Promise<{ send: true; rate: RateReservation | null } | PutOff> {
     const perSecond = webhook.deliveryPolicy.rate_limit_per_second;
     let rate: RateReservation | null = null;
+    const spacingUs = perSecond ? intervalUs(perSecond) : 0;
+    const aheadMs = Math.min(RATE_WAIT_HERE_MS, Math.max(RATE_RESERVE_MIN_MS, spacingUs / 1000));
     for (let hasTurn = rateSlot; perSecond && !rate; hasTurn = true) {
-      const within = RATE_WAIT_HERE_MS * 1000;
-      const { waitUs, slotUs } = await this.deps.rate.admit(webhook.id, perSecond, hasTurn, within);
+      const { waitUs, slotUs } = await this.deps.rate.admit(
+        webhook.id,
+        perSecond,
+        hasTurn,
+        aheadMs * 1000,
+      );
       const waitMs = waitUs / 1000;
       if (slotUs !== null) {
-        const spacingUs = intervalUs(perSecond);
         rate = { webhookId: webhook.id, slotUs, intervalUs: spacingUs, dueAt: now() + waitMs };
-      } else if (waitMs > RATE_WAIT_HERE_MS) {
-        // Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
-        return { send: false, waitMs: Math.ceil(waitMs), reason: 'rate_limit', rateSlot: true };
-      } else {
-        // Its turn in the queue comes soon: it asks again then, and reserves.
-        await sleep(Math.ceil(waitMs));
+        continue;
       }
+      // Its turn: it asks again a little before, and then reserves it.
+      const untilAskMs = Math.max(0, waitMs - aheadMs / 2);
+      if (waitMs > RATE_WAIT_HERE_MS) {
+        // Whole milliseconds: BullMQ on Postgres keeps times in bigint columns.
+        const waited = Math.ceil(untilAskMs);
+        return { send: false, waitMs: waited, reason: 'rate_limit', rateSlot: true };
+      }
+      await sleep(Math.ceil(untilAskMs));
     }
     const circuit = await this.deps.circuits.admit(webhook.id, { fresh: retry });
     if (circuit.send) return { send: true, rate };
@@ -135,11 +155,25 @@ export class Limits {
 
   /**
    * Waits for a request's reserved slot (what it did since its admission, rendering it, counts
-   * towards the wait).
+   * towards the wait), and for an interval after the last request of its webhook this process
+   * started: after a pause of the process (its timers all late at once), the requests whose slots
+   * passed meanwhile go one interval apart, not together. One that goes later than its slot tells
+   * the limit (rateStarted), which moves the slots not yet reserved.
    */
-  async untilRateSlot(reservation: RateReservation): Promise<void> {
-    const waitMs = reservation.dueAt - now();
-    if (waitMs > 0) await sleep(Math.ceil(waitMs));
+  async untilRateSlot(reserved: RateReservation): Promise<void> {
+    const { webhookId, intervalUs: spacingUs, dueAt } = reserved;
+    for (;;) {
+      const last = this.#lastStart.get(webhookId);
+      const at = Math.max(dueAt, last === undefined ? 0 : last + spacingUs / 1000);
+      // (A timer may fire up to a millisecond early.)
+      if (at <= now() + 1) break;
+      await sleep(Math.ceil(at - now()));
+    }
+    const started = now();
+    if (this.#lastStart.size >= LAST_STARTS_KEPT) {
+      for (const [id, at] of this.#lastStart) if (at < started - 1000) this.#lastStart.delete(id);
+    }
+    this.#lastStart.set(webhookId, started);
   }
 
   /**

@@ -68,6 +68,26 @@ describe.each(COORDINATION_MODES)("a rate limit's reserved slots (%s)", (mode) =
     expect(third.slotUs - second.slotUs).toBe(INTERVAL_US);
   });
 
+  it('starts the requests whose slots passed during a pause of the process an interval apart', async () => {
+    const { limits } = await process();
+    const webhook = await limited();
+    const first = await reserve(limits, webhook);
+    const second = await reserve(limits, webhook);
+    expect(second.slotUs - first.slotUs).toBe(INTERVAL_US);
+    // The process pauses past both slots (its event loop held, as a long task or a GC would).
+    const until = performance.now() + 2 * (INTERVAL_US / 1000);
+    while (performance.now() < until);
+    const starts: number[] = [];
+    await Promise.all(
+      [first, second].map(async (reserved) => {
+        await limits.untilRateSlot(reserved);
+        starts.push(performance.now());
+      }),
+    );
+    // (A timer may fire up to a millisecond early.)
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(INTERVAL_US / 1000 - 1);
+  });
+
   it('moves the next slot back by as much as a request started late', async () => {
     const a = await process();
     const b = await process(a.prefix);
