@@ -17,9 +17,10 @@ async function deliveriesOf(registry: Registry): Promise<number> {
 }
 
 // File-scoped fixtures are made at the top level: a pipeline (and database) per mode.
-// The circuit is off: on a busy machine a run of late answers (timeouts) would open it, and its
-// calls would wait its cool-down, which is not what this test measures.
-const SETTINGS = { circuit: { failures: 0, cooldownMs: 60_000 } };
+// The circuit is off, and an answer may take 10 s: on a busy machine a run of late answers
+// (timeouts) would open it, or end a call after its few quick retries, which is not what this
+// test measures.
+const SETTINGS = { circuit: { failures: 0, cooldownMs: 60_000 }, timeoutMs: 10_000 };
 const tests = {
   redis: pipelineTest(SETTINGS, 'redis'),
   postgres: pipelineTest(SETTINGS, 'postgres'),
@@ -98,7 +99,9 @@ describe.each(COORDINATION_MODES)("a webhook's rate limit (%s)", (mode) => {
       await waitFor(
         async () => {
           for (const event of events) {
-            expect((await pipeline.callOf(event.id, target)).status).toBe('success');
+            const call = await pipeline.callOf(event.id, target);
+            const after = `${call.attemptedAutoRetriesCount} retries: ${call.failureReason ?? ''}`;
+            expect(call.status, `call ${call.id} after ${after}`).toBe('success');
           }
         },
         { timeout: 90_000, interval: 100 },
